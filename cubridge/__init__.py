@@ -1,0 +1,1 @@
+"""CuBridge: lift, transfer, verify and lower CUDA attention kernels through CuIR."""

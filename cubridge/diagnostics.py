@@ -1,0 +1,102 @@
+"""Located diagnostics: parsing that records where each op came from, and
+verification that reports the first failing op as `file:line:col: error: ...`.
+
+Parsed ops get a `FileLineColLoc` unless the text gives one with `loc(...)`;
+lifted ops carry the CUDA location they came from the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import UNKNOWN_LOC, FileLineColLoc, IntAttr, ModuleOp, StringAttr
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
+
+
+class CuBridgeError(Exception):
+    """A user-facing error: printed as one located line, never as a traceback."""
+
+    def __init__(self, message: str, location: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.location = location
+
+    def __str__(self) -> str:
+        if self.location is None:
+            return f"error: {self.message}"
+        return f"{self.location}: error: {self.message}"
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    filename: str
+    line: int
+    column: int
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.line}:{self.column}"
+
+
+def location_of(op: Operation) -> SourceLocation | None:
+    """The source location recorded on `op`, if any."""
+    loc = op.location
+    if not isinstance(loc, FileLineColLoc):
+        return None
+    return SourceLocation(loc.filename.data, loc.line.data, loc.column.data)
+
+
+def describe_location(op: Operation) -> str:
+    """`file:line:col` of `op`, or its name where no location was recorded."""
+    where = location_of(op)
+    return str(where) if where is not None else f"<{op.name}>"
+
+
+class LocatingParser(Parser):
+    """A parser that stamps every op it parses with its file:line:col.
+
+    `line_offset` shifts reported lines, for chunks of a `--split-input-file` input.
+    """
+
+    def __init__(self, ctx: Context, text: str, filename: str, line_offset: int = 0):
+        super().__init__(ctx, text, filename)
+        self.line_offset = line_offset
+
+    def current_location(self) -> SourceLocation:
+        where = self._current_token.span.get_location()
+        return SourceLocation(where.file, where.line + self.line_offset, where.col)
+
+    def parse_optional_operation(self) -> Operation | None:
+        start = self.current_location()
+        op = super().parse_optional_operation()
+        if op is not None and op.location == UNKNOWN_LOC:
+            op.location = FileLineColLoc(
+                StringAttr(start.filename), IntAttr(start.line), IntAttr(start.column)
+            )
+        return op
+
+
+def parse_module(ctx: Context, text: str, filename: str, line_offset: int = 0) -> ModuleOp:
+    """Parse `text` into a located module; raises CuBridgeError on bad input."""
+    parser = LocatingParser(ctx, text, filename, line_offset)
+    try:
+        return parser.parse_module()
+    except ParseError as error:
+        where = error.span.get_location()
+        raise CuBridgeError(
+            error.msg, f"{where.file}:{where.line + line_offset}:{where.col}"
+        ) from None
+    except VerifyException as error:
+        # attribute and type parameters are verified as they are parsed
+        raise CuBridgeError(str(error.args[0]), str(parser.current_location())) from None
+
+
+def verify_module(module: ModuleOp) -> None:
+    """Verify every op; the first failure becomes a located CuBridgeError."""
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except DiagnosticException as error:
+            raise CuBridgeError(str(error.args[0]), describe_location(op)) from None

@@ -1,0 +1,5 @@
+"""The CuIR dialect: types in `types`, operations in `cuir`."""
+
+from cubridge.dialect.cuir import CuIR
+
+__all__ = ["CuIR"]

@@ -1,0 +1,1851 @@
+"""CuIR: a tile-level, executable IR of GPU attention kernels, as an xDSL dialect.
+
+CuIR shows how a kernel orchestrates its work and hides the syntax that does it:
+
+- work assignment: `cuir.kernel`, `cuir.worker`, `cuir.for_each_tile`,
+  `cuir.program_id`, `cuir.dim`;
+- data movement: `cuir.alloc`, `cuir.copy`, `cuir.copy_async`, `cuir.load`,
+  `cuir.store`, `cuir.store_async`;
+- compute: `cuir.gemm`, `cuir.gemm_async`, `cuir.map`, `cuir.row_reduce`,
+  `cuir.convert`, `cuir.fill` (scalar code inside `cuir.map` uses arith/math);
+- synchronization: `cuir.barrier`, `cuir.named_barrier_sync`,
+  `cuir.named_barrier_arrive`, `cuir.mbarrier_init`, `cuir.mbarrier_arrive`,
+  `cuir.mbarrier_expect_tx`, `cuir.mbarrier_wait`, `cuir.commit_group`,
+  `cuir.wait_group`, `cuir.gemm_fence`, `cuir.gemm_wait`,
+  `cuir.fence_async_shared`.
+
+Asynchronous ops complete only at their wait: a `cuir.copy_async` at its
+`cuir.wait_group` or at the mbarrier phase it signals, a `cuir.gemm_async` at
+the `cuir.gemm_wait` of its token. Until then their destination is in flight.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    I64,
+    FloatAttr,
+    Float64Type,
+    IndexType,
+    IntegerAttr,
+    StringAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
+from xdsl.irdl import (
+    AttrSizedOperandSegments,
+    IRDLOperation,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import (
+    HasParent,
+    IsolatedFromAbove,
+    IsTerminator,
+    NoTerminator,
+    SymbolOpInterface,
+)
+from xdsl.utils.exceptions import VerifyException
+
+from cubridge.dialect.syntax import parse_indices, parse_ref, parse_types, print_ref
+from cubridge.dialect.types import (
+    MBARRIER_BYTES,
+    OWNED_TYPES,
+    ColVectorType,
+    GlobalTensorType,
+    MbarrierType,
+    RowVectorType,
+    SharedBufferType,
+    TileType,
+    TokenType,
+)
+
+WARPGROUP_THREADS = 128
+MAX_THREADS_PER_BLOCK = 1024
+MAX_SHARED_BYTES = 232448  # sm_90 opt-in limit per block (227 KiB)
+REGISTER_FILE = 65536
+REGISTER_BUDGETS = range(24, 257, 8)  # what setmaxnreg accepts
+SCHEDULES = ("grid", "persistent")
+TILE_ORDERS = ("natural", "longest_first")
+GEMM_LAYOUTS = ("ab", "abt")
+REDUCTIONS = ("max", "sum")
+
+
+def _int(value: int) -> IntegerAttr:
+    return IntegerAttr(value, i64)
+
+
+# ----------------------------------------------------------------------------
+# Structural helpers used by the verifiers
+# ----------------------------------------------------------------------------
+
+
+def enclosing_worker(op: Operation) -> WorkerOp | None:
+    """The `cuir.worker` whose body contains `op`, if any."""
+    parent = op.parent_op()
+    while parent is not None:
+        if isinstance(parent, WorkerOp):
+            return parent
+        parent = parent.parent_op()
+    return None
+
+
+def enclosing_kernel(op: Operation) -> KernelOp | None:
+    parent = op.parent_op()
+    while parent is not None:
+        if isinstance(parent, KernelOp):
+            return parent
+        parent = parent.parent_op()
+    return None
+
+
+def _require_worker(op: Operation) -> WorkerOp:
+    worker = enclosing_worker(op)
+    if worker is None:
+        raise VerifyException(f"'{op.name}' must run inside a cuir.worker")
+    return worker
+
+
+def _check_ownership(op: Operation) -> None:
+    """Register values and tokens used or defined by `op` belong to its worker."""
+    worker = _require_worker(op)
+    owner = worker.sym_name.data
+    values = [(f"operand #{i}", v) for i, v in enumerate(op.operands)]
+    values += [(f"result #{i}", r) for i, r in enumerate(op.results)]
+    for what, value in values:
+        if not isinstance(value.type, OWNED_TYPES):
+            continue
+        value_owner = value.type.owner.data
+        if value_owner != owner:
+            raise VerifyException(
+                f"'{op.name}' runs in worker @{owner} but its {what} belongs to "
+                f"worker @{value_owner}"
+            )
+
+
+def _check_stage_index(
+    what: str, buffer_type: Attribute, indices: Sequence[SSAValue]
+) -> None:
+    """A staged buffer or mbarrier array is indexed by exactly one stage."""
+    stages = (
+        buffer_type.stages.data
+        if isinstance(buffer_type, SharedBufferType | MbarrierType)
+        else 1
+    )
+    if stages > 1 and len(indices) != 1:
+        raise VerifyException(
+            f"{what} has {stages} stages and needs one stage index, got {len(indices)}"
+        )
+    if stages == 1 and indices:
+        raise VerifyException(f"{what} has a single stage and takes no stage index")
+
+
+def _check_global_indices(what: str, tensor_type: Attribute, indices: Sequence[SSAValue]):
+    assert isinstance(tensor_type, GlobalTensorType)
+    if len(indices) != tensor_type.rank.data:
+        raise VerifyException(
+            f"{what} is a rank-{tensor_type.rank.data} global tensor and needs "
+            f"{tensor_type.rank.data} coordinates, got {len(indices)}"
+        )
+
+
+def _check_buffer_ref(what: str, buffer: SSAValue, indices: Sequence[SSAValue]):
+    """Check the coordinates of a global tensor or the stage of a shared buffer."""
+    if isinstance(buffer.type, GlobalTensorType):
+        _check_global_indices(what, buffer.type, indices)
+        return
+    _check_stage_index(what, buffer.type, indices)
+
+
+def _same_elements(what: str, a: Attribute, b: Attribute) -> None:
+    if a != b:
+        raise VerifyException(f"{what}: element types differ ({a} vs {b})")
+
+
+# ----------------------------------------------------------------------------
+# Work assignment
+# ----------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class KernelOp(IRDLOperation):
+    """A thread block program, launched over the work tiles of an attention problem.
+
+    A work tile is (q_tile, head, batch): `tile_m` query rows of one head of
+    one batch entry, ceil(SQ / tile_m) * HQ * B tiles in all. With
+    `schedule grid` each program (thread block) runs one tile; with
+    `schedule persistent` there are as many programs as multiprocessors and
+    each iterates its share of the tiles (`longest_first` orders them by
+    decreasing work, for causal masks). The body runs once per program before
+    the workers start: it allocates shared memory and initializes mbarriers.
+    Its workers then run concurrently; the kernel completes when all have.
+    Kernel arguments are bound by name (`arg_names`) at launch.
+    """
+
+    name = "cuir.kernel"
+
+    sym_name = prop_def(StringAttr)
+    arg_names = prop_def(ArrayAttr[StringAttr])
+    threads = prop_def(IntegerAttr[I64])
+    smem_bytes = prop_def(IntegerAttr[I64])
+    cluster = prop_def(ArrayAttr[IntegerAttr[I64]])
+    tile_m = prop_def(IntegerAttr[I64])
+    schedule = prop_def(StringAttr)
+    order = prop_def(StringAttr)
+
+    body = region_def("single_block")
+
+    traits = traits_def(SymbolOpInterface(), IsolatedFromAbove(), NoTerminator())
+
+    def __init__(
+        self,
+        name: str,
+        args: Sequence[tuple[str, Attribute]],
+        *,
+        threads: int,
+        smem_bytes: int,
+        tile_m: int,
+        schedule: str = "grid",
+        order: str = "natural",
+        cluster: Sequence[int] = (1, 1, 1),
+        body: Region | None = None,
+    ):
+        if body is None:
+            body = Region(Block(arg_types=[t for _, t in args]))
+        super().__init__(
+            properties={
+                "sym_name": StringAttr(name),
+                "arg_names": ArrayAttr([StringAttr(n) for n, _ in args]),
+                "threads": _int(threads),
+                "smem_bytes": _int(smem_bytes),
+                "cluster": ArrayAttr([_int(c) for c in cluster]),
+                "tile_m": _int(tile_m),
+                "schedule": StringAttr(schedule),
+                "order": StringAttr(order),
+            },
+            regions=[body],
+        )
+
+    def argument(self, name: str) -> SSAValue:
+        """The block argument bound to kernel argument `name`."""
+        names = [n.data for n in self.arg_names.data]
+        if name not in names:
+            raise KeyError(f"kernel @{self.sym_name.data} has no argument '{name}'")
+        return self.body.block.args[names.index(name)]
+
+    @property
+    def workers(self) -> list[WorkerOp]:
+        return [op for op in self.body.block.ops if isinstance(op, WorkerOp)]
+
+    def verify_(self) -> None:
+        args = self.body.block.args
+        if len(self.arg_names.data) != len(args):
+            raise VerifyException(
+                f"kernel @{self.sym_name.data} names {len(self.arg_names.data)} "
+                f"arguments but has {len(args)}"
+            )
+        threads = self.threads.value.data
+        if not 0 < threads <= MAX_THREADS_PER_BLOCK or threads % WARPGROUP_THREADS:
+            raise VerifyException(
+                f"threads must be a multiple of {WARPGROUP_THREADS} up to "
+                f"{MAX_THREADS_PER_BLOCK}, got {threads}"
+            )
+        if self.schedule.data not in SCHEDULES:
+            raise VerifyException(
+                f"schedule must be one of {', '.join(SCHEDULES)}, got '{self.schedule.data}'"
+            )
+        if self.order.data not in TILE_ORDERS:
+            raise VerifyException(
+                f"tile order must be one of {', '.join(TILE_ORDERS)}, got '{self.order.data}'"
+            )
+        if len(self.cluster.data) != 3 or any(c.value.data < 1 for c in self.cluster.data):
+            raise VerifyException("cluster shape has three positive sizes")
+        if self.tile_m.value.data < 1:
+            raise VerifyException("tile_m must be positive")
+        self._verify_shared_memory()
+        self._verify_workers(threads)
+
+    def _verify_shared_memory(self) -> None:
+        needed = 0
+        for op in self.body.block.ops:
+            if not isinstance(op, AllocOp):
+                continue
+            kind = op.result.type
+            needed += (
+                kind.total_bytes
+                if isinstance(kind, SharedBufferType)
+                else MBARRIER_BYTES * kind.stages.data
+            )
+        declared = self.smem_bytes.value.data
+        if declared > MAX_SHARED_BYTES:
+            raise VerifyException(
+                f"kernel reserves {declared} bytes of shared memory, above the "
+                f"{MAX_SHARED_BYTES}-byte limit"
+            )
+        if needed > declared:
+            raise VerifyException(
+                f"shared-memory allocations need {needed} bytes but the kernel "
+                f"reserves only {declared}"
+            )
+
+    def _verify_workers(self, threads: int) -> None:
+        workers = self.workers
+        if not workers:
+            raise VerifyException(f"kernel @{self.sym_name.data} has no cuir.worker")
+        claimed: list[tuple[int, int, str]] = []
+        registers = 0
+        for worker in workers:
+            begin, end = worker.thread_range
+            if end > threads:
+                raise VerifyException(
+                    f"worker @{worker.sym_name.data} uses threads up to {end} but "
+                    f"the kernel has {threads}"
+                )
+            for other_begin, other_end, other in claimed:
+                if begin < other_end and other_begin < end:
+                    raise VerifyException(
+                        f"workers @{other} and @{worker.sym_name.data} share threads"
+                    )
+            claimed.append((begin, end, worker.sym_name.data))
+            if worker.regs is not None:
+                registers += worker.regs.value.data * (end - begin)
+        if registers > REGISTER_FILE:
+            raise VerifyException(
+                f"worker register budgets need {registers} registers, above the "
+                f"{REGISTER_FILE}-register file"
+            )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" @" + self.sym_name.data)
+        printer.print_string("(")
+        printer.print_list(self.body.block.args, printer.print_block_argument)
+        printer.print_string(")")
+        cluster = "x".join(str(c.value.data) for c in self.cluster.data)
+        printer.print_string(
+            f" threads {self.threads.value.data} smem {self.smem_bytes.value.data}"
+            f" cluster {cluster} tile_m {self.tile_m.value.data}"
+            f" schedule {self.schedule.data}"
+        )
+        if self.order.data != "natural":
+            printer.print_string(f" {self.order.data}")
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> KernelOp:
+        name = parser.parse_symbol_name().data
+        arguments = parser.parse_comma_separated_list(
+            Parser.Delimiter.PAREN, lambda: parser.parse_argument(expect_type=True)
+        )
+        parser.parse_keyword("threads")
+        threads = parser.parse_integer(allow_negative=False, allow_boolean=False)
+        parser.parse_keyword("smem")
+        smem = parser.parse_integer(allow_negative=False, allow_boolean=False)
+        parser.parse_keyword("cluster")
+        cluster_dims, _ = _parse_cluster(parser)
+        parser.parse_keyword("tile_m")
+        tile_m = parser.parse_integer(allow_negative=False, allow_boolean=False)
+        parser.parse_keyword("schedule")
+        schedule = parser.parse_identifier()
+        order = parser.parse_optional_keyword("longest_first") or "natural"
+        attributes = parser.parse_optional_attr_dict_with_keyword()
+        body = parser.parse_region(arguments)
+        op = cls(
+            name,
+            [(arg.name.text[1:], arg.type) for arg in arguments],
+            threads=threads,
+            smem_bytes=smem,
+            tile_m=tile_m,
+            schedule=schedule,
+            order=order,
+            cluster=cluster_dims,
+            body=body,
+        )
+        if attributes is not None:
+            op.attributes |= attributes.data
+        return op
+
+
+def _parse_cluster(parser: Parser) -> tuple[list[int], None]:
+    """Parse `AxBxC` (lexed as an integer followed by `xB`-style identifiers)."""
+    dims = parser.parse_dimension_list()
+    if len(dims) == 2:
+        # "1x1x1" lexes as dims [1, 1] followed by a bare "x1"
+        tail = parser.parse_identifier()
+        if not tail.startswith("x") or not tail[1:].isdigit():
+            parser.raise_error("expected cluster shape AxBxC")
+        dims.append(int(tail[1:]))
+    if len(dims) != 3:
+        parser.raise_error("expected cluster shape AxBxC")
+    return dims, None
+
+
+@irdl_op_definition
+class WorkerOp(IRDLOperation):
+    """A warp-group role: threads [begin, end), one instance per 128 threads.
+
+    Each instance runs the body with its instance index (0-based, in thread
+    order) as the block argument; instances of all workers run concurrently.
+    `regs` is the per-thread register budget the role sets on entry
+    (register reallocation with setmaxnreg).
+    """
+
+    name = "cuir.worker"
+
+    sym_name = prop_def(StringAttr)
+    thread_begin = prop_def(IntegerAttr[I64])
+    thread_end = prop_def(IntegerAttr[I64])
+    regs = opt_prop_def(IntegerAttr[I64])
+
+    body = region_def("single_block")
+
+    traits = traits_def(HasParent(KernelOp), NoTerminator())
+
+    def __init__(
+        self,
+        name: str,
+        threads: tuple[int, int],
+        *,
+        regs: int | None = None,
+        body: Region | None = None,
+    ):
+        if body is None:
+            body = Region(Block(arg_types=[IndexType()]))
+        properties: dict[str, Attribute] = {
+            "sym_name": StringAttr(name),
+            "thread_begin": _int(threads[0]),
+            "thread_end": _int(threads[1]),
+        }
+        if regs is not None:
+            properties["regs"] = _int(regs)
+        super().__init__(properties=properties, regions=[body])
+
+    @property
+    def thread_range(self) -> tuple[int, int]:
+        return self.thread_begin.value.data, self.thread_end.value.data
+
+    @property
+    def instances(self) -> int:
+        begin, end = self.thread_range
+        return (end - begin) // WARPGROUP_THREADS
+
+    @property
+    def instance_index(self) -> SSAValue:
+        return self.body.block.args[0]
+
+    def verify_(self) -> None:
+        begin, end = self.thread_range
+        if begin % WARPGROUP_THREADS or end % WARPGROUP_THREADS or end <= begin:
+            raise VerifyException(
+                f"worker @{self.sym_name.data} threads [{begin}, {end}) must be whole "
+                f"warp groups of {WARPGROUP_THREADS} threads"
+            )
+        args = self.body.block.args
+        if len(args) != 1 or not isinstance(args[0].type, IndexType):
+            raise VerifyException(
+                f"worker @{self.sym_name.data} body takes one index argument "
+                "(the instance index)"
+            )
+        if self.regs is not None and self.regs.value.data not in REGISTER_BUDGETS:
+            raise VerifyException(
+                f"worker @{self.sym_name.data} register budget must be a multiple of 8 "
+                f"in [24, 256], got {self.regs.value.data}"
+            )
+
+    def print(self, printer: Printer) -> None:
+        begin, end = self.thread_range
+        printer.print_string(f" @{self.sym_name.data} threads {begin} to {end}")
+        if self.regs is not None:
+            printer.print_string(f" regs {self.regs.value.data}")
+        printer.print_string(" (")
+        printer.print_operand(self.instance_index)
+        printer.print_string(")")
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> WorkerOp:
+        name = parser.parse_symbol_name().data
+        parser.parse_keyword("threads")
+        begin = parser.parse_integer(allow_negative=False, allow_boolean=False)
+        parser.parse_keyword("to")
+        end = parser.parse_integer(allow_negative=False, allow_boolean=False)
+        regs = None
+        if parser.parse_optional_keyword("regs"):
+            regs = parser.parse_integer(allow_negative=False, allow_boolean=False)
+        parser.parse_punctuation("(")
+        instance = parser.parse_argument(expect_type=False).resolve(IndexType())
+        parser.parse_punctuation(")")
+        attributes = parser.parse_optional_attr_dict_with_keyword()
+        body = parser.parse_region((instance,))
+        op = cls(name, (begin, end), regs=regs, body=body)
+        if attributes is not None:
+            op.attributes |= attributes.data
+        return op
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Ends a `cuir.map` body (the element's value) or a `cuir.for_each_tile` body (carried values)."""
+
+    name = "cuir.yield"
+
+    values = var_operand_def()
+
+    traits = traits_def(IsTerminator())
+
+    assembly_format = "attr-dict ($values^ `:` type($values))?"
+
+    def __init__(self, *values: SSAValue | Operation):
+        super().__init__(operands=[values])
+
+
+@irdl_op_definition
+class ForEachTileOp(IRDLOperation):
+    """Iterate the work tiles the kernel's schedule gives this program.
+
+    The body receives (q_tile, head, batch) and the carried values; it runs
+    once per tile, in schedule order, and the op yields the final carried
+    values. With `schedule grid` it runs exactly once.
+    """
+
+    name = "cuir.for_each_tile"
+
+    iter_args = var_operand_def()
+    res = var_result_def()
+    body = region_def("single_block")
+
+    def __init__(self, iter_args: Sequence[SSAValue] = (), body: Region | None = None):
+        if body is None:
+            body = Region(
+                Block(arg_types=[IndexType()] * 3 + [a.type for a in iter_args])
+            )
+        super().__init__(
+            operands=[iter_args],
+            result_types=[[a.type for a in iter_args]],
+            regions=[body],
+        )
+
+    @property
+    def tile_coords(self) -> tuple[SSAValue, SSAValue, SSAValue]:
+        q_tile, head, batch = self.body.block.args[:3]
+        return q_tile, head, batch
+
+    @property
+    def carried(self) -> Sequence[SSAValue]:
+        return self.body.block.args[3:]
+
+    def verify_(self) -> None:
+        _require_worker(self)
+        args = self.body.block.args
+        if len(args) != 3 + len(self.iter_args) or any(
+            not isinstance(a.type, IndexType) for a in args[:3]
+        ):
+            raise VerifyException(
+                "cuir.for_each_tile body takes (q_tile, head, batch) as index values "
+                "followed by one argument per carried value"
+            )
+        terminator = self.body.block.last_op
+        yielded = terminator.operands if isinstance(terminator, YieldOp) else ()
+        expected = [a.type for a in self.iter_args]
+        if [v.type for v in yielded] != expected:
+            raise VerifyException(
+                "cuir.for_each_tile body must yield its carried values "
+                f"({', '.join(map(str, expected)) or 'none'})"
+            )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" (")
+        printer.print_list(self.tile_coords, printer.print_operand)
+        printer.print_string(")")
+        if self.iter_args:
+            printer.print_string(" iter_args(")
+            pairs = list(zip(self.carried, self.iter_args))
+            for i, (arg, init) in enumerate(pairs):
+                if i:
+                    printer.print_string(", ")
+                printer.print_operand(arg)
+                printer.print_string(" = ")
+                printer.print_operand(init)
+            printer.print_string(") -> (")
+            printer.print_list([a.type for a in self.iter_args], printer.print_attribute)
+            printer.print_string(")")
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(
+            self.body,
+            print_entry_block_args=False,
+            print_block_terminators=bool(self.iter_args),
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ForEachTileOp:
+        coords = parser.parse_comma_separated_list(
+            Parser.Delimiter.PAREN, lambda: parser.parse_argument(expect_type=False)
+        )
+        if len(coords) != 3:
+            parser.raise_error("expected (q_tile, head, batch)")
+        carried_args = []
+        inits_unresolved = []
+        types: list[Attribute] = []
+        if parser.parse_optional_keyword("iter_args"):
+
+            def parse_assignment():
+                arg = parser.parse_argument(expect_type=False)
+                parser.parse_punctuation("=")
+                return arg, parser.parse_unresolved_operand()
+
+            pairs = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parse_assignment)
+            carried_args = [a for a, _ in pairs]
+            inits_unresolved = [o for _, o in pairs]
+            parser.parse_punctuation("->")
+            types = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_type)
+        inits = [parser.resolve_operand(o, t) for o, t in zip(inits_unresolved, types)]
+        attributes = parser.parse_optional_attr_dict_with_keyword()
+        block_args = [c.resolve(IndexType()) for c in coords]
+        block_args += [a.resolve(t) for a, t in zip(carried_args, types)]
+        body = parser.parse_region(block_args)
+        if not inits and not isinstance(body.block.last_op, YieldOp):
+            body.block.add_op(YieldOp())
+        op = cls(inits, body)
+        if attributes is not None:
+            op.attributes |= attributes.data
+        return op
+
+
+@irdl_op_definition
+class ProgramIdOp(IRDLOperation):
+    """The linear index of this program (thread block) in the launch grid."""
+
+    name = "cuir.program_id"
+
+    result = result_def(IndexType)
+
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self):
+        super().__init__(result_types=[IndexType()])
+
+
+@irdl_op_definition
+class DimOp(IRDLOperation):
+    """The runtime size of dimension `dim` of a global tensor."""
+
+    name = "cuir.dim"
+
+    tensor = operand_def(GlobalTensorType)
+    dim = prop_def(IntegerAttr[I64])
+    result = result_def(IndexType)
+
+    assembly_format = "$tensor `[` $dim `]` attr-dict `:` type($tensor)"
+
+    def __init__(self, tensor: SSAValue, dim: int):
+        super().__init__(
+            operands=[tensor], properties={"dim": _int(dim)}, result_types=[IndexType()]
+        )
+
+    def verify_(self) -> None:
+        rank = self.tensor.type.rank.data
+        if not 0 <= self.dim.value.data < rank:
+            raise VerifyException(
+                f"dimension {self.dim.value.data} is out of range for a rank-{rank} tensor"
+            )
+
+
+# ----------------------------------------------------------------------------
+# Data movement
+# ----------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class AllocOp(IRDLOperation):
+    """Reserve a shared-memory buffer or an mbarrier array for the whole program."""
+
+    name = "cuir.alloc"
+
+    result = result_def(SharedBufferType | MbarrierType)
+
+    traits = traits_def(HasParent(KernelOp))
+
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self, result_type: SharedBufferType | MbarrierType):
+        super().__init__(result_types=[result_type])
+
+
+@irdl_op_definition
+class CopyOp(IRDLOperation):
+    """Copy a tile between global and shared memory; complete when the op returns.
+
+    The tile has the shared buffer's shape and sits at the given coordinates
+    of the global tensor (its last two dimensions). Rows and columns outside
+    the global tensor read as zero and are not written.
+    """
+
+    name = "cuir.copy"
+
+    source = operand_def(GlobalTensorType | SharedBufferType)
+    source_indices = var_operand_def(IndexType)
+    dest = operand_def(GlobalTensorType | SharedBufferType)
+    dest_indices = var_operand_def(IndexType)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(self, source, source_indices, dest, dest_indices):
+        super().__init__(operands=[source, source_indices, dest, dest_indices])
+
+    def verify_(self) -> None:
+        _require_worker(self)
+        kinds = {type(self.source.type), type(self.dest.type)}
+        if kinds != {GlobalTensorType, SharedBufferType}:
+            raise VerifyException(
+                "cuir.copy moves a tile between global and shared memory"
+            )
+        _check_buffer_ref("copy source", self.source, self.source_indices)
+        _check_buffer_ref("copy destination", self.dest, self.dest_indices)
+        _same_elements("cuir.copy", self.source.type.element_type, self.dest.type.element_type)
+
+    def print(self, printer: Printer) -> None:
+        print_ref(printer, self.source, self.source_indices)
+        printer.print_string(" ->")
+        print_ref(printer, self.dest, self.dest_indices)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.dest.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CopyOp:
+        source, source_indices = parse_ref(parser)
+        parser.parse_punctuation("->")
+        dest, dest_indices = parse_ref(parser)
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        source_type = parser.parse_type()
+        parser.parse_punctuation("->")
+        dest_type = parser.parse_type()
+        op = cls(
+            parser.resolve_operand(source, source_type),
+            source_indices,
+            parser.resolve_operand(dest, dest_type),
+            dest_indices,
+        )
+        op.attributes |= attributes
+        return op
+
+
+@irdl_op_definition
+class CopyAsyncOp(IRDLOperation):
+    """Start copying a global tile into a shared buffer (stage).
+
+    Without `barrier` it is a cp.async copy: it joins this worker's open
+    copy group and completes at the `cuir.wait_group` of the token that
+    `cuir.commit_group` returns for that group. With `barrier` it is a TMA
+    copy: it adds the tile's bytes to the mbarrier's transaction count and
+    completes when that mbarrier phase completes. Out-of-range rows and
+    columns are filled with zeros; the full tile's bytes are counted.
+    """
+
+    name = "cuir.copy_async"
+
+    source = operand_def(GlobalTensorType)
+    source_indices = var_operand_def(IndexType)
+    dest = operand_def(SharedBufferType)
+    dest_stage = opt_operand_def(IndexType)
+    barrier = opt_operand_def(MbarrierType)
+    barrier_stage = opt_operand_def(IndexType)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(
+        self,
+        source: SSAValue,
+        source_indices: Sequence[SSAValue],
+        dest: SSAValue,
+        dest_stage: SSAValue | None = None,
+        barrier: SSAValue | None = None,
+        barrier_stage: SSAValue | None = None,
+    ):
+        super().__init__(
+            operands=[
+                source,
+                source_indices,
+                dest,
+                [dest_stage] if dest_stage else [],
+                [barrier] if barrier else [],
+                [barrier_stage] if barrier_stage else [],
+            ]
+        )
+
+    @property
+    def tile_bytes(self) -> int:
+        return self.dest.type.stage_bytes
+
+    def verify_(self) -> None:
+        _require_worker(self)
+        _check_global_indices("copy source", self.source.type, self.source_indices)
+        _check_stage_index("copy destination", self.dest.type, _opt(self.dest_stage))
+        _same_elements(
+            "cuir.copy_async", self.source.type.element_type, self.dest.type.element_type
+        )
+        if self.barrier is None:
+            if self.barrier_stage is not None:
+                raise VerifyException("a barrier stage needs a barrier")
+            return
+        _check_stage_index("copy barrier", self.barrier.type, _opt(self.barrier_stage))
+
+    def print(self, printer: Printer) -> None:
+        print_ref(printer, self.source, self.source_indices)
+        printer.print_string(" ->")
+        print_ref(printer, self.dest, _opt(self.dest_stage))
+        types = [self.source.type, self.dest.type]
+        if self.barrier is not None:
+            printer.print_string(", barrier")
+            print_ref(printer, self.barrier, _opt(self.barrier_stage))
+            types.append(self.barrier.type)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_list(types, printer.print_attribute)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> CopyAsyncOp:
+        source, source_indices = parse_ref(parser)
+        parser.parse_punctuation("->")
+        dest, dest_indices = parse_ref(parser)
+        barrier = barrier_indices = None
+        if parser.parse_optional_punctuation(","):
+            parser.parse_keyword("barrier")
+            barrier, barrier_indices = parse_ref(parser)
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        types = parse_types(parser)
+        expected = 3 if barrier is not None else 2
+        if len(types) != expected:
+            parser.raise_error(f"expected {expected} types")
+        if len(dest_indices) > 1 or (barrier_indices and len(barrier_indices) > 1):
+            parser.raise_error("a shared buffer or mbarrier takes at most one stage index")
+        op = cls(
+            parser.resolve_operand(source, types[0]),
+            source_indices,
+            parser.resolve_operand(dest, types[1]),
+            dest_indices[0] if dest_indices else None,
+            parser.resolve_operand(barrier, types[2]) if barrier is not None else None,
+            barrier_indices[0] if barrier_indices else None,
+        )
+        op.attributes |= attributes
+        return op
+
+
+def _opt(value: SSAValue | None) -> list[SSAValue]:
+    return [] if value is None else [value]
+
+
+@irdl_op_definition
+class LoadOp(IRDLOperation):
+    """Read a shared buffer (stage) into a register tile (ldmatrix); complete on return."""
+
+    name = "cuir.load"
+
+    source = operand_def(SharedBufferType)
+    stage = opt_operand_def(IndexType)
+    result = result_def(TileType)
+
+    def __init__(self, source: SSAValue, stage: SSAValue | None, result_type: TileType):
+        super().__init__(operands=[source, _opt(stage)], result_types=[result_type])
+
+    def verify_(self) -> None:
+        _check_ownership(self)
+        _check_stage_index("load source", self.source.type, _opt(self.stage))
+        if self.source.type.dims != self.result.type.dims:
+            raise VerifyException(
+                f"cuir.load: shared buffer is {list(self.source.type.dims)} but the "
+                f"tile is {list(self.result.type.dims)}"
+            )
+        _same_elements("cuir.load", self.source.type.element_type, self.result.type.element_type)
+
+    def print(self, printer: Printer) -> None:
+        print_ref(printer, self.source, _opt(self.stage))
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> LoadOp:
+        source, indices = parse_ref(parser)
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        source_type = parser.parse_type()
+        parser.parse_punctuation("->")
+        result_type = parser.parse_type()
+        if len(indices) > 1:
+            parser.raise_error("a shared buffer takes at most one stage index")
+        op = cls(
+            parser.resolve_operand(source, source_type),
+            indices[0] if indices else None,
+            result_type,
+        )
+        op.attributes |= attributes
+        return op
+
+
+@irdl_op_definition
+class StoreOp(IRDLOperation):
+    """Write a register tile or row vector to shared or global memory; complete on return.
+
+    A tile covers the last two coordinates of a global tensor, a row vector
+    the last one; elements outside the tensor are not written.
+    """
+
+    name = "cuir.store"
+
+    value = operand_def(TileType | RowVectorType)
+    dest = operand_def(GlobalTensorType | SharedBufferType)
+    dest_indices = var_operand_def(IndexType)
+
+    def __init__(self, value: SSAValue, dest: SSAValue, dest_indices: Sequence[SSAValue]):
+        super().__init__(operands=[value, dest, dest_indices])
+
+    def verify_(self) -> None:
+        _check_ownership(self)
+        _check_buffer_ref("store destination", self.dest, self.dest_indices)
+        _same_elements("cuir.store", self.value.type.element_type, self.dest.type.element_type)
+        if isinstance(self.dest.type, SharedBufferType):
+            if not isinstance(self.value.type, TileType):
+                raise VerifyException("cuir.store to shared memory takes a tile")
+            if self.dest.type.dims != self.value.type.dims:
+                raise VerifyException(
+                    f"cuir.store: tile is {list(self.value.type.dims)} but the shared "
+                    f"buffer is {list(self.dest.type.dims)}"
+                )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.value)
+        printer.print_string(" ->")
+        print_ref(printer, self.dest, self.dest_indices)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.value.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.dest.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> StoreOp:
+        value = parser.parse_unresolved_operand()
+        parser.parse_punctuation("->")
+        dest, indices = parse_ref(parser)
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        value_type = parser.parse_type()
+        parser.parse_punctuation("->")
+        dest_type = parser.parse_type()
+        op = cls(
+            parser.resolve_operand(value, value_type),
+            parser.resolve_operand(dest, dest_type),
+            indices,
+        )
+        op.attributes |= attributes
+        return op
+
+
+@irdl_op_definition
+class StoreAsyncOp(IRDLOperation):
+    """Start a TMA store of a shared buffer (stage) to a global tile.
+
+    It joins this worker's open bulk group and completes (the shared buffer
+    may be reused) at the `cuir.wait_group` of that group's token. Rows and
+    columns outside the global tensor are not written.
+    """
+
+    name = "cuir.store_async"
+
+    source = operand_def(SharedBufferType)
+    source_stage = opt_operand_def(IndexType)
+    dest = operand_def(GlobalTensorType)
+    dest_indices = var_operand_def(IndexType)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(self, source, source_stage, dest, dest_indices):
+        super().__init__(operands=[source, _opt(source_stage), dest, dest_indices])
+
+    def verify_(self) -> None:
+        _require_worker(self)
+        _check_stage_index("store source", self.source.type, _opt(self.source_stage))
+        _check_global_indices("store destination", self.dest.type, self.dest_indices)
+        _same_elements(
+            "cuir.store_async", self.source.type.element_type, self.dest.type.element_type
+        )
+
+    def print(self, printer: Printer) -> None:
+        print_ref(printer, self.source, _opt(self.source_stage))
+        printer.print_string(" ->")
+        print_ref(printer, self.dest, self.dest_indices)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.dest.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> StoreAsyncOp:
+        source, stage = parse_ref(parser)
+        parser.parse_punctuation("->")
+        dest, indices = parse_ref(parser)
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        source_type = parser.parse_type()
+        parser.parse_punctuation("->")
+        dest_type = parser.parse_type()
+        if len(stage) > 1:
+            parser.raise_error("a shared buffer takes at most one stage index")
+        op = cls(
+            parser.resolve_operand(source, source_type),
+            stage[0] if stage else None,
+            parser.resolve_operand(dest, dest_type),
+            indices,
+        )
+        op.attributes |= attributes
+        return op
+
+
+# ----------------------------------------------------------------------------
+# Compute
+# ----------------------------------------------------------------------------
+
+
+def _gemm_operand_dims(value_type: Attribute) -> tuple[int, int]:
+    if isinstance(value_type, TileType | SharedBufferType):
+        rows, cols = value_type.dims
+        return rows, cols
+    raise VerifyException(f"gemm operand must be a tile or a shared buffer, got {value_type}")
+
+
+def _verify_gemm_shapes(op, a_type, b_type, acc, result_type: TileType) -> None:
+    m, k = _gemm_operand_dims(a_type)
+    b_rows, b_cols = _gemm_operand_dims(b_type)
+    n, k_b = (b_rows, b_cols) if op.layout.data == "abt" else (b_cols, b_rows)
+    if k != k_b:
+        raise VerifyException(
+            f"'{op.name}' {op.layout.data}: A is {m}x{k} but B gives K = {k_b}"
+        )
+    if result_type.dims != (m, n):
+        raise VerifyException(
+            f"'{op.name}' {op.layout.data}: result must be {m}x{n}, got "
+            f"{result_type.dims[0]}x{result_type.dims[1]}"
+        )
+    if a_type.element_type != b_type.element_type:
+        raise VerifyException(
+            f"'{op.name}': A and B element types differ ({a_type.element_type} vs "
+            f"{b_type.element_type})"
+        )
+    if acc is not None and acc.type != result_type:
+        raise VerifyException(f"'{op.name}': accumulator type must equal the result type")
+
+
+def _check_layout(op) -> None:
+    if op.layout.data not in GEMM_LAYOUTS:
+        raise VerifyException(
+            f"gemm layout must be 'ab' or 'abt', got '{op.layout.data}'"
+        )
+
+
+@irdl_op_definition
+class GemmOp(IRDLOperation):
+    """D = A * B (`ab`) or A * B^T (`abt`), plus `acc` if given, on register tiles
+    (mma.sync); fp32 accumulation; complete on return."""
+
+    name = "cuir.gemm"
+
+    layout = prop_def(StringAttr)
+    lhs = operand_def(TileType)
+    rhs = operand_def(TileType)
+    acc = opt_operand_def(TileType)
+    result = result_def(TileType)
+
+    def __init__(self, layout: str, lhs, rhs, result_type: TileType, acc=None):
+        super().__init__(
+            operands=[lhs, rhs, _opt(acc)],
+            properties={"layout": StringAttr(layout)},
+            result_types=[result_type],
+        )
+
+    def verify_(self) -> None:
+        _check_ownership(self)
+        _check_layout(self)
+        _verify_gemm_shapes(self, self.lhs.type, self.rhs.type, self.acc, self.result.type)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.layout.data} ")
+        printer.print_operand(self.lhs)
+        printer.print_string(", ")
+        printer.print_operand(self.rhs)
+        types = [self.lhs.type, self.rhs.type]
+        if self.acc is not None:
+            printer.print_string(" acc ")
+            printer.print_operand(self.acc)
+            types.append(self.acc.type)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_list(types, printer.print_attribute)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> GemmOp:
+        layout = parser.parse_identifier()
+        lhs = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        rhs = parser.parse_unresolved_operand()
+        acc = None
+        if parser.parse_optional_keyword("acc"):
+            acc = parser.parse_unresolved_operand()
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        types = parse_types(parser)
+        if len(types) != (3 if acc is not None else 2):
+            parser.raise_error("expected one type per operand")
+        parser.parse_punctuation("->")
+        result_type = parser.parse_type()
+        op = cls(
+            layout,
+            parser.resolve_operand(lhs, types[0]),
+            parser.resolve_operand(rhs, types[1]),
+            result_type,
+            parser.resolve_operand(acc, types[2]) if acc is not None else None,
+        )
+        op.attributes |= attributes
+        return op
+
+
+@irdl_op_definition
+class GemmAsyncOp(IRDLOperation):
+    """Start D = A * B (`ab`) or A * B^T (`abt`) (+ `acc`) on the tensor cores (wgmma).
+
+    A is a register tile or a shared buffer (stage), B a shared buffer
+    (stage); fp32 accumulation. The result tile is in flight, and the shared
+    operands are being read, until `cuir.gemm_wait` on the returned token.
+    """
+
+    name = "cuir.gemm_async"
+
+    layout = prop_def(StringAttr)
+    lhs = operand_def(TileType | SharedBufferType)
+    lhs_stage = opt_operand_def(IndexType)
+    rhs = operand_def()
+    rhs_stage = opt_operand_def(IndexType)
+    acc = opt_operand_def(TileType)
+    result = result_def(TileType)
+    token = result_def(TokenType)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(
+        self,
+        layout: str,
+        lhs: SSAValue,
+        lhs_stage: SSAValue | None,
+        rhs: SSAValue,
+        rhs_stage: SSAValue | None,
+        result_type: TileType,
+        acc: SSAValue | None = None,
+    ):
+        super().__init__(
+            operands=[lhs, _opt(lhs_stage), rhs, _opt(rhs_stage), _opt(acc)],
+            properties={"layout": StringAttr(layout)},
+            result_types=[result_type, TokenType(result_type.owner.data)],
+        )
+
+    def verify_(self) -> None:
+        _check_ownership(self)
+        _check_layout(self)
+        if not isinstance(self.rhs.type, SharedBufferType):
+            raise VerifyException(
+                "'cuir.gemm_async' reads B from shared memory, but B is "
+                f"{self.rhs.type}"
+            )
+        if isinstance(self.lhs.type, TileType) and self.lhs_stage is not None:
+            raise VerifyException("a register tile takes no stage index")
+        if isinstance(self.lhs.type, SharedBufferType):
+            _check_stage_index("gemm A", self.lhs.type, _opt(self.lhs_stage))
+        _check_stage_index("gemm B", self.rhs.type, _opt(self.rhs_stage))
+        _verify_gemm_shapes(self, self.lhs.type, self.rhs.type, self.acc, self.result.type)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.layout.data}")
+        print_ref(printer, self.lhs, _opt(self.lhs_stage))
+        printer.print_string(",")
+        print_ref(printer, self.rhs, _opt(self.rhs_stage))
+        types = [self.lhs.type, self.rhs.type]
+        if self.acc is not None:
+            printer.print_string(" acc ")
+            printer.print_operand(self.acc)
+            types.append(self.acc.type)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_list(types, printer.print_attribute)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> GemmAsyncOp:
+        layout = parser.parse_identifier()
+        lhs, lhs_stage = parse_ref(parser)
+        parser.parse_punctuation(",")
+        rhs, rhs_stage = parse_ref(parser)
+        acc = None
+        if parser.parse_optional_keyword("acc"):
+            acc = parser.parse_unresolved_operand()
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        types = parse_types(parser)
+        if len(types) != (3 if acc is not None else 2):
+            parser.raise_error("expected one type per operand")
+        parser.parse_punctuation("->")
+        result_type = parser.parse_type()
+        if not isinstance(result_type, TileType):
+            parser.raise_error("the result of cuir.gemm_async is a register tile")
+        if len(lhs_stage) > 1 or len(rhs_stage) > 1:
+            parser.raise_error("a shared buffer takes at most one stage index")
+        op = cls(
+            layout,
+            parser.resolve_operand(lhs, types[0]),
+            lhs_stage[0] if lhs_stage else None,
+            parser.resolve_operand(rhs, types[1]),
+            rhs_stage[0] if rhs_stage else None,
+            result_type,
+            parser.resolve_operand(acc, types[2]) if acc is not None else None,
+        )
+        op.attributes |= attributes
+        return op
+
+
+@irdl_op_definition
+class MapOp(IRDLOperation):
+    """Apply the body to every element of the result; complete on return.
+
+    The result is a tile or a row vector. Inputs are tiles of the same shape,
+    row vectors (broadcast along rows' columns), column vectors (broadcast
+    down columns) or, for a row-vector result, row vectors. The body receives
+    one scalar per input, then the element's row index and (for tiles) column
+    index: the tile-local index plus the origin given by `at`. This is how
+    score functions and masks see q_idx and kv_idx. Values of the enclosing
+    scope (b, h, kernel scalars) may be used in the body.
+    """
+
+    name = "cuir.map"
+
+    inputs = var_operand_def()
+    origin = var_operand_def(IndexType)
+    result = result_def(TileType | RowVectorType)
+    body = region_def("single_block")
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(
+        self,
+        inputs: Sequence[SSAValue],
+        origin: Sequence[SSAValue],
+        result_type: TileType | RowVectorType,
+        body: Region,
+    ):
+        super().__init__(
+            operands=[inputs, origin], result_types=[result_type], regions=[body]
+        )
+
+    @property
+    def index_count(self) -> int:
+        return 2 if isinstance(self.result.type, TileType) else 1
+
+    @property
+    def scalar_args(self) -> Sequence[SSAValue]:
+        return self.body.block.args[: len(self.inputs)]
+
+    @property
+    def index_args(self) -> Sequence[SSAValue]:
+        return self.body.block.args[len(self.inputs) :]
+
+    def verify_(self) -> None:
+        _check_ownership(self)
+        result_type = self.result.type
+        if self.origin and len(self.origin) != self.index_count:
+            raise VerifyException(
+                f"cuir.map origin has one coordinate per index ({self.index_count}), "
+                f"got {len(self.origin)}"
+            )
+        for i, value in enumerate(self.inputs):
+            _check_map_input(i, value.type, result_type)
+        args = self.body.block.args
+        expected = [v.type.element_type for v in self.inputs] + [IndexType()] * self.index_count
+        if [a.type for a in args] != expected:
+            raise VerifyException(
+                "cuir.map body arguments must be one scalar per input followed by "
+                f"{self.index_count} index value(s): expected "
+                f"({', '.join(map(str, expected))})"
+            )
+        terminator = self.body.block.last_op
+        if not isinstance(terminator, YieldOp) or len(terminator.values) != 1:
+            raise VerifyException("cuir.map body must end with cuir.yield of one value")
+        yielded = terminator.values[0].type
+        if yielded != result_type.element_type:
+            raise VerifyException(
+                f"cuir.map yields {yielded} but the result holds {result_type.element_type}"
+            )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.inputs, printer.print_operand)
+        if self.origin:
+            printer.print_string(" at [")
+            printer.print_list(self.origin, printer.print_operand)
+            printer.print_string("]")
+        printer.print_string(" (")
+        printer.print_list(self.body.block.args, printer.print_block_argument)
+        printer.print_string(")")
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+        printer.print_string(" : ")
+        printer.print_list([v.type for v in self.inputs], printer.print_attribute)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> MapOp:
+        inputs = [parser.parse_unresolved_operand()]
+        while parser.parse_optional_punctuation(","):
+            inputs.append(parser.parse_unresolved_operand())
+        origin: list[SSAValue] = []
+        if parser.parse_optional_keyword("at"):
+            origin = parse_indices(parser)
+        args = parser.parse_comma_separated_list(
+            Parser.Delimiter.PAREN, lambda: parser.parse_argument(expect_type=True)
+        )
+        attributes = parser.parse_optional_attr_dict_with_keyword()
+        body = parser.parse_region(args)
+        parser.parse_punctuation(":")
+        types = parse_types(parser)
+        if len(types) != len(inputs):
+            parser.raise_error(f"expected {len(inputs)} input types, got {len(types)}")
+        parser.parse_punctuation("->")
+        result_type = parser.parse_type()
+        op = cls(
+            [parser.resolve_operand(v, t) for v, t in zip(inputs, types)],
+            origin,
+            result_type,
+            body,
+        )
+        if attributes is not None:
+            op.attributes |= attributes.data
+        return op
+
+
+def _check_map_input(index: int, input_type: Attribute, result_type: Attribute) -> None:
+    what = f"cuir.map input #{index}"
+    if isinstance(result_type, RowVectorType):
+        if not isinstance(input_type, RowVectorType) or input_type.length != result_type.length:
+            raise VerifyException(f"{what} must be a row vector of {result_type.length.data}")
+        return
+    rows, cols = result_type.dims
+    if isinstance(input_type, TileType):
+        if input_type.dims != (rows, cols):
+            raise VerifyException(
+                f"{what} is {input_type.dims[0]}x{input_type.dims[1]} but the result "
+                f"is {rows}x{cols}"
+            )
+        return
+    if isinstance(input_type, RowVectorType):
+        if input_type.length.data != rows:
+            raise VerifyException(f"{what} has {input_type.length.data} rows, expected {rows}")
+        return
+    if isinstance(input_type, ColVectorType):
+        if input_type.length.data != cols:
+            raise VerifyException(
+                f"{what} has {input_type.length.data} columns, expected {cols}"
+            )
+        return
+    raise VerifyException(f"{what} must be a tile, row vector or column vector")
+
+
+@irdl_op_definition
+class RowReduceOp(IRDLOperation):
+    """Reduce each tile row with `max` or `sum`, folding in `init` if given; complete on return."""
+
+    name = "cuir.row_reduce"
+
+    kind = prop_def(StringAttr)
+    source = operand_def(TileType)
+    init = opt_operand_def(RowVectorType)
+    result = result_def(RowVectorType)
+
+    def __init__(self, kind: str, source: SSAValue, result_type: RowVectorType, init=None):
+        super().__init__(
+            operands=[source, _opt(init)],
+            properties={"kind": StringAttr(kind)},
+            result_types=[result_type],
+        )
+
+    def verify_(self) -> None:
+        _check_ownership(self)
+        if self.kind.data not in REDUCTIONS:
+            raise VerifyException(f"row reduction must be max or sum, got '{self.kind.data}'")
+        rows = self.source.type.dims[0]
+        if self.result.type.length.data != rows:
+            raise VerifyException(
+                f"cuir.row_reduce of a {rows}-row tile gives {rows} values, not "
+                f"{self.result.type.length.data}"
+            )
+        if self.init is not None and self.init.type != self.result.type:
+            raise VerifyException("cuir.row_reduce init must have the result type")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.kind.data} ")
+        printer.print_operand(self.source)
+        types = [self.source.type]
+        if self.init is not None:
+            printer.print_string(" init ")
+            printer.print_operand(self.init)
+            types.append(self.init.type)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_list(types, printer.print_attribute)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> RowReduceOp:
+        kind = parser.parse_identifier()
+        source = parser.parse_unresolved_operand()
+        init = None
+        if parser.parse_optional_keyword("init"):
+            init = parser.parse_unresolved_operand()
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        types = parse_types(parser)
+        if len(types) != (2 if init is not None else 1):
+            parser.raise_error("expected one type per operand")
+        parser.parse_punctuation("->")
+        result_type = parser.parse_type()
+        op = cls(
+            kind,
+            parser.resolve_operand(source, types[0]),
+            result_type,
+            parser.resolve_operand(init, types[1]) if init is not None else None,
+        )
+        op.attributes |= attributes
+        return op
+
+
+@irdl_op_definition
+class ConvertOp(IRDLOperation):
+    """Round a register tile to another element type (round-to-nearest-even)."""
+
+    name = "cuir.convert"
+
+    source = operand_def(TileType)
+    result = result_def(TileType)
+
+    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
+
+    def __init__(self, source: SSAValue, result_type: TileType):
+        super().__init__(operands=[source], result_types=[result_type])
+
+    def verify_(self) -> None:
+        _check_ownership(self)
+        if self.source.type.dims != self.result.type.dims:
+            raise VerifyException("cuir.convert keeps the tile shape")
+
+
+@irdl_op_definition
+class FillOp(IRDLOperation):
+    """A register tile or vector with every element set to `value`."""
+
+    name = "cuir.fill"
+
+    value = prop_def(FloatAttr)
+    result = result_def(TileType | RowVectorType | ColVectorType)
+
+    def __init__(self, value: float, result_type: Attribute):
+        super().__init__(
+            properties={"value": FloatAttr(value, Float64Type())}, result_types=[result_type]
+        )
+
+    def verify_(self) -> None:
+        _check_ownership(self)
+
+    def print(self, printer: Printer) -> None:
+        value = self.value.value.data
+        text = ("-inf" if value < 0 else "inf") if math.isinf(value) else repr(value)
+        printer.print_string(f" {text}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> FillOp:
+        negative = parser.parse_optional_punctuation("-") is not None
+        if parser.parse_optional_keyword("inf"):
+            value = math.inf
+        else:
+            value = parser.parse_float()
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        op = cls(-value if negative else value, parser.parse_type())
+        op.attributes |= attributes
+        return op
+
+
+# ----------------------------------------------------------------------------
+# Synchronization
+# ----------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class BarrierOp(IRDLOperation):
+    """Wait until every thread of the program arrives (__syncthreads)."""
+
+    name = "cuir.barrier"
+
+    assembly_format = "attr-dict"
+
+    def verify_(self) -> None:
+        _require_worker(self)
+
+
+class _NamedBarrierOp(IRDLOperation):
+    barrier_id = operand_def(IndexType)
+    thread_count = prop_def(IntegerAttr[I64])
+
+    assembly_format = "$barrier_id `,` $thread_count attr-dict"
+
+    def __init__(self, barrier_id: SSAValue, thread_count: int):
+        super().__init__(operands=[barrier_id], properties={"thread_count": _int(thread_count)})
+
+    def verify_(self) -> None:
+        _require_worker(self)
+        count = self.thread_count.value.data
+        if count <= 0 or count % 32:
+            raise VerifyException(
+                f"'{self.name}' thread count must be a positive multiple of 32, got {count}"
+            )
+
+
+@irdl_op_definition
+class NamedBarrierSyncOp(_NamedBarrierOp):
+    """Arrive at named barrier `id` and wait until `thread_count` threads have arrived."""
+
+    name = "cuir.named_barrier_sync"
+
+
+@irdl_op_definition
+class NamedBarrierArriveOp(_NamedBarrierOp):
+    """Arrive at named barrier `id` (counted towards `thread_count`) without waiting."""
+
+    name = "cuir.named_barrier_arrive"
+
+
+class _MbarrierStageOp(IRDLOperation):
+    """An op on one stage of an mbarrier array: `%bar` or `%bar[%stage]`.
+
+    Subclasses declare `barrier` and `stage` first, in that order.
+    """
+
+    def _verify_stage(self) -> None:
+        _require_worker(self)
+        _check_stage_index(f"'{self.name}' barrier", self.barrier.type, _opt(self.stage))
+
+    def _print_barrier(self, printer: Printer) -> None:
+        print_ref(printer, self.barrier, _opt(self.stage))
+
+    def _print_type(self, printer: Printer) -> None:
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.barrier.type)
+
+
+def _parse_barrier(parser: Parser):
+    barrier, stage = parse_ref(parser)
+    if len(stage) > 1:
+        parser.raise_error("an mbarrier array takes at most one stage index")
+    return barrier, (stage[0] if stage else None)
+
+
+@irdl_op_definition
+class MbarrierInitOp(IRDLOperation):
+    """Initialize every stage of an mbarrier array to expect `count` arrivals per phase.
+
+    Runs in the kernel prologue, before the workers start; each stage starts in phase 0.
+    """
+
+    name = "cuir.mbarrier_init"
+
+    barrier = operand_def(MbarrierType)
+    count = prop_def(IntegerAttr[I64])
+
+    traits = traits_def(HasParent(KernelOp))
+
+    assembly_format = "$barrier `,` $count attr-dict `:` type($barrier)"
+
+    def __init__(self, barrier: SSAValue, count: int):
+        super().__init__(operands=[barrier], properties={"count": _int(count)})
+
+    def verify_(self) -> None:
+        if self.count.value.data < 1:
+            raise VerifyException("an mbarrier expects at least one arrival per phase")
+
+
+@irdl_op_definition
+class MbarrierArriveOp(_MbarrierStageOp):
+    """Arrive once at an mbarrier stage (e.g. release a pipeline stage); does not wait."""
+
+    name = "cuir.mbarrier_arrive"
+
+    barrier = operand_def(MbarrierType)
+    stage = opt_operand_def(IndexType)
+
+    def __init__(self, barrier: SSAValue, stage: SSAValue | None = None):
+        super().__init__(operands=[barrier, _opt(stage)])
+
+    def verify_(self) -> None:
+        self._verify_stage()
+
+    def print(self, printer: Printer) -> None:
+        self._print_barrier(printer)
+        self._print_type(printer)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> MbarrierArriveOp:
+        barrier, stage = _parse_barrier(parser)
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        op = cls(parser.resolve_operand(barrier, parser.parse_type()), stage)
+        op.attributes |= attributes
+        return op
+
+
+@irdl_op_definition
+class MbarrierExpectTxOp(_MbarrierStageOp):
+    """Arrive once at an mbarrier stage and add `bytes` to the transactions its phase waits for."""
+
+    name = "cuir.mbarrier_expect_tx"
+
+    barrier = operand_def(MbarrierType)
+    stage = opt_operand_def(IndexType)
+
+    tx_bytes = prop_def(IntegerAttr[I64])
+
+    def __init__(self, barrier: SSAValue, stage: SSAValue | None, tx_bytes: int):
+        super().__init__(
+            operands=[barrier, _opt(stage)], properties={"tx_bytes": _int(tx_bytes)}
+        )
+
+    def verify_(self) -> None:
+        self._verify_stage()
+        if self.tx_bytes.value.data <= 0:
+            raise VerifyException("cuir.mbarrier_expect_tx needs a positive byte count")
+
+    def print(self, printer: Printer) -> None:
+        self._print_barrier(printer)
+        printer.print_string(f", {self.tx_bytes.value.data}")
+        self._print_type(printer)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> MbarrierExpectTxOp:
+        barrier, stage = _parse_barrier(parser)
+        parser.parse_punctuation(",")
+        tx_bytes = parser.parse_integer(allow_boolean=False)
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        op = cls(parser.resolve_operand(barrier, parser.parse_type()), stage, tx_bytes)
+        op.attributes |= attributes
+        return op
+
+
+@irdl_op_definition
+class MbarrierWaitOp(_MbarrierStageOp):
+    """Wait until the phase with parity `parity` of an mbarrier stage has completed.
+
+    A phase completes when all expected arrivals and transaction bytes are in;
+    then every copy that signalled it is complete. Waiting on parity 1 of a
+    freshly initialized stage returns at once (the phase before phase 0).
+    """
+
+    name = "cuir.mbarrier_wait"
+
+    barrier = operand_def(MbarrierType)
+    stage = opt_operand_def(IndexType)
+    parity = operand_def(IndexType)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(self, barrier: SSAValue, stage: SSAValue | None, parity: SSAValue):
+        super().__init__(operands=[barrier, _opt(stage), parity])
+
+    def verify_(self) -> None:
+        self._verify_stage()
+
+    def print(self, printer: Printer) -> None:
+        self._print_barrier(printer)
+        printer.print_string(", ")
+        printer.print_operand(self.parity)
+        self._print_type(printer)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> MbarrierWaitOp:
+        barrier, stage = _parse_barrier(parser)
+        parser.parse_punctuation(",")
+        parity = parser.parse_operand(IndexType())
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        op = cls(parser.resolve_operand(barrier, parser.parse_type()), stage, parity)
+        op.attributes |= attributes
+        return op
+
+
+@irdl_op_definition
+class CommitGroupOp(IRDLOperation):
+    """Close this worker's open group of cp.async copies and TMA stores; return its token."""
+
+    name = "cuir.commit_group"
+
+    token = result_def(TokenType)
+
+    assembly_format = "attr-dict `:` type($token)"
+
+    def __init__(self, owner: str):
+        super().__init__(result_types=[TokenType(owner)])
+
+    def verify_(self) -> None:
+        _check_ownership(self)
+
+
+@irdl_op_definition
+class WaitGroupOp(IRDLOperation):
+    """Wait until the group of `token`, and every group committed before it, has completed."""
+
+    name = "cuir.wait_group"
+
+    token = operand_def(TokenType)
+
+    assembly_format = "$token attr-dict `:` type($token)"
+
+    def __init__(self, token: SSAValue):
+        super().__init__(operands=[token])
+
+    def verify_(self) -> None:
+        _check_ownership(self)
+
+
+@irdl_op_definition
+class GemmFenceOp(IRDLOperation):
+    """Order earlier register writes before the next `cuir.gemm_async` reads them (wgmma.fence)."""
+
+    name = "cuir.gemm_fence"
+
+    assembly_format = "attr-dict"
+
+    def verify_(self) -> None:
+        _require_worker(self)
+
+
+@irdl_op_definition
+class GemmWaitOp(IRDLOperation):
+    """Wait until the `cuir.gemm_async` of `token`, and every one issued before it, has completed."""
+
+    name = "cuir.gemm_wait"
+
+    token = operand_def(TokenType)
+
+    assembly_format = "$token attr-dict `:` type($token)"
+
+    def __init__(self, token: SSAValue):
+        super().__init__(operands=[token])
+
+    def verify_(self) -> None:
+        _check_ownership(self)
+        producer = self.token.owner
+        if isinstance(producer, Operation) and not isinstance(producer, GemmAsyncOp):
+            raise VerifyException(
+                f"cuir.gemm_wait waits on a gemm token, but this one comes from '{producer.name}'"
+            )
+
+
+@irdl_op_definition
+class FenceAsyncSharedOp(IRDLOperation):
+    """Make this worker's ordinary shared-memory writes visible to TMA and wgmma reads."""
+
+    name = "cuir.fence_async_shared"
+
+    assembly_format = "attr-dict"
+
+    def verify_(self) -> None:
+        _require_worker(self)
+
+
+CUIR_OPS = (
+    KernelOp,
+    WorkerOp,
+    ForEachTileOp,
+    YieldOp,
+    ProgramIdOp,
+    DimOp,
+    AllocOp,
+    CopyOp,
+    CopyAsyncOp,
+    LoadOp,
+    StoreOp,
+    StoreAsyncOp,
+    GemmOp,
+    GemmAsyncOp,
+    MapOp,
+    RowReduceOp,
+    ConvertOp,
+    FillOp,
+    BarrierOp,
+    NamedBarrierSyncOp,
+    NamedBarrierArriveOp,
+    MbarrierInitOp,
+    MbarrierArriveOp,
+    MbarrierExpectTxOp,
+    MbarrierWaitOp,
+    CommitGroupOp,
+    WaitGroupOp,
+    GemmFenceOp,
+    GemmWaitOp,
+    FenceAsyncSharedOp,
+)
+
+CuIR = Dialect(
+    "cuir",
+    list(CUIR_OPS),
+    [
+        GlobalTensorType,
+        SharedBufferType,
+        TileType,
+        RowVectorType,
+        ColVectorType,
+        TokenType,
+        MbarrierType,
+    ],
+)
+
+__all__ = [cls.__name__ for cls in CUIR_OPS] + ["CuIR", "enclosing_worker", "enclosing_kernel"]
+

@@ -1,0 +1,16 @@
+"""CuIR passes, registered lazily by name (kebab-case) for cuir-opt and xdsl-opt."""
+
+from collections.abc import Callable
+
+from xdsl.passes import ModulePass
+
+
+def _set_worker_regs() -> type[ModulePass]:
+    from cubridge.passes.set_worker_regs import SetWorkerRegsPass
+
+    return SetWorkerRegsPass
+
+
+PASS_FACTORIES: dict[str, Callable[[], type[ModulePass]]] = {
+    "cuir-set-worker-regs": _set_worker_regs,
+}

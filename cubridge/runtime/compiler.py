@@ -1,0 +1,143 @@
+"""Compile CUDA C++ to cubin with nvcc, cached on disk.
+
+The cache key is sha256 over the source, every header it includes with quotes (found recursively in the
+include directories), the flags, the target arch and `nvcc --version`. Cache directory: $CUBRIDGE_CACHE_DIR,
+else ~/.cache/cubridge. Entries are written to a temporary file and moved into place with os.replace, so a
+reader never sees a partial cubin.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from cubridge.runtime.errors import CompileError, NvccNotFoundError, UnsupportedArchError
+
+RUNTIME_DIR = Path(__file__).resolve().parent
+INCLUDE_DIR = RUNTIME_DIR / "include"
+KERNELS_DIR = RUNTIME_DIR / "kernels"
+BASE_FLAGS = ("-O3", "-std=c++17")
+
+_QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
+_NVCC_DIAGNOSTIC = re.compile(r"^(?P<file>[^\s(][^(]*)\((?P<line>\d+)\): (?P<message>(?:catastrophic )?error.*)$")
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    """A cubin and where it came from: `cache_hit` is True when no nvcc ran for it."""
+
+    cubin: bytes
+    path: Path
+    cache_hit: bool
+
+
+def arch_flags(capability: tuple[int, int]) -> tuple[str, ...]:
+    """nvcc target flags for a compute capability: sm_90 gets the sm_90a target (wgmma, setmaxnreg)."""
+    major, minor = capability
+    if major < 8:
+        raise UnsupportedArchError(f"CuBridge kernels need sm_80 or newer; this GPU is sm_{major}{minor}")
+    if (major, minor) == (9, 0):
+        return ("-gencode=arch=compute_90a,code=sm_90a",)
+    return (f"-arch=sm_{major}{minor}",)
+
+
+def cache_dir() -> Path:
+    """The cubin cache directory ($CUBRIDGE_CACHE_DIR or ~/.cache/cubridge); created on first use."""
+    configured = os.environ.get("CUBRIDGE_CACHE_DIR")
+    return Path(configured) if configured else Path.home() / ".cache" / "cubridge"
+
+
+def find_nvcc() -> Path:
+    """Path of nvcc: PATH first, then $CUDA_HOME/bin and /usr/local/cuda/bin."""
+    on_path = shutil.which("nvcc")
+    if on_path:
+        return Path(on_path)
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root and (Path(root) / "bin" / "nvcc").is_file():
+            return Path(root) / "bin" / "nvcc"
+    raise NvccNotFoundError("nvcc not found on PATH or under $CUDA_HOME/bin; install the CUDA toolkit")
+
+
+@functools.cache
+def nvcc_version(nvcc: Path) -> str:
+    """Full `nvcc --version` text (part of every cache key)."""
+    return subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, check=True).stdout
+
+
+def included_headers(source: str, include_dirs: tuple[Path, ...]) -> list[Path]:
+    """Headers reachable from `source` through quoted #include lines, each once, in discovery order."""
+    found: list[Path] = []
+    pending = [source]
+    while pending:
+        text = pending.pop()
+        for name in _QUOTED_INCLUDE.findall(text):
+            for directory in include_dirs:
+                candidate = (directory / name).resolve()
+                if candidate.is_file() and candidate not in found:
+                    found.append(candidate)
+                    pending.append(candidate.read_text())
+                    break
+    return found
+
+
+def cache_key(source: str, flags: tuple[str, ...], arch: tuple[str, ...], nvcc: Path,
+              include_dirs: tuple[Path, ...]) -> str:
+    """sha256 over source, included headers (name and text), flags, arch and the nvcc version."""
+    digest = hashlib.sha256()
+    digest.update(source.encode())
+    for header in included_headers(source, include_dirs):
+        digest.update(b"\0header\0" + header.name.encode() + b"\0" + header.read_bytes())
+    digest.update(b"\0flags\0" + "\0".join(flags).encode())
+    digest.update(b"\0arch\0" + "\0".join(arch).encode())
+    digest.update(b"\0nvcc\0" + nvcc_version(nvcc).encode())
+    return digest.hexdigest()
+
+
+def _summarize_nvcc_error(stderr: str, source_name: str) -> str:
+    for line in stderr.splitlines():
+        match = _NVCC_DIAGNOSTIC.match(line.strip())
+        if match:
+            return f"{match['file']}:{match['line']}: {match['message']}"
+    first = next((line for line in stderr.splitlines() if line.strip()), "nvcc failed without a message")
+    return f"{source_name}: {first.strip()}"
+
+
+def compile_cubin(source_path: Path, capability: tuple[int, int], extra_flags: tuple[str, ...] = (),
+                  include_dirs: tuple[Path, ...] = (INCLUDE_DIR,)) -> CompiledKernel:
+    """Compile `source_path` to a cubin for `capability`; returns the cached cubin when the key matches."""
+    arch = arch_flags(capability)
+    nvcc = find_nvcc()
+    source_path = Path(source_path).resolve()
+    source = source_path.read_text()
+    flags = BASE_FLAGS + tuple(extra_flags)
+    key = cache_key(source, flags, arch, nvcc, include_dirs)
+    directory = cache_dir()
+    cubin_path = directory / f"{source_path.stem}-{key[:32]}.cubin"
+    if cubin_path.is_file():
+        return CompiledKernel(cubin_path.read_bytes(), cubin_path, cache_hit=True)
+
+    directory.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{source_path.stem}-", suffix=".cubin.tmp")
+    os.close(handle)
+    include_args = [f"-I{d}" for d in include_dirs]
+    command = [str(nvcc), "-cubin", *flags, *arch, *include_args, str(source_path), "-o", temporary]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode != 0:
+            summary = _summarize_nvcc_error(result.stderr, source_path.name)
+            raise CompileError(
+                f"nvcc failed on {source_path.name} for {' '.join(arch)}: {summary}\n"
+                f"command: {' '.join(command)}\n{result.stderr.rstrip()}"
+            )
+        os.replace(temporary, cubin_path)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+    return CompiledKernel(cubin_path.read_bytes(), cubin_path, cache_hit=False)

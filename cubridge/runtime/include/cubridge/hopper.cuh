@@ -1,0 +1,233 @@
+// CuBridge device primitives for Hopper (sm_90a): TMA tile copies, mbarriers, wgmma, register budgets.
+// One function per CuIR op; each comment says what the op does and what has completed when it returns.
+// Build with -gencode=arch=compute_90a,code=sm_90a (wgmma and setmaxnreg need the "a" target).
+//
+// Shared-memory operands of wgmma use the 128-byte swizzle that TMA writes with CU_TENSOR_MAP_SWIZZLE_128B:
+// a tile is a sequence of panels [rows][64] of 16-bit elements (128-byte rows, 8-row atoms of 1024 bytes),
+// each panel 1024-byte aligned. Tensor maps are kernel parameters declared `const __grid_constant__
+// CUtensorMap`; primitives take their address.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+namespace cubridge {
+
+__device__ __forceinline__ uint32_t smem_u32(const void* pointer) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(pointer));
+}
+
+// cuir.mbarrier_init: mbarrier.init.shared::cta.b64. Sets the barrier's expected arrival count, phase 0.
+// Done when it returns for this thread; before other threads or TMA use the barrier, follow it with
+// fence_async_shared() in this thread and a barrier().
+__device__ __forceinline__ void mbarrier_init(uint64_t* bar, int arrival_count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(arrival_count) : "memory");
+}
+
+// cuir.mbarrier_arrive: mbarrier.arrive.shared::cta.b64. Counts one arrival of this thread (release
+// semantics for its earlier writes) and returns at once.
+__device__ __forceinline__ void mbarrier_arrive(uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+}
+
+// cuir.mbarrier_expect_tx: mbarrier.arrive.expect_tx. Counts one arrival and raises the phase's expected
+// transaction bytes by `bytes` (the TMA copies that will complete_tx on it); returns at once.
+__device__ __forceinline__ void mbarrier_expect_tx(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes)
+               : "memory");
+}
+
+// cuir.mbarrier_wait: mbarrier.try_wait.parity in a loop. Returns once the phase with parity `phase`
+// (0 or 1) completed: all arrivals counted and all expected transaction bytes landed (acquire semantics).
+__device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t phase) {
+  uint32_t done = 0;
+  while (!done) {
+    asm volatile(
+        "{\n.reg .pred p;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_u32(bar)), "r"(phase)
+        : "memory");
+  }
+}
+
+// cuir.copy_async (with mbarrier), 2-D: TMA tile load of the box at coordinates (c0 innermost, c1) of
+// `tensor_map` into `smem` (1024-byte aligned for swizzled maps). Asynchronous: the bytes land and are
+// counted on `bar` (complete_tx); they are readable once mbarrier_wait on that phase returns.
+__device__ __forceinline__ void tma_load_2d(void* smem, const CUtensorMap* tensor_map, uint64_t* bar, int c0,
+                                            int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+      "[%4];\n" ::"r"(smem_u32(smem)),
+      "l"(tensor_map), "r"(c0), "r"(c1), "r"(smem_u32(bar))
+      : "memory");
+}
+
+// cuir.copy_async (with mbarrier), 4-D: as tma_load_2d for a 4-D map, e.g. [B, H, S, D] with coordinates
+// (d, s, h, b).
+__device__ __forceinline__ void tma_load_4d(void* smem, const CUtensorMap* tensor_map, uint64_t* bar, int c0,
+                                            int c1, int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, "
+      "%5}], [%6];\n" ::"r"(smem_u32(smem)),
+      "l"(tensor_map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_u32(bar))
+      : "memory");
+}
+
+// cuir.store_async, 2-D: TMA tile store of `smem` to the box at (c0, c1) of `tensor_map`. Asynchronous;
+// the source writes must be fenced first (fence_async_shared + barrier). Joins this thread's current bulk
+// group: close it with store_async_commit and wait with store_async_wait.
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* tensor_map, const void* smem, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                   tensor_map),
+               "r"(c0), "r"(c1), "r"(smem_u32(smem))
+               : "memory");
+}
+
+// cuir.store_async, 4-D: as tma_store_2d for a 4-D map.
+__device__ __forceinline__ void tma_store_4d(const CUtensorMap* tensor_map, const void* smem, int c0, int c1,
+                                             int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3, %4}], [%5];\n" ::"l"(
+          tensor_map),
+      "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_u32(smem))
+      : "memory");
+}
+
+// cuir.store_async (commit): cp.async.bulk.commit_group. Closes this thread's pending TMA stores into one
+// bulk group; returns at once.
+__device__ __forceinline__ void store_async_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+
+// cuir.store_async (wait): cp.async.bulk.wait_group N. Returns once at most kPending of this thread's bulk
+// groups are unfinished; the older groups' writes to global memory are complete.
+template <int kPending>
+__device__ __forceinline__ void store_async_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+// Shared-memory matrix descriptor for wgmma, 128-byte swizzle: start address, leading and stride byte
+// offsets (each encoded >> 4), layout type 1 (SWIZZLE_128B) in bits 62-63.
+__device__ __forceinline__ uint64_t make_smem_desc_sw128(const void* smem, uint32_t leading_bytes,
+                                                         uint32_t stride_bytes) {
+  const uint64_t address = smem_u32(smem);
+  return ((address & 0x3FFFF) >> 4) | (uint64_t((leading_bytes >> 4) & 0x3FFF) << 16) |
+         (uint64_t((stride_bytes >> 4) & 0x3FFF) << 32) | (uint64_t(1) << 62);
+}
+
+// cuir.gemm_fence: wgmma.fence. Returns once this warp's earlier register and shared-memory accesses
+// are ordered before the wgmma.mma_async operations issued after it; required before the first wgmma
+// that reads accumulators written by ordinary instructions.
+__device__ __forceinline__ void gemm_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+
+// One wgmma.mma_async m64nNk16 with fp32 accumulators, both operands from shared-memory descriptors.
+template <int kN, typename T>
+struct Wgmma;
+
+template <>
+struct Wgmma<64, __nv_bfloat16> {
+  template <int kTransB>
+  __device__ __forceinline__ static void issue(float (&acc)[32], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+        "%32, %33, p, 1, 1, 0, %35;\n}\n"
+        : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3]), "+f"(acc[4]), "+f"(acc[5]), "+f"(acc[6]), "+f"(acc[7]), "+f"(acc[8]), "+f"(acc[9]), "+f"(acc[10]), "+f"(acc[11]), "+f"(acc[12]), "+f"(acc[13]), "+f"(acc[14]), "+f"(acc[15]), "+f"(acc[16]), "+f"(acc[17]), "+f"(acc[18]), "+f"(acc[19]), "+f"(acc[20]), "+f"(acc[21]), "+f"(acc[22]), "+f"(acc[23]), "+f"(acc[24]), "+f"(acc[25]), "+f"(acc[26]), "+f"(acc[27]), "+f"(acc[28]), "+f"(acc[29]), "+f"(acc[30]), "+f"(acc[31])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransB));
+  }
+};
+
+template <>
+struct Wgmma<64, __half> {
+  template <int kTransB>
+  __device__ __forceinline__ static void issue(float (&acc)[32], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+        "%32, %33, p, 1, 1, 0, %35;\n}\n"
+        : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3]), "+f"(acc[4]), "+f"(acc[5]), "+f"(acc[6]), "+f"(acc[7]), "+f"(acc[8]), "+f"(acc[9]), "+f"(acc[10]), "+f"(acc[11]), "+f"(acc[12]), "+f"(acc[13]), "+f"(acc[14]), "+f"(acc[15]), "+f"(acc[16]), "+f"(acc[17]), "+f"(acc[18]), "+f"(acc[19]), "+f"(acc[20]), "+f"(acc[21]), "+f"(acc[22]), "+f"(acc[23]), "+f"(acc[24]), "+f"(acc[25]), "+f"(acc[26]), "+f"(acc[27]), "+f"(acc[28]), "+f"(acc[29]), "+f"(acc[30]), "+f"(acc[31])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransB));
+  }
+};
+
+template <>
+struct Wgmma<128, __nv_bfloat16> {
+  template <int kTransB>
+  __device__ __forceinline__ static void issue(float (&acc)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+        "%64, %65, p, 1, 1, 0, %67;\n}\n"
+        : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3]), "+f"(acc[4]), "+f"(acc[5]), "+f"(acc[6]), "+f"(acc[7]), "+f"(acc[8]), "+f"(acc[9]), "+f"(acc[10]), "+f"(acc[11]), "+f"(acc[12]), "+f"(acc[13]), "+f"(acc[14]), "+f"(acc[15]), "+f"(acc[16]), "+f"(acc[17]), "+f"(acc[18]), "+f"(acc[19]), "+f"(acc[20]), "+f"(acc[21]), "+f"(acc[22]), "+f"(acc[23]), "+f"(acc[24]), "+f"(acc[25]), "+f"(acc[26]), "+f"(acc[27]), "+f"(acc[28]), "+f"(acc[29]), "+f"(acc[30]), "+f"(acc[31]), "+f"(acc[32]), "+f"(acc[33]), "+f"(acc[34]), "+f"(acc[35]), "+f"(acc[36]), "+f"(acc[37]), "+f"(acc[38]), "+f"(acc[39]), "+f"(acc[40]), "+f"(acc[41]), "+f"(acc[42]), "+f"(acc[43]), "+f"(acc[44]), "+f"(acc[45]), "+f"(acc[46]), "+f"(acc[47]), "+f"(acc[48]), "+f"(acc[49]), "+f"(acc[50]), "+f"(acc[51]), "+f"(acc[52]), "+f"(acc[53]), "+f"(acc[54]), "+f"(acc[55]), "+f"(acc[56]), "+f"(acc[57]), "+f"(acc[58]), "+f"(acc[59]), "+f"(acc[60]), "+f"(acc[61]), "+f"(acc[62]), "+f"(acc[63])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransB));
+  }
+};
+
+template <>
+struct Wgmma<128, __half> {
+  template <int kTransB>
+  __device__ __forceinline__ static void issue(float (&acc)[64], uint64_t desc_a, uint64_t desc_b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+        "%64, %65, p, 1, 1, 0, %67;\n}\n"
+        : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3]), "+f"(acc[4]), "+f"(acc[5]), "+f"(acc[6]), "+f"(acc[7]), "+f"(acc[8]), "+f"(acc[9]), "+f"(acc[10]), "+f"(acc[11]), "+f"(acc[12]), "+f"(acc[13]), "+f"(acc[14]), "+f"(acc[15]), "+f"(acc[16]), "+f"(acc[17]), "+f"(acc[18]), "+f"(acc[19]), "+f"(acc[20]), "+f"(acc[21]), "+f"(acc[22]), "+f"(acc[23]), "+f"(acc[24]), "+f"(acc[25]), "+f"(acc[26]), "+f"(acc[27]), "+f"(acc[28]), "+f"(acc[29]), "+f"(acc[30]), "+f"(acc[31]), "+f"(acc[32]), "+f"(acc[33]), "+f"(acc[34]), "+f"(acc[35]), "+f"(acc[36]), "+f"(acc[37]), "+f"(acc[38]), "+f"(acc[39]), "+f"(acc[40]), "+f"(acc[41]), "+f"(acc[42]), "+f"(acc[43]), "+f"(acc[44]), "+f"(acc[45]), "+f"(acc[46]), "+f"(acc[47]), "+f"(acc[48]), "+f"(acc[49]), "+f"(acc[50]), "+f"(acc[51]), "+f"(acc[52]), "+f"(acc[53]), "+f"(acc[54]), "+f"(acc[55]), "+f"(acc[56]), "+f"(acc[57]), "+f"(acc[58]), "+f"(acc[59]), "+f"(acc[60]), "+f"(acc[61]), "+f"(acc[62]), "+f"(acc[63])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransB));
+  }
+};
+
+// cuir.gemm_async: issues kKSlices wgmma.mma_async m64nNk16 (one warpgroup: acc[64 x kN] += A[64 x 16k]
+// B[16k x kN]) and one wgmma.commit_group; returns at once, the accumulators stay in flight until
+// gemm_wait. A is K-major: panels [64 rows][64 k] of `a_panel_bytes` each. B is K-major ([kN rows][64 k]
+// panels, `b_panel_bytes` apart along k) unless kBMnMajor, where B is [16k rows][64 n] panels
+// `b_panel_bytes` apart along n (e.g. V for P V). accumulate = false overwrites acc with the product.
+template <int kN, int kKSlices, bool kBMnMajor, typename T>
+__device__ __forceinline__ void gemm_async(float (&acc)[kN / 2], const T* a_tile, uint32_t a_panel_bytes,
+                                           const T* b_tile, uint32_t b_panel_bytes, bool accumulate) {
+  constexpr uint32_t kAtomBytes = 1024;       // 8 rows x 128 bytes
+  constexpr uint32_t kKSliceBytes = 32;       // 16 elements of one 128-byte row
+  constexpr uint32_t kMnMajorSliceBytes = 2048;  // 16 rows x 128 bytes
+  const char* a_bytes = reinterpret_cast<const char*>(a_tile);
+  const char* b_bytes = reinterpret_cast<const char*>(b_tile);
+#pragma unroll
+  for (int slice = 0; slice < kKSlices; ++slice) {
+    const uint32_t k_major_offset_a = (slice % 4) * kKSliceBytes + (slice / 4) * a_panel_bytes;
+    const uint64_t desc_a = make_smem_desc_sw128(a_bytes + k_major_offset_a, 16, kAtomBytes);
+    const uint64_t desc_b =
+        kBMnMajor ? make_smem_desc_sw128(b_bytes + slice * kMnMajorSliceBytes, b_panel_bytes, kAtomBytes)
+                  : make_smem_desc_sw128(b_bytes + (slice % 4) * kKSliceBytes + (slice / 4) * b_panel_bytes, 16,
+                                         kAtomBytes);
+    Wgmma<kN, T>::template issue<kBMnMajor ? 1 : 0>(acc, desc_a, desc_b, (accumulate || slice > 0) ? 1 : 0);
+  }
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+// cuir.gemm_wait: wgmma.wait_group N. Returns once at most kPending of this warpgroup's wgmma groups are
+// in flight; the older groups' accumulators are readable and their shared-memory operands reusable.
+template <int kPending>
+__device__ __forceinline__ void gemm_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+}
+
+// Worker register budget (raise): setmaxnreg.inc.sync.aligned. The warpgroup's per-thread register limit
+// becomes kRegisters (multiple of 8, 24..256) when all its warps executed it. Needs a register cap at
+// kernel entry (__launch_bounds__(threads, 1)) and each warpgroup role in its own branch.
+template <int kRegisters>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+}
+
+// Worker register budget (lower): setmaxnreg.dec.sync.aligned, releasing registers to the other
+// warpgroups of the CTA; effective when it returns in all the warpgroup's warps.
+template <int kRegisters>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
+}
+
+}  // namespace cubridge

@@ -1,0 +1,60 @@
+// CuBridge device primitives: per-thread math and register-level reductions/conversions.
+// One function per CuIR op; each comment says what the op does and what has completed when it returns.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+namespace cubridge {
+
+// math.exp2 inside cuir.map: ex2.approx.ftz.f32. Returns 2^x (about 2 ulp; denormals flush to zero,
+// exp2(-inf) = 0). Completes in registers.
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// math.tanh inside cuir.map: tanh.approx.f32. Returns tanh(x) (max relative error about 2^-11).
+// Completes in registers.
+__device__ __forceinline__ float fast_tanh(float x) {
+  float y;
+  asm("tanh.approx.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// cuir.row_reduce (max): max over the 4 lanes of a quad (lanes 4g..4g+3), which together hold one row
+// of an mma.sync accumulator fragment. Every lane of the quad returns the row maximum.
+__device__ __forceinline__ float row_reduce_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+
+// cuir.row_reduce (sum): sum over the 4 lanes of a quad that hold one accumulator row.
+// Every lane of the quad returns the row sum.
+__device__ __forceinline__ float row_reduce_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+// cuir.convert: two fp32 values -> one packed 32-bit register of two 16-bit floats (round to nearest
+// even); `lo` lands in the low half, as mma.sync operands and little-endian memory expect.
+template <typename T>
+__device__ __forceinline__ uint32_t convert_pack(float lo, float hi);
+
+template <>
+__device__ __forceinline__ uint32_t convert_pack<__nv_bfloat16>(float lo, float hi) {
+  uint32_t packed;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(hi), "f"(lo));
+  return packed;
+}
+
+template <>
+__device__ __forceinline__ uint32_t convert_pack<__half>(float lo, float hi) {
+  uint32_t packed;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(hi), "f"(lo));
+  return packed;
+}
+
+}  // namespace cubridge

@@ -1,0 +1,144 @@
+"""cuir-opt: parse, verify, transform and print CuIR, with mlir-opt conventions.
+
+Every user error (bad IR, unknown op or pass, missing file, a failing pass)
+is one `file:line:col: error: ...` line on stderr and a non-zero exit; with
+`--verify-diagnostics` the diagnostic goes to stdout and the exit is 0, so
+lit tests can FileCheck it. Output goes to `-o` only once every chunk has
+succeeded, through a temporary file renamed into place.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from io import StringIO
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import DiagnosticException
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from cubridge.diagnostics import CuBridgeError, parse_module, verify_module
+from cubridge.passes import PASS_FACTORIES
+
+CHUNK_SEPARATOR = "// -----"
+
+
+class CuirOptMain(xDSLOptMain):
+    version_format = "cuir-opt (CuBridge) built on xdsl {xdsl_version}"
+
+    def register_all_dialects(self) -> None:
+        super().register_all_dialects()
+        if "cuir" not in self.ctx.registered_dialect_names:
+            from cubridge.universe import CUBRIDGE_UNIVERSE
+
+            for name, factory in CUBRIDGE_UNIVERSE.all_dialects.items():
+                self.ctx.register_dialect(name, factory)
+
+    def register_all_passes(self) -> None:
+        super().register_all_passes()
+        for name, factory in PASS_FACTORIES.items():
+            self.register_pass(name, factory)
+
+    def setup_pipeline(self) -> None:
+        def verify_after(previous: ModulePass | None, module: ModuleOp, _next) -> None:
+            if previous is not None and not self.args.disable_verify:
+                verify_module(module)
+
+        try:
+            self.pipeline = PassPipeline.parse_spec(
+                self.available_passes, self.args.passes, verify_after
+            )
+        except Exception as error:  # xdsl reports unknown passes and bad options this way
+            raise CuBridgeError(f"bad pass pipeline '{self.args.passes}': {error}") from None
+
+    def run(self) -> None:
+        text = self._read_input()
+        chunks = self._split(text)
+        output = StringIO()
+        for index, (chunk, line_offset) in enumerate(chunks):
+            if index:
+                output.write(CHUNK_SEPARATOR + "\n")
+            try:
+                output.write(self._process(chunk, line_offset))
+            except CuBridgeError as error:
+                if not self.args.verify_diagnostics:
+                    raise
+                print(error)
+        self._write_output(output.getvalue())
+
+    def _read_input(self) -> str:
+        path = self.args.input_file
+        if path is None or path == "-":
+            return sys.stdin.read()
+        try:
+            with open(path, encoding="utf-8") as stream:
+                return stream.read()
+        except OSError as error:
+            raise CuBridgeError(f"cannot read input: {error.strerror}", path) from None
+
+    def _split(self, text: str) -> list[tuple[str, int]]:
+        if not self.args.split_input_file:
+            return [(text, 0)]
+        chunks, offset = [], 0
+        for chunk in text.split(CHUNK_SEPARATOR):
+            chunks.append((chunk, offset))
+            offset += chunk.count("\n")
+        return chunks
+
+    def _process(self, chunk: str, line_offset: int) -> str:
+        module = parse_module(self.ctx, chunk, self.get_input_name(), line_offset)
+        if not self.args.disable_verify:
+            verify_module(module)
+        try:
+            self.apply_passes(module)
+        except CuBridgeError:
+            raise
+        except DiagnosticException as error:
+            raise CuBridgeError(str(error.args[0]) if error.args else str(error)) from None
+        return self._print(module)
+
+    def _print(self, module: ModuleOp) -> str:
+        stream = StringIO()
+        printer = Printer(
+            stream=stream,
+            print_generic_format=self.args.print_op_generic,
+            print_debuginfo=self.args.print_debuginfo,
+        )
+        printer.print_op(module)
+        stream.write("\n")
+        return stream.getvalue()
+
+    def _write_output(self, text: str) -> None:
+        path = self.args.output_file
+        if path is None:
+            sys.stdout.write(text)
+            return
+        directory = os.path.dirname(os.path.abspath(path))
+        try:
+            descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=".cuir-opt-")
+        except OSError as error:
+            raise CuBridgeError(f"cannot write output: {error.strerror}", path) from None
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
+                stream.write(text)
+            os.replace(temporary, path)
+        except BaseException:
+            os.unlink(temporary)
+            raise
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        CuirOptMain(description="CuIR optimizer driver", args=argv).run()
+    except CuBridgeError as error:
+        print(error, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

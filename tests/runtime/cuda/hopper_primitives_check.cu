@@ -1,0 +1,87 @@
+// GPU check of the Hopper primitives (sm_90a): TMA loads (2-D and 4-D) completing on an mbarrier, wgmma
+// with a K-major B (n = 64, Q K^T-like) and an MN-major B (n = 128, P V-like), a TMA store, and named
+// barriers with setmaxnreg between two warpgroups. The pytest test compares the outputs with torch.
+#include "cubridge/hopper.cuh"
+#include "cubridge/sync.cuh"
+
+using namespace cubridge;
+
+namespace {
+constexpr int kTile = 64;
+constexpr int kPanelBytes = kTile * kTile * 2;  // one [64][64] bf16 panel
+}
+
+// a_map: A [1, 1, 64, 64] bf16 (4-D, box = whole, SWIZZLE_128B); b_map: B [64 n][64 k] bf16 (SWIZZLE_128B);
+// v_map: V [64 k][128 n] bf16, box [64 rows][64 cols] (SWIZZLE_128B); c_map: C [64][64] fp32, no swizzle.
+// Outputs: C = A B^T through the TMA store; d_out [64][128] fp32 = A V written from the accumulators.
+extern "C" __global__ void __launch_bounds__(128, 1)
+    hopper_gemm_check(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+                      const __grid_constant__ CUtensorMap v_map, const __grid_constant__ CUtensorMap c_map,
+                      float* d_out) {
+  extern __shared__ unsigned char shared_raw[];
+  unsigned char* base = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(shared_raw) + 1023) & ~uintptr_t(1023));
+  __nv_bfloat16* a_tile = reinterpret_cast<__nv_bfloat16*>(base);
+  __nv_bfloat16* b_tile = reinterpret_cast<__nv_bfloat16*>(base + kPanelBytes);
+  __nv_bfloat16* v_tile = reinterpret_cast<__nv_bfloat16*>(base + 2 * kPanelBytes);  // two panels
+  float* c_tile = reinterpret_cast<float*>(base + 4 * kPanelBytes);
+  uint64_t* bar = reinterpret_cast<uint64_t*>(base + 4 * kPanelBytes + kTile * kTile * 4);
+
+  const int thread = threadIdx.x;
+  if (thread == 0) {
+    mbarrier_init(bar, 1);
+    fence_async_shared();
+  }
+  barrier();
+  if (thread == 0) {
+    mbarrier_expect_tx(bar, 4 * kPanelBytes);
+    tma_load_4d(a_tile, &a_map, bar, 0, 0, 0, 0);
+    tma_load_2d(b_tile, &b_map, bar, 0, 0);
+    tma_load_2d(v_tile, &v_map, bar, 0, 0);
+    tma_load_2d(reinterpret_cast<unsigned char*>(v_tile) + kPanelBytes, &v_map, bar, kTile, 0);
+  }
+  mbarrier_wait(bar, 0);
+
+  float c_acc[32];
+  float d_acc[64];
+  gemm_fence();
+  gemm_async<64, 4, false>(c_acc, a_tile, kPanelBytes, b_tile, kPanelBytes, false);
+  gemm_async<128, 4, true>(d_acc, a_tile, kPanelBytes, v_tile, kPanelBytes, false);
+  gemm_wait<1>();  // C's group done; D's may still run
+  const int warp = thread / 32;
+  const int lane = thread % 32;
+  for (int i = 0; i < 32; ++i) {
+    const int row = warp * 16 + lane / 4 + ((i % 4) / 2) * 8;
+    const int col = (i / 4) * 8 + (lane % 4) * 2 + (i % 2);
+    c_tile[row * kTile + col] = c_acc[i];
+  }
+  fence_async_shared();
+  barrier();
+  if (thread == 0) {
+    tma_store_2d(&c_map, c_tile, 0, 0);
+    store_async_commit();
+    store_async_wait<0>();
+  }
+  gemm_wait<0>();
+  for (int i = 0; i < 64; ++i) {
+    const int row = warp * 16 + lane / 4 + ((i % 4) / 2) * 8;
+    const int col = (i / 4) * 8 + (lane % 4) * 2 + (i % 2);
+    d_out[row * 2 * kTile + col] = d_acc[i];
+  }
+}
+
+// Two warpgroups: the producer lowers its register budget, writes 128 values to shared memory and arrives
+// on named barrier 1; the consumer raises its budget, waits on barrier 1 and copies the values to out[i]
+// (expected: out[i] = 3 * i + 1).
+extern "C" __global__ void __launch_bounds__(256, 1) named_barrier_check(int* out) {
+  __shared__ int values[128];
+  const int thread = threadIdx.x;
+  if (thread < 128) {
+    setmaxnreg_dec<40>();
+    values[thread] = 3 * thread + 1;
+    named_barrier_arrive(1, 256);
+  } else {
+    setmaxnreg_inc<232>();
+    named_barrier_sync(1, 256);
+    out[thread - 128] = values[thread - 128];
+  }
+}

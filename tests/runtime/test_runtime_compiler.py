@@ -1,0 +1,114 @@
+"""CPU tests of the nvcc compiler wrapper and its cubin cache (need the local nvcc; no GPU)."""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from cubridge.runtime import compiler
+from cubridge.runtime.compiler import INCLUDE_DIR, KERNELS_DIR, arch_flags, compile_cubin
+from cubridge.runtime.errors import CompileError, UnsupportedArchError
+
+HOPPER_CHECK = Path(__file__).parent / "cuda" / "hopper_primitives_check.cu"
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH; install the CUDA toolkit")
+
+TINY_KERNEL = '#include "tiny.cuh"\nextern "C" __global__ void tiny(float* x) { x[threadIdx.x] = kValue; }\n'
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    directory = tmp_path / "cache"
+    monkeypatch.setenv("CUBRIDGE_CACHE_DIR", str(directory))
+    return directory
+
+
+@pytest.fixture
+def tiny_source(tmp_path):
+    include = tmp_path / "include"
+    include.mkdir()
+    (include / "tiny.cuh").write_text("constexpr float kValue = 1.0f;\n")
+    source = tmp_path / "tiny.cu"
+    source.write_text(TINY_KERNEL)
+    return source, include
+
+
+def test_arch_flags_map_sm90_to_the_a_target():
+    assert arch_flags((8, 0)) == ("-arch=sm_80",)
+    assert arch_flags((8, 9)) == ("-arch=sm_89",)
+    assert arch_flags((9, 0)) == ("-gencode=arch=compute_90a,code=sm_90a",)
+
+
+def test_arch_below_sm80_is_rejected():
+    with pytest.raises(UnsupportedArchError, match="sm_75"):
+        arch_flags((7, 5))
+
+
+def test_cache_dir_follows_environment(cache):
+    assert compiler.cache_dir() == cache
+
+
+@needs_nvcc
+def test_compile_miss_then_hit_leaves_no_temporary_files(cache, tiny_source):
+    source, include = tiny_source
+    first = compile_cubin(source, (8, 0), include_dirs=(include,))
+    second = compile_cubin(source, (8, 0), include_dirs=(include,))
+    assert not first.cache_hit and second.cache_hit
+    assert first.path == second.path and first.cubin == second.cubin
+    assert first.cubin[:4] == b"\x7fELF"
+    assert sorted(p.name for p in cache.iterdir()) == [first.path.name]
+
+
+@needs_nvcc
+def test_cache_key_changes_with_flags_arch_and_headers(cache, tiny_source):
+    source, include = tiny_source
+    base = compile_cubin(source, (8, 0), include_dirs=(include,)).path
+    with_flag = compile_cubin(source, (8, 0), extra_flags=("-lineinfo",), include_dirs=(include,)).path
+    other_arch = compile_cubin(source, (9, 0), include_dirs=(include,)).path
+    (include / "tiny.cuh").write_text("constexpr float kValue = 2.0f;\n")
+    edited_header = compile_cubin(source, (8, 0), include_dirs=(include,))
+    assert len({base, with_flag, other_arch, edited_header.path}) == 4
+    assert not edited_header.cache_hit
+
+
+@needs_nvcc
+def test_compile_error_names_file_and_line_and_caches_nothing(cache, tmp_path):
+    broken = tmp_path / "broken_kernel.cu"
+    broken.write_text('extern "C" __global__ void broken(float* x) {\n  x[0] = 1.0f\n}\n')
+    with pytest.raises(CompileError) as raised:
+        compile_cubin(broken, (8, 0), include_dirs=())
+    first_line = str(raised.value).splitlines()[0]
+    assert "broken_kernel.cu:3: error" in first_line
+    assert "sm_80" in first_line
+    assert not cache.exists() or list(cache.iterdir()) == []
+
+
+@needs_nvcc
+def test_cache_write_is_atomic_replace(cache, tiny_source, monkeypatch):
+    source, include = tiny_source
+    replaced = []
+    real_replace = os.replace
+
+    def recording_replace(src, dst):
+        replaced.append((Path(src).name, Path(dst).name))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(compiler.os, "replace", recording_replace)
+    compiled = compile_cubin(source, (8, 0), include_dirs=(include,))
+    assert len(replaced) == 1
+    temporary, final = replaced[0]
+    assert temporary.endswith(".cubin.tmp") and final == compiled.path.name
+
+
+@needs_nvcc
+@pytest.mark.parametrize("capability", [(8, 0), (9, 0)], ids=["sm_80", "sm_90a"])
+@pytest.mark.parametrize("source", sorted(KERNELS_DIR.glob("*.cu")), ids=lambda path: path.name)
+def test_shipped_kernels_compile(cache, source, capability):
+    compiled = compile_cubin(source, capability)
+    assert compiled.cubin[:4] == b"\x7fELF"
+
+
+@needs_nvcc
+def test_hopper_primitives_compile_for_sm90a(cache):
+    compiled = compile_cubin(HOPPER_CHECK, (9, 0), include_dirs=(INCLUDE_DIR,))
+    assert compiled.cubin[:4] == b"\x7fELF"
