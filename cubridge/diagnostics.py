@@ -68,6 +68,22 @@ class LocatingParser(Parser):
         where = self._current_token.span.get_location()
         return SourceLocation(where.file, where.line + self.line_offset, where.col)
 
+    def parse_optional_type(self):
+        # type parameters are verified as the type is built: report the failure
+        # at the type, not at whatever token follows it
+        start = self._current_token.span.start
+        try:
+            return super().parse_optional_type()
+        except VerifyException as error:
+            self.raise_error(str(error.args[0]), start)
+
+    def parse_optional_attribute(self):
+        start = self._current_token.span.start
+        try:
+            return super().parse_optional_attribute()
+        except VerifyException as error:
+            self.raise_error(str(error.args[0]), start)
+
     def parse_optional_operation(self) -> Operation | None:
         start = self.current_location()
         op = super().parse_optional_operation()

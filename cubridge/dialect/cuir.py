@@ -382,15 +382,16 @@ class KernelOp(IRDLOperation):
 
 def _parse_cluster(parser: Parser) -> tuple[list[int], None]:
     """Parse `AxBxC` (lexed as an integer followed by `xB`-style identifiers)."""
+    start = parser.pos
     dims = parser.parse_dimension_list()
     if len(dims) == 2:
         # "1x1x1" lexes as dims [1, 1] followed by a bare "x1"
-        tail = parser.parse_identifier()
+        tail = parser.parse_optional_identifier() or ""
         if not tail.startswith("x") or not tail[1:].isdigit():
-            parser.raise_error("expected cluster shape AxBxC")
+            parser.raise_error("expected cluster shape AxBxC", start)
         dims.append(int(tail[1:]))
     if len(dims) != 3:
-        parser.raise_error("expected cluster shape AxBxC")
+        parser.raise_error("expected cluster shape AxBxC", start)
     return dims, None
 
 

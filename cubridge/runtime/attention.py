@@ -48,9 +48,8 @@ def kernel_name(dtype: torch.dtype, head_dim: int, causal: bool) -> str:
 
 
 def validate_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
-    """InvalidInputError (one line) unless q, k, v are [B, H, S, D] bf16/fp16 CUDA tensors that the kernel
-    takes: same dtype and device, D in {64, 128}, HQ a multiple of HKV, no empty dim, contiguous last dim,
-    16-byte aligned rows."""
+    """InvalidInputError (one line) unless q, k, v are [B, H, S, D] bf16/fp16 tensors that the kernel takes:
+    same dtype, D in {64, 128}, HQ a multiple of HKV, no empty dim, contiguous last dim, 16-byte aligned rows."""
     tensors = {"q": q, "k": k, "v": v}
     for name, tensor in tensors.items():
         if not isinstance(tensor, torch.Tensor):
@@ -79,12 +78,17 @@ def validate_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
             raise InvalidInputError(
                 f"{name} must have a contiguous last dim (stride 1); strides are {tuple(tensor.stride())}"
             )
-        if any(stride % 8 for stride in tensor.stride()[:3]) or tensor.data_ptr() % 16:
+        outer = zip(tensor.stride()[:3], tensor.shape[:3])
+        if any(stride % 8 for stride, size in outer if size > 1) or tensor.data_ptr() % 16:
             raise InvalidInputError(
                 f"{name} rows must be 16-byte aligned: data_ptr and B/H/S strides multiples of 8 elements; "
                 f"strides are {tuple(tensor.stride())}"
             )
-    devices = {tensor.device for tensor in tensors.values()}
+
+
+def validate_device(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+    """InvalidInputError unless q, k, v are CUDA tensors on one device."""
+    devices = {tensor.device for tensor in (q, k, v)}
     if len(devices) != 1:
         raise InvalidInputError(f"q, k, v are on different devices: {sorted(map(str, devices))}")
     if q.device.type != "cuda":
@@ -105,6 +109,10 @@ def attention_sm80(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
     SDPA's is_causal. Enqueued on torch's current stream; the tensors are ready when that stream reaches it.
     """
     validate_inputs(q, k, v)
+    scale = 1.0 / math.sqrt(q.shape[3]) if scale is None else float(scale)
+    if not scale > 0.0:
+        raise InvalidInputError(f"scale must be positive (masked scores are -inf); got {scale}")
+    validate_device(q, k, v)
     require_gpu()
     cuda_driver()
     device_index = q.device.index if q.device.index is not None else torch.cuda.current_device()
@@ -116,7 +124,6 @@ def attention_sm80(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
         )
     batch, heads_q, seqlen_q, head_dim = q.shape
     heads_kv, seqlen_k = k.shape[1], k.shape[2]
-    scale = 1.0 / math.sqrt(head_dim) if scale is None else float(scale)
     out = torch.empty((batch, heads_q, seqlen_q, head_dim), dtype=q.dtype, device=q.device)
     lse = torch.empty((batch, heads_q, seqlen_q), dtype=torch.float32, device=q.device) if return_lse else None
 

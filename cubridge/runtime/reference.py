@@ -15,9 +15,11 @@ def causal_mask(seqlen_q: int, seqlen_k: int, device: torch.device) -> torch.Ten
 
 
 def reference_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
-                        scale: float | None = None, compute_dtype: torch.dtype = torch.float64):
+                        scale: float | None = None, compute_dtype: torch.dtype = torch.float64,
+                        return_lse: bool = True):
     """(out, lse) of softmax(scale q k^T) v computed eagerly in `compute_dtype` ([B, H, S, D], GQA by
-    repeating key/value heads). out is in `compute_dtype`; lse (natural log) in float64."""
+    repeating key/value heads). out is in `compute_dtype`; lse (natural log) in float64, None unless
+    return_lse. Softmax runs in float32 for 16-bit compute dtypes, as eager PyTorch code usually does."""
     group = q.shape[1] // k.shape[1]
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     q_c = q.to(compute_dtype)
@@ -26,7 +28,7 @@ def reference_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causa
     scores = (q_c @ k_c.transpose(-1, -2)) * scale
     if causal:
         scores = scores.masked_fill(~causal_mask(q.shape[2], k.shape[2], q.device), float("-inf"))
-    lse = torch.logsumexp(scores.double(), dim=-1)
+    lse = torch.logsumexp(scores.double(), dim=-1) if return_lse else None
     probs = torch.softmax(scores.float() if compute_dtype != torch.float64 else scores, dim=-1).to(compute_dtype)
     return probs @ v_c, lse
 

@@ -9,11 +9,15 @@ succeeded, through a temporary file renamed into place.
 
 from __future__ import annotations
 
+import argparse
+import importlib.util
+import inspect
 import os
 import sys
 import tempfile
 from collections.abc import Sequence
 from io import StringIO
+from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
@@ -43,7 +47,21 @@ class CuirOptMain(xDSLOptMain):
         for name, factory in PASS_FACTORIES.items():
             self.register_pass(name, factory)
 
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        super().register_all_arguments(arg_parser)
+        arg_parser.add_argument(
+            "--load-pass-plugin",
+            action="append",
+            default=[],
+            metavar="FILE.py",
+            help="load a Python file and register every ModulePass it defines, by name",
+        )
+
     def setup_pipeline(self) -> None:
+        for path in self.args.load_pass_plugin:
+            for pass_class in load_pass_plugin(path):
+                self.register_pass(pass_class.name, lambda cls=pass_class: cls)
+
         def verify_after(previous: ModulePass | None, module: ModuleOp, _next) -> None:
             if previous is not None and not self.args.disable_verify:
                 verify_module(module)
@@ -129,6 +147,29 @@ class CuirOptMain(xDSLOptMain):
         except BaseException:
             os.unlink(temporary)
             raise
+
+
+def load_pass_plugin(path: str) -> list[type[ModulePass]]:
+    """Import `path` and return the ModulePass classes it defines (not those it imports)."""
+    file = Path(path)
+    if not file.is_file():
+        raise CuBridgeError("cannot read pass plugin: no such file", path)
+    spec = importlib.util.spec_from_file_location(f"cuir_plugin_{file.stem}", file)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:
+        raise CuBridgeError(f"pass plugin failed to import: {error}", path) from None
+    passes = [
+        value
+        for value in vars(module).values()
+        if inspect.isclass(value)
+        and issubclass(value, ModulePass)
+        and value.__module__ == module.__name__
+    ]
+    if not passes:
+        raise CuBridgeError("pass plugin defines no ModulePass", path)
+    return passes
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -45,6 +45,11 @@ def test_unsupported_head_dim():
         attention_sm80(*qkv(head_dim=96))
 
 
+def test_non_positive_scale():
+    with pytest.raises(InvalidInputError, match="scale must be positive"):
+        attention_sm80(*qkv(), scale=-0.1)
+
+
 def test_misaligned_rows():
     base = torch.randn(1, 2, 16, 68, dtype=torch.bfloat16)
     q = base[..., :64]
