@@ -90,21 +90,19 @@ def sdpa_backend(backend_name: str) -> Provider:
     return factory
 
 
-_compiled_flex = None
-
-
 def flex(config: Config, causal: bool):
-    global _compiled_flex
+    """flex_attention under torch.compile, compiled afresh for this config: dynamo's per-function recompile
+    limit (8) would otherwise send later shapes to the uncompiled fallback, 20-50x slower."""
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
-    if _compiled_flex is None:
-        _compiled_flex = torch.compile(flex_attention, dynamic=False)
+    torch._dynamo.reset()
+    compiled_flex = torch.compile(flex_attention, dynamic=False)
     block_mask = None
     if causal:
         block_mask = create_block_mask(lambda b, h, q_idx, kv_idx: q_idx >= kv_idx, B=None, H=None,
                                        Q_LEN=config.seqlen_q, KV_LEN=config.seqlen_k, device="cuda")
     gqa = config.heads_q != config.heads_kv
-    return lambda q, k, v: _compiled_flex(q, k, v, block_mask=block_mask, enable_gqa=gqa)
+    return lambda q, k, v: compiled_flex(q, k, v, block_mask=block_mask, enable_gqa=gqa)
 
 
 def eager(config: Config, causal: bool):
@@ -220,7 +218,10 @@ def write_markdown(results: list[dict], provider_names: list[str], path: Path, h
         rows.setdefault((record["variant"], record["label"]), {})[record["provider"]] = cell
     for (variant, label), cells in rows.items():
         lines.append(f"| {variant} | {label} | " + " | ".join(cells.get(n, "") for n in provider_names) + " |")
-    lines += ["", "TFLOPS (median); FAIL = failed the correctness check (not timed); skip = see results.json."]
+    lines += ["", "TFLOPS (median); FAIL = failed the correctness check (not timed); skip = not run, reason below.",
+              ""]
+    lines += [f"- skip: {r['provider']} {r['variant']} {r['label']}: {r['skipped']}" for r in results
+              if "skipped" in r and r.get("passed") is not False]
     path.write_text("\n".join(lines) + "\n")
 
 

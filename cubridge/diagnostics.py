@@ -13,6 +13,8 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import UNKNOWN_LOC, FileLineColLoc, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.parser import Parser
+from xdsl.utils.lexer import Span
+from xdsl.utils.mlir_lexer import MLIRTokenKind
 from xdsl.utils.exceptions import DiagnosticException, ParseError, VerifyException
 
 
@@ -63,6 +65,10 @@ class LocatingParser(Parser):
     def __init__(self, ctx: Context, text: str, filename: str, line_offset: int = 0):
         super().__init__(ctx, text, filename)
         self.line_offset = line_offset
+        self.first_uses: dict[str, Span] = {}
+
+    def at_end(self) -> bool:
+        return self._current_token.kind == MLIRTokenKind.EOF
 
     def current_location(self) -> SourceLocation:
         where = self._current_token.span.get_location()
@@ -84,8 +90,33 @@ class LocatingParser(Parser):
         except VerifyException as error:
             self.raise_error(str(error.args[0]), start)
 
+    def resolve_operand(self, operand, type):
+        # remember where each not-yet-defined value is first used
+        if operand.operand_name not in self.ssa_values:
+            self.first_uses.setdefault(operand.operand_name, operand.span)
+        return super().resolve_operand(operand, type)
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        try:
+            return super().parse_module(allow_implicit_module)
+        except ParseError as error:
+            undefined = list(self.forward_ssa_references)
+            if not undefined or not error.msg.startswith("values used but not defined"):
+                raise
+            # report the first use of an undefined value, not the end of the input
+            first = min(undefined, key=lambda name: self.first_uses[name].start)
+            raise ParseError(self.first_uses[first], error.msg) from None
+
+    def _get_op_by_name(self, name: str) -> type[Operation]:
+        # report an unknown op at the op, not at the token after its name
+        try:
+            return super()._get_op_by_name(name)
+        except ParseError as error:
+            self.raise_error(error.msg, self._op_start)
+
     def parse_optional_operation(self) -> Operation | None:
         start = self.current_location()
+        self._op_start = self.pos
         op = super().parse_optional_operation()
         if op is not None and op.location == UNKNOWN_LOC:
             op.location = FileLineColLoc(
@@ -96,8 +127,14 @@ class LocatingParser(Parser):
 
 def parse_module(ctx: Context, text: str, filename: str, line_offset: int = 0) -> ModuleOp:
     """Parse `text` into a located module; raises CuBridgeError on bad input."""
-    parser = LocatingParser(ctx, text, filename, line_offset)
+    parser = None
     try:
+        # the parser lexes its first token as it is built: that can fail too
+        parser = LocatingParser(ctx, text, filename, line_offset)
+        if parser.at_end():
+            # like mlir-opt: input with no ops (empty, or only comments, as after a
+            # trailing `// -----`) is an empty module, not a parse error
+            return ModuleOp([])
         return parser.parse_module()
     except ParseError as error:
         where = error.span.get_location()
@@ -106,7 +143,8 @@ def parse_module(ctx: Context, text: str, filename: str, line_offset: int = 0) -
         ) from None
     except VerifyException as error:
         # attribute and type parameters are verified as they are parsed
-        raise CuBridgeError(str(error.args[0]), str(parser.current_location())) from None
+        where = str(parser.current_location()) if parser is not None else filename
+        raise CuBridgeError(str(error.args[0]), where) from None
 
 
 def verify_module(module: ModuleOp) -> None:

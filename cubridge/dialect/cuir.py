@@ -7,7 +7,8 @@ CuIR shows how a kernel orchestrates its work and hides the syntax that does it:
 - data movement: `cuir.alloc`, `cuir.copy`, `cuir.copy_async`, `cuir.load`,
   `cuir.store`, `cuir.store_async`;
 - compute: `cuir.gemm`, `cuir.gemm_async`, `cuir.map`, `cuir.row_reduce`,
-  `cuir.convert`, `cuir.fill` (scalar code inside `cuir.map` uses arith/math);
+  `cuir.convert`, `cuir.fill` (scalar code inside `cuir.map` uses arith/math
+  and `cuir.gather` to read captured tables);
 - synchronization: `cuir.barrier`, `cuir.named_barrier_sync`,
   `cuir.named_barrier_arrive`, `cuir.mbarrier_init`, `cuir.mbarrier_arrive`,
   `cuir.mbarrier_expect_tx`, `cuir.mbarrier_wait`, `cuir.commit_group`,
@@ -343,7 +344,7 @@ class KernelOp(IRDLOperation):
             printer.print_string(f" {self.order.data}")
         printer.print_op_attributes(self.attributes, print_keyword=True)
         printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False)
+        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
 
     @classmethod
     def parse(cls, parser: Parser) -> KernelOp:
@@ -477,7 +478,7 @@ class WorkerOp(IRDLOperation):
         printer.print_string(")")
         printer.print_op_attributes(self.attributes, print_keyword=True)
         printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False)
+        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
 
     @classmethod
     def parse(cls, parser: Parser) -> WorkerOp:
@@ -591,16 +592,18 @@ class ForEachTileOp(IRDLOperation):
         printer.print_region(
             self.body,
             print_entry_block_args=False,
+            print_empty_block=False,
             print_block_terminators=bool(self.iter_args),
         )
 
     @classmethod
     def parse(cls, parser: Parser) -> ForEachTileOp:
+        coords_at = parser.pos
         coords = parser.parse_comma_separated_list(
             Parser.Delimiter.PAREN, lambda: parser.parse_argument(expect_type=False)
         )
         if len(coords) != 3:
-            parser.raise_error("expected (q_tile, head, batch)")
+            parser.raise_error("expected (q_tile, head, batch)", coords_at)
         carried_args = []
         inits_unresolved = []
         types: list[Attribute] = []
@@ -828,19 +831,25 @@ class CopyAsyncOp(IRDLOperation):
     def parse(cls, parser: Parser) -> CopyAsyncOp:
         source, source_indices = parse_ref(parser)
         parser.parse_punctuation("->")
+        dest_at = parser.pos
         dest, dest_indices = parse_ref(parser)
         barrier = barrier_indices = None
         if parser.parse_optional_punctuation(","):
             parser.parse_keyword("barrier")
+            barrier_at = parser.pos
             barrier, barrier_indices = parse_ref(parser)
         attributes = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
+        types_at = parser.pos
         types = parse_types(parser)
         expected = 3 if barrier is not None else 2
         if len(types) != expected:
-            parser.raise_error(f"expected {expected} types")
+            parser.raise_error(f"expected {expected} types", types_at)
         if len(dest_indices) > 1 or (barrier_indices and len(barrier_indices) > 1):
-            parser.raise_error("a shared buffer or mbarrier takes at most one stage index")
+            parser.raise_error(
+                "a shared buffer or mbarrier takes at most one stage index",
+                dest_at if len(dest_indices) > 1 else barrier_at,
+            )
         op = cls(
             parser.resolve_operand(source, types[0]),
             source_indices,
@@ -890,6 +899,7 @@ class LoadOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> LoadOp:
+        source_at = parser.pos
         source, indices = parse_ref(parser)
         attributes = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
@@ -897,7 +907,7 @@ class LoadOp(IRDLOperation):
         parser.parse_punctuation("->")
         result_type = parser.parse_type()
         if len(indices) > 1:
-            parser.raise_error("a shared buffer takes at most one stage index")
+            parser.raise_error("a shared buffer takes at most one stage index", source_at)
         op = cls(
             parser.resolve_operand(source, source_type),
             indices[0] if indices else None,
@@ -1008,6 +1018,7 @@ class StoreAsyncOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> StoreAsyncOp:
+        source_at = parser.pos
         source, stage = parse_ref(parser)
         parser.parse_punctuation("->")
         dest, indices = parse_ref(parser)
@@ -1017,7 +1028,7 @@ class StoreAsyncOp(IRDLOperation):
         parser.parse_punctuation("->")
         dest_type = parser.parse_type()
         if len(stage) > 1:
-            parser.raise_error("a shared buffer takes at most one stage index")
+            parser.raise_error("a shared buffer takes at most one stage index", source_at)
         op = cls(
             parser.resolve_operand(source, source_type),
             stage[0] if stage else None,
@@ -1033,11 +1044,10 @@ class StoreAsyncOp(IRDLOperation):
 # ----------------------------------------------------------------------------
 
 
-def _gemm_operand_dims(value_type: Attribute) -> tuple[int, int]:
-    if isinstance(value_type, TileType | SharedBufferType):
-        rows, cols = value_type.dims
-        return rows, cols
-    raise VerifyException(f"gemm operand must be a tile or a shared buffer, got {value_type}")
+def _gemm_operand_dims(value_type: TileType | SharedBufferType) -> tuple[int, int]:
+    # operand constraints (and gemm_async's B check) admit only tiles and shared buffers
+    rows, cols = value_type.dims
+    return rows, cols
 
 
 def _verify_gemm_shapes(op, a_type, b_type, acc, result_type: TileType) -> None:
@@ -1121,9 +1131,10 @@ class GemmOp(IRDLOperation):
             acc = parser.parse_unresolved_operand()
         attributes = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
+        types_at = parser.pos
         types = parse_types(parser)
         if len(types) != (3 if acc is not None else 2):
-            parser.raise_error("expected one type per operand")
+            parser.raise_error("expected one type per operand", types_at)
         parser.parse_punctuation("->")
         result_type = parser.parse_type()
         op = cls(
@@ -1209,23 +1220,30 @@ class GemmAsyncOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> GemmAsyncOp:
         layout = parser.parse_identifier()
+        lhs_at = parser.pos
         lhs, lhs_stage = parse_ref(parser)
         parser.parse_punctuation(",")
+        rhs_at = parser.pos
         rhs, rhs_stage = parse_ref(parser)
         acc = None
         if parser.parse_optional_keyword("acc"):
             acc = parser.parse_unresolved_operand()
         attributes = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
+        types_at = parser.pos
         types = parse_types(parser)
         if len(types) != (3 if acc is not None else 2):
-            parser.raise_error("expected one type per operand")
+            parser.raise_error("expected one type per operand", types_at)
         parser.parse_punctuation("->")
+        result_at = parser.pos
         result_type = parser.parse_type()
         if not isinstance(result_type, TileType):
-            parser.raise_error("the result of cuir.gemm_async is a register tile")
+            parser.raise_error("the result of cuir.gemm_async is a register tile", result_at)
         if len(lhs_stage) > 1 or len(rhs_stage) > 1:
-            parser.raise_error("a shared buffer takes at most one stage index")
+            parser.raise_error(
+                "a shared buffer takes at most one stage index",
+                lhs_at if len(lhs_stage) > 1 else rhs_at,
+            )
         op = cls(
             layout,
             parser.resolve_operand(lhs, types[0]),
@@ -1323,7 +1341,7 @@ class MapOp(IRDLOperation):
         printer.print_string(")")
         printer.print_op_attributes(self.attributes, print_keyword=True)
         printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False)
+        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
         printer.print_string(" : ")
         printer.print_list([v.type for v in self.inputs], printer.print_attribute)
         printer.print_string(" -> ")
@@ -1343,9 +1361,10 @@ class MapOp(IRDLOperation):
         attributes = parser.parse_optional_attr_dict_with_keyword()
         body = parser.parse_region(args)
         parser.parse_punctuation(":")
+        types_at = parser.pos
         types = parse_types(parser)
         if len(types) != len(inputs):
-            parser.raise_error(f"expected {len(inputs)} input types, got {len(types)}")
+            parser.raise_error(f"expected {len(inputs)} input types, got {len(types)}", types_at)
         parser.parse_punctuation("->")
         result_type = parser.parse_type()
         op = cls(
@@ -1356,6 +1375,49 @@ class MapOp(IRDLOperation):
         )
         if attributes is not None:
             op.attributes |= attributes.data
+        return op
+
+
+@irdl_op_definition
+class GatherOp(IRDLOperation):
+    """Read one element of a global tensor at scalar coordinates; complete on return.
+
+    Scalar code: in a `cuir.map` body, score and mask code look up tables the
+    spec captured (document ids, bias tables, slopes); in a worker, loop
+    bounds come from tables computed before the kernel (kv tile ranges).
+    Coordinates outside the tensor read as zero, as tile copies do: only the
+    elements past the sequence ends read there, and the kernel masks those.
+    """
+
+    name = "cuir.gather"
+
+    source = operand_def(GlobalTensorType)
+    indices = var_operand_def(IndexType)
+    result = result_def()
+
+    def __init__(self, source: SSAValue, indices: Sequence[SSAValue]):
+        super().__init__(
+            operands=[source, indices], result_types=[source.type.element_type]
+        )
+
+    def verify_(self) -> None:
+        _require_worker(self)
+        _check_global_indices("gather source", self.source.type, self.indices)
+        _same_elements("cuir.gather", self.source.type.element_type, self.result.type)
+
+    def print(self, printer: Printer) -> None:
+        print_ref(printer, self.source, self.indices)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> GatherOp:
+        source, indices = parse_ref(parser)
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        op = cls(parser.resolve_operand(source, parser.parse_type()), indices)
+        op.attributes |= attributes
         return op
 
 
@@ -1440,9 +1502,10 @@ class RowReduceOp(IRDLOperation):
             init = parser.parse_unresolved_operand()
         attributes = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
+        types_at = parser.pos
         types = parse_types(parser)
         if len(types) != (2 if init is not None else 1):
-            parser.raise_error("expected one type per operand")
+            parser.raise_error("expected one type per operand", types_at)
         parser.parse_punctuation("->")
         result_type = parser.parse_type()
         op = cls(
@@ -1495,6 +1558,9 @@ class FillOp(IRDLOperation):
     def print(self, printer: Printer) -> None:
         value = self.value.value.data
         text = ("-inf" if value < 0 else "inf") if math.isinf(value) else repr(value)
+        mantissa, exp, exponent = text.partition("e")
+        if exp and "." not in mantissa:
+            text = f"{mantissa}.0e{exponent}"  # 1e-20 does not lex as a float literal
         printer.print_string(f" {text}")
         printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
@@ -1505,6 +1571,8 @@ class FillOp(IRDLOperation):
         negative = parser.parse_optional_punctuation("-") is not None
         if parser.parse_optional_keyword("inf"):
             value = math.inf
+        elif parser.parse_optional_keyword("nan"):
+            value = math.nan
         else:
             value = parser.parse_float()
         attributes = parser.parse_optional_attr_dict()
@@ -1583,9 +1651,10 @@ class _MbarrierStageOp(IRDLOperation):
 
 
 def _parse_barrier(parser: Parser):
+    barrier_at = parser.pos
     barrier, stage = parse_ref(parser)
     if len(stage) > 1:
-        parser.raise_error("an mbarrier array takes at most one stage index")
+        parser.raise_error("an mbarrier array takes at most one stage index", barrier_at)
     return barrier, (stage[0] if stage else None)
 
 
@@ -1817,6 +1886,7 @@ CUIR_OPS = (
     GemmOp,
     GemmAsyncOp,
     MapOp,
+    GatherOp,
     RowReduceOp,
     ConvertOp,
     FillOp,

@@ -9,6 +9,7 @@ mbarriers) carry a stage count: the number of copies a pipeline rotates over.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -235,6 +236,7 @@ class TileType(ParametrizedAttribute, TypeAttribute):
             _print_owner(printer, self.owner)
 
 
+@dataclass(frozen=True, init=False)  # so that subclasses compare and hash their parameters
 class _VectorOfTile(ParametrizedAttribute, TypeAttribute):
     """One value per row (or per column) of a register tile."""
 
@@ -253,9 +255,10 @@ class _VectorOfTile(ParametrizedAttribute, TypeAttribute):
     @classmethod
     def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
         with parser.in_angle_brackets():
+            shape_at = parser.pos
             dims, element_type = parser.parse_ranked_shape()
             if len(dims) != 1:
-                parser.raise_error("expected one dimension, e.g. 64xf32")
+                parser.raise_error("expected one dimension, e.g. 64xf32", shape_at)
             parser.parse_punctuation(",")
             owner = _parse_owner(parser)
         return (IntAttr(dims[0]), element_type, owner)

@@ -11,6 +11,13 @@ def _set_worker_regs() -> type[ModulePass]:
     return SetWorkerRegsPass
 
 
+def _transfer() -> type[ModulePass]:
+    from cubridge.passes.transfer import TransferPass
+
+    return TransferPass
+
+
 PASS_FACTORIES: dict[str, Callable[[], type[ModulePass]]] = {
     "cuir-set-worker-regs": _set_worker_regs,
+    "transfer": _transfer,
 }

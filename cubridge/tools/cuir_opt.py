@@ -22,7 +22,7 @@ from pathlib import Path
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 from xdsl.printer import Printer
-from xdsl.utils.exceptions import DiagnosticException
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from cubridge.diagnostics import CuBridgeError, parse_module, verify_module
@@ -56,8 +56,16 @@ class CuirOptMain(xDSLOptMain):
             metavar="FILE.py",
             help="load a Python file and register every ModulePass it defines, by name",
         )
+        arg_parser.add_argument(
+            "--transfer",
+            metavar="SPEC.py",
+            help="append the transfer pass for this attention spec to the pipeline",
+        )
 
     def setup_pipeline(self) -> None:
+        if self.args.transfer is not None:
+            transfer = f'transfer{{spec="{self.args.transfer}"}}'
+            self.args.passes = ",".join(p for p in (self.args.passes, transfer) if p)
         for path in self.args.load_pass_plugin:
             for pass_class in load_pass_plugin(path):
                 self.register_pass(pass_class.name, lambda cls=pass_class: cls)
@@ -70,8 +78,13 @@ class CuirOptMain(xDSLOptMain):
             self.pipeline = PassPipeline.parse_spec(
                 self.available_passes, self.args.passes, verify_after
             )
-        except Exception as error:  # xdsl reports unknown passes and bad options this way
-            raise CuBridgeError(f"bad pass pipeline '{self.args.passes}': {error}") from None
+        except (Exception, ArgSpecParseError) as error:  # unknown passes, bad options, bad syntax
+            detail = str(error)
+            if isinstance(error, ArgSpecParseError):
+                # "Error parsing ...", "pass-pipeline:1:COL", the spec, a caret, the message
+                lines = [line.strip() for line in detail.splitlines() if line.strip()]
+                detail = f"{lines[-1]} (column {lines[1].rsplit(':', 1)[-1]})"
+            raise CuBridgeError(f"bad pass pipeline '{self.args.passes}': {detail}") from None
 
     def run(self) -> None:
         text = self._read_input()
@@ -88,23 +101,38 @@ class CuirOptMain(xDSLOptMain):
                 print(error)
         self._write_output(output.getvalue())
 
+    def get_input_name(self) -> str:
+        # stdin is "<stdin>" in diagnostics (as in cuir-run), whether given as "-" or not at all
+        path = self.args.input_file
+        return "<stdin>" if path is None or path == "-" else path
+
     def _read_input(self) -> str:
         path = self.args.input_file
-        if path is None or path == "-":
-            return sys.stdin.read()
         try:
+            if path is None or path == "-":
+                return sys.stdin.buffer.read().decode("utf-8")
             with open(path, encoding="utf-8") as stream:
                 return stream.read()
         except OSError as error:
             raise CuBridgeError(f"cannot read input: {error.strerror}", path) from None
+        except UnicodeDecodeError as error:
+            raise CuBridgeError(
+                f"cannot read input: not UTF-8 text (byte {error.start})",
+                self.get_input_name(),
+            ) from None
 
     def _split(self, text: str) -> list[tuple[str, int]]:
         if not self.args.split_input_file:
             return [(text, 0)]
-        chunks, offset = [], 0
-        for chunk in text.split(CHUNK_SEPARATOR):
-            chunks.append((chunk, offset))
-            offset += chunk.count("\n")
+        # a separator is a line of its own, not "// -----" inside another comment
+        chunks, current, offset = [], [], 0
+        for number, line in enumerate(text.splitlines(keepends=True)):
+            if line.strip() == CHUNK_SEPARATOR:
+                chunks.append(("".join(current), offset))
+                current, offset = [], number + 1
+            else:
+                current.append(line)
+        chunks.append(("".join(current), offset))
         return chunks
 
     def _process(self, chunk: str, line_offset: int) -> str:

@@ -6,6 +6,7 @@
 // mma.sync on register tiles, runs the online softmax, waits for V_j, starts
 // loading K_{j+1} (overlapping O += P V_j), and accumulates O += P V_j.
 // The prefetch past the last tile reads out-of-range rows, which fill with zeros.
+// The epilogue stages O through the Q buffer, free after the last tile.
 builtin.module {
   cuir.kernel @attention_fwd_sm80(%q: !cuir.global<4 x bf16, strided>, %k: !cuir.global<4 x bf16, strided>, %v: !cuir.global<4 x bf16, strided>, %o: !cuir.global<4 x bf16, strided>, %lse: !cuir.global<3 x f32, strided>, %softmax_scale: f32) threads 128 smem 65536 cluster 1x1x1 tile_m 128 schedule grid {
     %q_smem = cuir.alloc : !cuir.smem<128x128xbf16, swizzle 128>
@@ -95,7 +96,9 @@ builtin.module {
           cuir.yield %normalized : f32
         } : !cuir.tile<128x128xf32, @mma>, !cuir.rows<128xf32, @mma> -> !cuir.tile<128x128xf32, @mma>
         %o_bf16 = cuir.convert %o_normalized : !cuir.tile<128x128xf32, @mma> -> !cuir.tile<128x128xbf16, @mma>
-        cuir.store %o_bf16 -> %o[%batch, %head, %q_row, %c0] : !cuir.tile<128x128xbf16, @mma> -> !cuir.global<4 x bf16, strided>
+        cuir.store %o_bf16 -> %q_smem : !cuir.tile<128x128xbf16, @mma> -> !cuir.smem<128x128xbf16, swizzle 128>
+        cuir.barrier
+        cuir.copy %q_smem -> %o[%batch, %head, %q_row, %c0] : !cuir.smem<128x128xbf16, swizzle 128> -> !cuir.global<4 x bf16, strided>
         %row_lse = cuir.map %m_last, %l_last (%row_max: f32, %sum: f32, %r: index) {
           %empty_row = arith.cmpf oeq, %sum, %zero : f32
           %log_sum = math.log %sum : f32

@@ -11,6 +11,7 @@ from cubridge.runtime.compiler import INCLUDE_DIR, KERNELS_DIR, arch_flags, comp
 from cubridge.runtime.errors import CompileError, UnsupportedArchError
 
 HOPPER_CHECK = Path(__file__).parent / "cuda" / "hopper_primitives_check.cu"
+AMPERE_CHECK = Path(__file__).parent / "cuda" / "ampere_primitives_compile_check.cu"
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH; install the CUDA toolkit")
 
 TINY_KERNEL = '#include "tiny.cuh"\nextern "C" __global__ void tiny(float* x) { x[threadIdx.x] = kValue; }\n'
@@ -111,4 +112,11 @@ def test_shipped_kernels_compile(cache, source, capability):
 @needs_nvcc
 def test_hopper_primitives_compile_for_sm90a(cache):
     compiled = compile_cubin(HOPPER_CHECK, (9, 0), include_dirs=(INCLUDE_DIR,))
+    assert compiled.cubin[:4] == b"\x7fELF"
+
+
+@needs_nvcc
+@pytest.mark.parametrize("capability", [(8, 0), (9, 0)], ids=["sm_80", "sm_90a"])
+def test_ampere_primitives_compile(cache, capability):
+    compiled = compile_cubin(AMPERE_CHECK, capability, include_dirs=(INCLUDE_DIR,))
     assert compiled.cubin[:4] == b"\x7fELF"

@@ -141,9 +141,9 @@ __device__ __forceinline__ void store_pair_shared(T* tile, int row, int col, uin
   *reinterpret_cast<uint32_t*>(tile + swizzled_offset<kCols>(row, col)) = packed;
 }
 
-// cuir.store (shared tile -> global): each of kThreads threads copies 16-byte chunks of the swizzled
-// [kRows][kCols] tile to global rows `row_stride` elements apart, skipping rows >= valid_rows. The
-// stores are issued when it returns (visible to later kernels on the stream once the kernel ends).
+// cuir.copy (shared tile -> global): each of kThreads threads copies 16-byte chunks of the swizzled
+// [kRows][kCols] tile to global rows `row_stride` elements apart, skipping rows >= valid_rows. Complete
+// for this thread when it returns (visible to later kernels on the stream once the kernel ends).
 template <int kRows, int kCols, int kThreads, typename T>
 __device__ __forceinline__ void store_tile_global(T* gmem, int64_t row_stride, int valid_rows, const T* tile,
                                                   int thread) {

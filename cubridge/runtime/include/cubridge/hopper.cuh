@@ -19,6 +19,13 @@ __device__ __forceinline__ uint32_t smem_u32(const void* pointer) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(pointer));
 }
 
+// cuir.fence_async_shared: fence.proxy.async.shared::cta (sm_90+). Returns once this thread's earlier generic
+// shared-memory writes are ordered before later async-proxy accesses (TMA, wgmma); pair it with a
+// barrier so that other threads' async operations see them.
+__device__ __forceinline__ void fence_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
 // cuir.mbarrier_init: mbarrier.init.shared::cta.b64. Sets the barrier's expected arrival count, phase 0.
 // Done when it returns for this thread; before other threads or TMA use the barrier, follow it with
 // fence_async_shared() in this thread and a barrier().
@@ -206,6 +213,106 @@ __device__ __forceinline__ void gemm_async(float (&acc)[kN / 2], const T* a_tile
     Wgmma<kN, T>::template issue<kBMnMajor ? 1 : 0>(acc, desc_a, desc_b, (accumulate || slice > 0) ? 1 : 0);
   }
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+// One wgmma.mma_async m64nNk16 with fp32 accumulators, A from registers (the m64k16 A fragment: 4 packed
+// 16-bit pairs per thread), B from a shared-memory descriptor of an MN-major tile (trans-b = 1).
+template <int kN, typename T>
+struct WgmmaRegA;
+
+template <>
+struct WgmmaRegA<64, __nv_bfloat16> {
+  __device__ __forceinline__ static void issue(float (&acc)[32], const uint32_t (&a)[4], uint64_t desc_b,
+                                               int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+        "{%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+        : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3]), "+f"(acc[4]), "+f"(acc[5]), "+f"(acc[6]), "+f"(acc[7]), "+f"(acc[8]), "+f"(acc[9]), "+f"(acc[10]), "+f"(acc[11]), "+f"(acc[12]), "+f"(acc[13]), "+f"(acc[14]), "+f"(acc[15]), "+f"(acc[16]), "+f"(acc[17]), "+f"(acc[18]), "+f"(acc[19]), "+f"(acc[20]), "+f"(acc[21]), "+f"(acc[22]), "+f"(acc[23]), "+f"(acc[24]), "+f"(acc[25]), "+f"(acc[26]), "+f"(acc[27]), "+f"(acc[28]), "+f"(acc[29]), "+f"(acc[30]), "+f"(acc[31])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+  }
+};
+
+template <>
+struct WgmmaRegA<64, __half> {
+  __device__ __forceinline__ static void issue(float (&acc)[32], const uint32_t (&a)[4], uint64_t desc_b,
+                                               int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+        "{%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+        : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3]), "+f"(acc[4]), "+f"(acc[5]), "+f"(acc[6]), "+f"(acc[7]), "+f"(acc[8]), "+f"(acc[9]), "+f"(acc[10]), "+f"(acc[11]), "+f"(acc[12]), "+f"(acc[13]), "+f"(acc[14]), "+f"(acc[15]), "+f"(acc[16]), "+f"(acc[17]), "+f"(acc[18]), "+f"(acc[19]), "+f"(acc[20]), "+f"(acc[21]), "+f"(acc[22]), "+f"(acc[23]), "+f"(acc[24]), "+f"(acc[25]), "+f"(acc[26]), "+f"(acc[27]), "+f"(acc[28]), "+f"(acc[29]), "+f"(acc[30]), "+f"(acc[31])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+  }
+};
+
+template <>
+struct WgmmaRegA<128, __nv_bfloat16> {
+  __device__ __forceinline__ static void issue(float (&acc)[64], const uint32_t (&a)[4], uint64_t desc_b,
+                                               int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+        "{%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+        : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3]), "+f"(acc[4]), "+f"(acc[5]), "+f"(acc[6]), "+f"(acc[7]), "+f"(acc[8]), "+f"(acc[9]), "+f"(acc[10]), "+f"(acc[11]), "+f"(acc[12]), "+f"(acc[13]), "+f"(acc[14]), "+f"(acc[15]), "+f"(acc[16]), "+f"(acc[17]), "+f"(acc[18]), "+f"(acc[19]), "+f"(acc[20]), "+f"(acc[21]), "+f"(acc[22]), "+f"(acc[23]), "+f"(acc[24]), "+f"(acc[25]), "+f"(acc[26]), "+f"(acc[27]), "+f"(acc[28]), "+f"(acc[29]), "+f"(acc[30]), "+f"(acc[31]), "+f"(acc[32]), "+f"(acc[33]), "+f"(acc[34]), "+f"(acc[35]), "+f"(acc[36]), "+f"(acc[37]), "+f"(acc[38]), "+f"(acc[39]), "+f"(acc[40]), "+f"(acc[41]), "+f"(acc[42]), "+f"(acc[43]), "+f"(acc[44]), "+f"(acc[45]), "+f"(acc[46]), "+f"(acc[47]), "+f"(acc[48]), "+f"(acc[49]), "+f"(acc[50]), "+f"(acc[51]), "+f"(acc[52]), "+f"(acc[53]), "+f"(acc[54]), "+f"(acc[55]), "+f"(acc[56]), "+f"(acc[57]), "+f"(acc[58]), "+f"(acc[59]), "+f"(acc[60]), "+f"(acc[61]), "+f"(acc[62]), "+f"(acc[63])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+  }
+};
+
+template <>
+struct WgmmaRegA<128, __half> {
+  __device__ __forceinline__ static void issue(float (&acc)[64], const uint32_t (&a)[4], uint64_t desc_b,
+                                               int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, "
+        "{%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+        : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3]), "+f"(acc[4]), "+f"(acc[5]), "+f"(acc[6]), "+f"(acc[7]), "+f"(acc[8]), "+f"(acc[9]), "+f"(acc[10]), "+f"(acc[11]), "+f"(acc[12]), "+f"(acc[13]), "+f"(acc[14]), "+f"(acc[15]), "+f"(acc[16]), "+f"(acc[17]), "+f"(acc[18]), "+f"(acc[19]), "+f"(acc[20]), "+f"(acc[21]), "+f"(acc[22]), "+f"(acc[23]), "+f"(acc[24]), "+f"(acc[25]), "+f"(acc[26]), "+f"(acc[27]), "+f"(acc[28]), "+f"(acc[29]), "+f"(acc[30]), "+f"(acc[31]), "+f"(acc[32]), "+f"(acc[33]), "+f"(acc[34]), "+f"(acc[35]), "+f"(acc[36]), "+f"(acc[37]), "+f"(acc[38]), "+f"(acc[39]), "+f"(acc[40]), "+f"(acc[41]), "+f"(acc[42]), "+f"(acc[43]), "+f"(acc[44]), "+f"(acc[45]), "+f"(acc[46]), "+f"(acc[47]), "+f"(acc[48]), "+f"(acc[49]), "+f"(acc[50]), "+f"(acc[51]), "+f"(acc[52]), "+f"(acc[53]), "+f"(acc[54]), "+f"(acc[55]), "+f"(acc[56]), "+f"(acc[57]), "+f"(acc[58]), "+f"(acc[59]), "+f"(acc[60]), "+f"(acc[61]), "+f"(acc[62]), "+f"(acc[63])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+  }
+};
+
+// cuir.gemm_async, A in registers: issues kKSlices wgmma.mma_async m64nNk16 (acc[64 x kN] += A[64 x 16k]
+// B[16k x kN]) and one wgmma.commit_group; returns at once. A is this thread's fragment of a 64 x 16k
+// register tile, 4 packed pairs per k slice: a[4s + 0..3] = (row g, cols 2t..2t+1), (row g + 8, same),
+// (row g, cols 8 + 2t..), (row g + 8, cols 8 + 2t..) of slice s (g = lane / 4, t = lane % 4, rows offset by
+// 16 * warp). That is the fp32 accumulator layout of gemm_async packed pairwise, so a score tile converted
+// with convert_pack feeds P V directly. B is MN-major ([16k rows][64 n] panels `b_panel_bytes` apart along
+// n, e.g. V). The A registers are read asynchronously: keep them unmodified until gemm_wait retires the
+// group (gemm_fence_operand after the wait keeps the compiler from reusing them earlier).
+template <int kN, int kKSlices, typename T>
+__device__ __forceinline__ void gemm_async_rs(float (&acc)[kN / 2], const uint32_t (&a)[4 * kKSlices],
+                                              const T* b_tile, uint32_t b_panel_bytes, bool accumulate) {
+  constexpr uint32_t kAtomBytes = 1024;
+  constexpr uint32_t kMnMajorSliceBytes = 2048;
+  const char* b_bytes = reinterpret_cast<const char*>(b_tile);
+#pragma unroll
+  for (int slice = 0; slice < kKSlices; ++slice) {
+    const uint64_t desc_b = make_smem_desc_sw128(b_bytes + slice * kMnMajorSliceBytes, b_panel_bytes, kAtomBytes);
+    const uint32_t a_slice[4] = {a[4 * slice], a[4 * slice + 1], a[4 * slice + 2], a[4 * slice + 3]};
+    WgmmaRegA<kN, T>::issue(acc, a_slice, desc_b, (accumulate || slice > 0) ? 1 : 0);
+  }
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+// Operand fence for register tiles that async wgmma reads or writes: an empty asm that claims to read and
+// write every element. Placed after gemm_wait, it keeps the compiler from reading accumulators or reusing
+// A-fragment registers before the wait; placed before gemm_async, from sinking their producers past it.
+// Emits no instruction.
+template <int kCount>
+__device__ __forceinline__ void gemm_fence_operand(float (&registers)[kCount]) {
+#pragma unroll
+  for (int i = 0; i < kCount; ++i) asm volatile("" : "+f"(registers[i])::"memory");
+}
+
+template <int kCount>
+__device__ __forceinline__ void gemm_fence_operand(uint32_t (&registers)[kCount]) {
+#pragma unroll
+  for (int i = 0; i < kCount; ++i) asm volatile("" : "+r"(registers[i])::"memory");
 }
 
 // cuir.gemm_wait: wgmma.wait_group N. Returns once at most kPending of this warpgroup's wgmma groups are

@@ -1,4 +1,4 @@
-// CuBridge device primitives: block-level synchronisation and proxy fences.
+// CuBridge device primitives: block-level synchronisation (barriers, named barriers); sm_80 and newer.
 // One function per CuIR op; each comment says what the op does and what has completed when it returns.
 #pragma once
 
@@ -18,13 +18,6 @@ __device__ __forceinline__ void named_barrier_sync(int id, int thread_count) {
 // (never waits); the threads that bar.sync on `id` with the same count are released when all arrived.
 __device__ __forceinline__ void named_barrier_arrive(int id, int thread_count) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(thread_count) : "memory");
-}
-
-// cuir.fence_async_shared: fence.proxy.async.shared::cta. Returns once this thread's earlier generic
-// shared-memory writes are ordered before later async-proxy accesses (TMA, wgmma); pair it with a
-// barrier so that other threads' async operations see them.
-__device__ __forceinline__ void fence_async_shared() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
 }  // namespace cubridge

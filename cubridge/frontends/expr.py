@@ -1,0 +1,152 @@
+"""Scalar expressions traced from score_mod/mask_mod hooks.
+
+An `Expr` is an immutable node of a small expression DAG: leaves are the
+hook arguments (`score`, `b`, `h`, `q_idx`, `kv_idx`), constants and reads of
+captured tensors; inner nodes are elementwise arithmetic, comparisons, boolean
+logic and math functions. Every node has a kind: `float`, `int` or `bool`.
+Structural equality makes equal subexpressions share one node when emitted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+FLOAT, INT, BOOL = "float", "int", "bool"
+
+HOOK_ARGUMENTS = {"score": FLOAT, "b": INT, "h": INT, "q_idx": INT, "kv_idx": INT}
+
+COMPARISONS = ("lt", "le", "gt", "ge", "eq", "ne")
+LOGIC = ("and", "or")
+
+
+@dataclass(frozen=True)
+class Expr:
+    """One node: `op` applied to `args` (Exprs, or the payload of a leaf)."""
+
+    op: str
+    args: tuple
+    kind: str
+
+    def leaves(self) -> set[str]:
+        """Names of the hook arguments and captured tensors this expression reads."""
+        if self.op == "arg":
+            return {self.args[0]}
+        names = {self.args[0]} if self.op == "gather" else set()
+        for arg in self.args:
+            if isinstance(arg, Expr):
+                names |= arg.leaves()
+        return names
+
+
+def argument(name: str, kind: str = INT) -> Expr:
+    return Expr("arg", (name,), kind)
+
+
+def constant(value: bool | int | float) -> Expr:
+    if isinstance(value, bool):
+        return Expr("const", (value,), BOOL)
+    if isinstance(value, int):
+        return Expr("const", (value,), INT)
+    return Expr("const", (float(value),), FLOAT)
+
+
+def const_value(expr: Expr) -> bool | int | float | None:
+    return expr.args[0] if expr.op == "const" else None
+
+
+def arithmetic_kind(op: str, lhs: Expr, rhs: Expr) -> str:
+    if op == "div" or FLOAT in (lhs.kind, rhs.kind):
+        return FLOAT
+    return INT
+
+
+def binary(op: str, lhs: Expr, rhs: Expr) -> Expr:
+    if op in COMPARISONS:
+        return Expr(op, (lhs, rhs), BOOL)
+    if op in LOGIC:
+        return Expr(op, (lhs, rhs), BOOL)
+    return Expr(op, (lhs, rhs), arithmetic_kind(op, lhs, rhs))
+
+
+def unary(op: str, operand: Expr) -> Expr:
+    if op == "not":
+        return Expr("not", (operand,), BOOL)
+    if op in ("neg", "abs"):
+        return Expr(op, (operand,), operand.kind)
+    return Expr(op, (operand,), FLOAT)
+
+
+def select(condition: Expr, if_true: Expr, if_false: Expr) -> Expr:
+    kind = FLOAT if FLOAT in (if_true.kind, if_false.kind) else if_true.kind
+    return Expr("select", (condition, if_true, if_false), kind)
+
+
+def gather(name: str, indices: tuple[Expr, ...], kind: str, line: int) -> Expr:
+    """A read of captured tensor `name`; `line` is where the hook indexes it."""
+    return Expr("gather", (name, indices, line), kind)
+
+
+def evaluate(expr: Expr, env: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Evaluate `expr` elementwise on broadcastable tensors (`env`: leaves by name)."""
+    memo: dict[Expr, torch.Tensor] = {}
+
+    def visit(node: Expr) -> torch.Tensor:
+        if node not in memo:
+            memo[node] = _evaluate_node(node, visit, env)
+        return memo[node]
+
+    return visit(expr)
+
+
+def _evaluate_node(node: Expr, visit, env: dict[str, torch.Tensor]) -> torch.Tensor:
+    op = node.op
+    if op == "arg":
+        return env[node.args[0]]
+    if op == "const":
+        return torch.tensor(node.args[0])
+    if op == "gather":
+        name, indices, _ = node.args
+        return env[name][tuple(visit(i).long() for i in indices)]
+    args = [visit(a) for a in node.args]
+    if op == "select":
+        return torch.where(*args)
+    if len(args) == 1:
+        return _UNARY_EVAL[op](args[0])
+    lhs, rhs = args
+    if op == "div":
+        return lhs.double() / rhs.double()
+    return _BINARY_EVAL[op](lhs, rhs)
+
+
+_UNARY_EVAL = {
+    "not": torch.logical_not,
+    "neg": torch.neg,
+    "abs": torch.abs,
+    "tanh": torch.tanh,
+    "exp": torch.exp,
+    "exp2": torch.exp2,
+    "log": torch.log,
+    "sigmoid": torch.sigmoid,
+    "sqrt": torch.sqrt,
+}
+
+_BINARY_EVAL = {
+    "add": torch.add,
+    "sub": torch.sub,
+    "mul": torch.mul,
+    "floordiv": torch.floor_divide,
+    "ceildiv": lambda a, b: -torch.floor_divide(-a, b),
+    "mod": torch.remainder,
+    "min": torch.minimum,
+    "max": torch.maximum,
+    "lt": torch.lt,
+    "le": torch.le,
+    "gt": torch.gt,
+    "ge": torch.ge,
+    "eq": torch.eq,
+    "ne": torch.ne,
+    "and": torch.logical_and,
+    "or": torch.logical_or,
+}

@@ -1,0 +1,268 @@
+"""Attention variant specs: FlexAttention-style hooks in a Python file.
+
+A spec file defines `score_mod(score, b, h, q_idx, kv_idx)` and/or
+`mask_mod(b, h, q_idx, kv_idx)` with FlexAttention's signatures and meaning,
+optionally `normalization` ("softmax", "sigmoid" or "relu") and an eager
+`reference(q, k, v)`. `load_spec` runs the file, traces the hooks into
+`Expr`s and finds the tensors they capture; see docs/specs.md.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import inspect
+import math
+import os
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from cubridge.diagnostics import CuBridgeError
+from cubridge.frontends.expr import BOOL, Expr, evaluate
+from cubridge.frontends.trace import Tracer
+
+NORMALIZATIONS = ("softmax", "sigmoid", "relu")
+SCORE_MOD_ARGS = ("score", "b", "h", "q_idx", "kv_idx")
+MASK_MOD_ARGS = ("b", "h", "q_idx", "kv_idx")
+_KIND_NAMES = {"int": "an integer", "float": "a float"}
+
+
+@dataclass(frozen=True)
+class AttentionSpec:
+    """A loaded spec: its hooks, their traced expressions and captured tensors."""
+
+    name: str
+    path: str
+    score_mod: Callable | None
+    mask_mod: Callable | None
+    normalization: str
+    captures: dict[str, torch.Tensor]
+    score_expr: Expr | None
+    mask_expr: Expr | None
+    user_reference: Callable | None
+
+    def reference(self, q, k, v, scale: float) -> torch.Tensor:
+        """Ground truth output, float64 [B, HQ, SQ, D]; fully masked rows are 0."""
+        q, k, v = (torch.as_tensor(t).double() for t in (q, k, v))
+        if self.user_reference is not None:
+            takes_scale = len(inspect.signature(self.user_reference).parameters) == 4
+            extra = (scale,) if takes_scale else ()
+            return torch.as_tensor(self.user_reference(q, k, v, *extra)).double()
+        scores, keep = self._scores(q, k, scale)
+        if self.normalization == "softmax":
+            lse = torch.logsumexp(scores, dim=-1, keepdim=True)
+            probs = torch.where(keep, torch.exp(scores - lse), 0.0)
+        else:
+            activation = torch.sigmoid if self.normalization == "sigmoid" else torch.relu
+            probs = torch.where(keep, activation(scores), 0.0)
+        return probs @ _repeat_kv_heads(v, q.shape[1])
+
+    def reference_lse(self, q, k, v, scale: float) -> torch.Tensor | None:
+        """Natural-log LSE, float64 [B, HQ, SQ], -inf for fully masked rows; None unless softmax."""
+        if self.normalization != "softmax":
+            return None
+        q, k = torch.as_tensor(q).double(), torch.as_tensor(k).double()
+        scores, _ = self._scores(q, k, scale)
+        return torch.logsumexp(scores, dim=-1)
+
+    def _scores(self, q: torch.Tensor, k: torch.Tensor, scale: float):
+        """Materialized hook scores (masked entries -inf) and the keep mask, float64."""
+        batch, heads, seqlen_q, _ = q.shape
+        seqlen_kv = k.shape[2]
+        scores = (q @ _repeat_kv_heads(k, heads).transpose(-1, -2)) * scale
+        b, h, q_idx, kv_idx = _index_grid(batch, heads, seqlen_q, seqlen_kv)
+        if self.score_mod is not None:
+            scores = torch.as_tensor(self.score_mod(scores, b, h, q_idx, kv_idx)).double()
+            scores = scores.expand(batch, heads, seqlen_q, seqlen_kv)
+        keep = torch.ones_like(scores, dtype=torch.bool)
+        if self.mask_mod is not None:
+            keep = torch.as_tensor(self.mask_mod(b, h, q_idx, kv_idx)).expand_as(keep)
+        return scores.masked_fill(~keep, -math.inf), keep
+
+    def extra_inputs(self, kernel, q, k, v) -> dict[str, np.ndarray]:
+        """The inputs the transferred `kernel` takes beyond q, k, v: captured tensors
+        (checked against the shapes) and the kv tile range table of a data-dependent mask."""
+        from cubridge.passes.mask_table import TABLE, build_kv_tile_ranges
+        from cubridge.passes.transfer_match import kv_tile_width
+
+        names = {name.data for name in kernel.arg_names.data}
+        self.check_capture_bounds(tuple(q.shape), tuple(k.shape))
+        inputs = {
+            name: _as_kernel_array(tensor)
+            for name, tensor in self.captures.items()
+            if name in names
+        }
+        if TABLE in names:
+            batch, heads, seqlen_q, _ = q.shape
+            shape = (batch, heads, seqlen_q, k.shape[2])
+            block_m, block_n = kernel.tile_m.value.data, kv_tile_width(kernel)
+            table = build_kv_tile_ranges(self.mask_mod, shape, block_m, block_n)
+            inputs[TABLE] = table.numpy()
+        return inputs
+
+    def check_capture_bounds(self, q_shape: tuple[int, ...], kv_shape: tuple[int, ...]) -> None:
+        """Every captured-tensor read of the hooks stays in bounds for these shapes."""
+        batch, heads, seqlen_q, _ = q_shape
+        b, h, q_idx, kv_idx = _index_grid(batch, heads, seqlen_q, kv_shape[2])
+        env = {"b": b, "h": h, "q_idx": q_idx, "kv_idx": kv_idx, **self.captures}
+        for read in _gathers(self.score_expr, self.mask_expr):
+            name, indices, line = read.args
+            table = self.captures[name]
+            for dim, index in enumerate(indices):
+                values = evaluate(index, env)
+                low, high = int(values.min()), int(values.max())
+                if low < 0 or high >= table.shape[dim]:
+                    raise CuBridgeError(
+                        f"captured tensor '{name}' has {table.shape[dim]} entries in dimension "
+                        f"{dim} but the hook reads indices {low}..{high} for q {list(q_shape)}, "
+                        f"k {list(kv_shape)}",
+                        f"{self.path}:{line}",
+                    )
+
+
+def load_spec(path: str) -> AttentionSpec:
+    """Load, check and trace the spec file at `path`."""
+    path = os.path.abspath(path)
+    module = _run_spec_file(path)
+    score_mod = getattr(module, "score_mod", None)
+    mask_mod = getattr(module, "mask_mod", None)
+    if score_mod is None and mask_mod is None:
+        raise CuBridgeError("a spec defines score_mod, mask_mod or both; this one has neither", f"{path}:1")
+    normalization = getattr(module, "normalization", "softmax")
+    if normalization not in NORMALIZATIONS:
+        raise CuBridgeError(
+            f"unknown normalization {normalization!r}; expected one of {', '.join(NORMALIZATIONS)}",
+            f"{path}:{_assignment_line(path, 'normalization')}",
+        )
+    hooks = [(score_mod, SCORE_MOD_ARGS), (mask_mod, MASK_MOD_ARGS)]
+    captures: dict[str, torch.Tensor] = {}
+    for hook, arguments in hooks:
+        if hook is not None:
+            _check_arity(hook, arguments, path)
+            captures |= _captured_tensors(hook)
+    tracer = Tracer(path, captures)
+    score_expr = tracer.trace(score_mod, SCORE_MOD_ARGS) if score_mod is not None else None
+    mask_expr = tracer.trace(mask_mod, MASK_MOD_ARGS) if mask_mod is not None else None
+    if score_expr is not None and score_expr.kind == BOOL:
+        raise CuBridgeError("score_mod must return a score, not a boolean", _definition(score_mod))
+    if mask_expr is not None and mask_expr.kind != BOOL:
+        raise CuBridgeError(
+            f"mask_mod must return a boolean, but returns {_KIND_NAMES[mask_expr.kind]} expression",
+            _definition(mask_mod),
+        )
+    return AttentionSpec(
+        name=os.path.splitext(os.path.basename(path))[0],
+        path=path,
+        score_mod=score_mod,
+        mask_mod=mask_mod,
+        normalization=normalization,
+        captures=captures,
+        score_expr=score_expr,
+        mask_expr=mask_expr,
+        user_reference=getattr(module, "reference", None),
+    )
+
+
+def _run_spec_file(path: str) -> types.ModuleType:
+    if not os.path.isfile(path):
+        raise CuBridgeError("cannot read spec: no such file", path)
+    name = "cubridge_spec_" + os.path.splitext(os.path.basename(path))[0]
+    loader_spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(loader_spec)
+    try:
+        loader_spec.loader.exec_module(module)
+    except SyntaxError as error:
+        raise CuBridgeError(f"syntax error in spec: {error.msg}", f"{path}:{error.lineno}") from None
+    return module
+
+
+def _definition(hook: Callable) -> str:
+    return f"{hook.__code__.co_filename}:{hook.__code__.co_firstlineno}"
+
+
+def _check_arity(hook: Callable, arguments: tuple[str, ...], path: str) -> None:
+    parameters = inspect.signature(hook).parameters
+    if len(parameters) != len(arguments):
+        raise CuBridgeError(
+            f"{hook.__name__} takes ({', '.join(arguments)}) but is defined with "
+            f"{len(parameters)} parameter(s)",
+            _definition(hook),
+        )
+
+
+def _captured_tensors(hook: Callable) -> dict[str, torch.Tensor]:
+    """Tensors the hook reads from its module globals or its closure, by variable name."""
+    code = hook.__code__
+    found = {
+        name: hook.__globals__[name]
+        for name in _global_names(code)
+        if isinstance(hook.__globals__.get(name), torch.Tensor)
+    }
+    for name, cell in zip(code.co_freevars, hook.__closure__ or ()):
+        if isinstance(cell.cell_contents, torch.Tensor):
+            found[name] = cell.cell_contents
+    return found
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
+def _assignment_line(path: str, variable: str) -> int:
+    """The line of the module-level assignment to `variable` that takes effect (the last)."""
+    with open(path, encoding="utf-8") as stream:
+        tree = ast.parse(stream.read())
+    lines = [
+        node.lineno
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == variable for t in node.targets)
+    ]
+    return lines[-1] if lines else 1
+
+
+def _index_grid(batch: int, heads: int, seqlen_q: int, seqlen_kv: int):
+    """Broadcastable int64 (b, h, q_idx, kv_idx) index tensors."""
+    return (
+        torch.arange(batch).view(-1, 1, 1, 1),
+        torch.arange(heads).view(1, -1, 1, 1),
+        torch.arange(seqlen_q).view(1, 1, -1, 1),
+        torch.arange(seqlen_kv).view(1, 1, 1, -1),
+    )
+
+
+def _repeat_kv_heads(tensor: torch.Tensor, query_heads: int) -> torch.Tensor:
+    return tensor.repeat_interleave(query_heads // tensor.shape[1], dim=1)
+
+
+def _gathers(*exprs: Expr | None) -> list[Expr]:
+    found: dict[Expr, None] = {}
+
+    def visit(node: Expr) -> None:
+        if node.op == "gather":
+            found[node] = None
+            for index in node.args[1]:
+                visit(index)
+            return
+        for arg in node.args:
+            if isinstance(arg, Expr):
+                visit(arg)
+
+    for expr in exprs:
+        if expr is not None:
+            visit(expr)
+    return list(found)
+
+
+def _as_kernel_array(tensor: torch.Tensor) -> np.ndarray:
+    """The kernel's copy of a captured tensor: f32 for floating tables, i32 otherwise."""
+    dtype = torch.float32 if tensor.is_floating_point() else torch.int32
+    return tensor.detach().to("cpu", dtype).contiguous().numpy()

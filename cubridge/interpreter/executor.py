@@ -1,0 +1,364 @@
+"""Run a CuIR kernel over the work tiles of an attention problem.
+
+Programs (thread blocks) are independent and run one after another. Inside
+a program, the prologue runs once, then every worker instance runs as a
+generator; a scheduler interleaves them at each synchronization or async op
+and decides when in-flight TMA copies land. The round-robin schedule runs
+every runnable instance one step in turn and lands copies only when nothing
+else can run (as late as possible); a seeded random schedule picks the next
+instance or landing copy at random.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
+
+from cubridge.diagnostics import CuBridgeError, describe_location
+from cubridge.dialect import cuir
+from cubridge.dialect.types import GlobalTensorType
+from cubridge.interpreter import arith_ops, cuir_ops, math_ops, scf_ops  # noqa: F401  (register handlers)
+from cubridge.interpreter.compiler import Compiler, Frame
+from cubridge.interpreter.memory import GlobalTensor
+from cubridge.interpreter.report import DiagnosticLog, KernelFault, where
+from cubridge.interpreter.sync import WARPGROUP_THREADS, NamedBarrier, WarpGroup
+
+INPUTS = ("q", "k", "v")
+OUTPUTS = ("o", "lse")
+SCALARS = ("softmax_scale",)
+DEFAULT_NUM_SMS = 132
+
+
+@dataclass(frozen=True)
+class ProblemShape:
+    """Sizes of an attention problem: q is [B, HQ, SQ, D], k and v are [B, HKV, SKV, D]."""
+
+    batch: int
+    heads_q: int
+    heads_kv: int
+    seqlen_q: int
+    seqlen_kv: int
+    head_dim: int
+
+    @classmethod
+    def parse(cls, text: str) -> ProblemShape:
+        """Read `B,HQ,HKV,SQ,SKV,D`."""
+        parts = text.split(",")
+        if len(parts) != 6 or not all(p.strip().isdigit() for p in parts):
+            raise CuBridgeError(f"shape '{text}' is not B,HQ,HKV,SQ,SKV,D (six positive integers)")
+        return cls(*(int(p) for p in parts))
+
+    def __str__(self) -> str:
+        return (
+            f"B={self.batch} HQ={self.heads_q} HKV={self.heads_kv} "
+            f"SQ={self.seqlen_q} SKV={self.seqlen_kv} D={self.head_dim}"
+        )
+
+
+def find_kernel(module: ModuleOp) -> cuir.KernelOp:
+    kernels = [op for op in module.walk() if isinstance(op, cuir.KernelOp)]
+    if len(kernels) != 1:
+        raise CuBridgeError(f"expected one cuir.kernel, found {len(kernels)}")
+    return kernels[0]
+
+
+class KernelPlan:
+    """A kernel compiled once: prologue steps, worker bodies, and what it binds."""
+
+    def __init__(self, kernel: cuir.KernelOp):
+        self.kernel = kernel
+        compiler = Compiler()
+        block = kernel.body.block
+        self.prologue = [
+            compiler.compile_op(op) for op in block.ops if not isinstance(op, cuir.WorkerOp)
+        ]
+        self.workers = [(w, compiler.compile_block(w.body.block)) for w in kernel.workers]
+        self.arguments = [(n.data, arg) for n, arg in zip(kernel.arg_names.data, block.args)]
+        self.tables = [
+            name
+            for name, arg in self.arguments
+            if name not in INPUTS + OUTPUTS
+            and isinstance(arg.type, GlobalTensorType)
+            and arg.type.layout.data == "row_major"
+        ]
+        self._check_arguments()
+        self.tile_m = kernel.tile_m.value.data
+        self.schedule = kernel.schedule.data
+        self.order = kernel.order.data
+        self.threads = sum(w.instances for w in kernel.workers) * WARPGROUP_THREADS
+        self.head_dim = self._head_dim()
+
+    def _check_arguments(self) -> None:
+        names = [name for name, _ in self.arguments]
+        known = INPUTS + OUTPUTS + SCALARS + tuple(self.tables)  # transfer: tables bind by name
+        for name, arg in self.arguments:
+            if name not in known:
+                raise CuBridgeError(
+                    f"kernel argument '{name}' is not one the executor binds ({', '.join(known)})",
+                    describe_location(self.kernel),
+                )
+            if name in INPUTS + OUTPUTS and not isinstance(arg.type, GlobalTensorType):
+                raise CuBridgeError(
+                    f"kernel argument '{name}' must be a global tensor", describe_location(self.kernel)
+                )
+        missing = [n for n in INPUTS + ("o",) if n not in names]
+        if missing:
+            raise CuBridgeError(
+                f"kernel has no argument named {', '.join(missing)}", describe_location(self.kernel)
+            )
+
+    def argument(self, name: str):
+        return dict(self.arguments).get(name)
+
+    def _head_dim(self) -> int:
+        """The columns of the shared buffer Q tiles are copied into."""
+        q = self.argument("q")
+        for op in self.kernel.walk():
+            if isinstance(op, cuir.CopyOp | cuir.CopyAsyncOp) and op.source is q:
+                return op.dest.type.dims[1]
+        raise CuBridgeError(
+            "cannot tell the head dimension: no cuir.copy or cuir.copy_async reads q",
+            describe_location(self.kernel),
+        )
+
+    def check_shape(self, shape: ProblemShape) -> None:
+        if min(shape.batch, shape.heads_q, shape.heads_kv, shape.seqlen_q, shape.seqlen_kv) < 1:
+            raise CuBridgeError(f"shape {shape}: every size must be positive")
+        if shape.heads_q % shape.heads_kv:
+            raise CuBridgeError(f"shape {shape}: HQ must be a multiple of HKV")
+        if shape.head_dim != self.head_dim:
+            raise CuBridgeError(
+                f"shape {shape}: the kernel's tiles are {self.head_dim} wide, so D must be {self.head_dim}"
+            )
+
+    def work_tiles(self, shape: ProblemShape) -> list[tuple[int, int, int]]:
+        """(q_tile, head, batch) in schedule order."""
+        q_tiles = math.ceil(shape.seqlen_q / self.tile_m)
+        tiles = [
+            (q_tile, head, batch)
+            for batch in range(shape.batch)
+            for head in range(shape.heads_q)
+            for q_tile in range(q_tiles)
+        ]
+        if self.order == "longest_first":
+            tiles.sort(key=lambda tile: -tile[0])
+        return tiles
+
+    def program_tiles(self, shape: ProblemShape, num_sms: int) -> list[list[tuple[int, int, int]]]:
+        """The tiles each program runs: one each (grid), or a strided share (persistent)."""
+        tiles = self.work_tiles(shape)
+        if self.schedule == "grid":
+            return [[tile] for tile in tiles]
+        programs = min(num_sms, len(tiles))
+        return [tiles[p::programs] for p in range(programs)]
+
+
+class Program:
+    """The state of one thread block: its tiles, barriers, copies in flight, findings."""
+
+    def __init__(self, program_id: int, tiles, threads: int, log: DiagnosticLog):
+        self.program_id = program_id
+        self.tiles = tiles
+        self.threads = threads
+        self.log = log
+        self.pending_copies: list = []
+        self.named_barriers: dict[int, NamedBarrier] = {}
+
+    def named_barrier(self, barrier_id: int) -> NamedBarrier:
+        barrier = self.named_barriers.get(barrier_id)
+        if barrier is None:
+            label = "cuir.barrier (named barrier 0)" if barrier_id == 0 else f"named barrier {barrier_id}"
+            barrier = self.named_barriers[barrier_id] = NamedBarrier(label)
+        return barrier
+
+
+class Runner:
+    """A worker instance being executed: its generator and what it blocks on."""
+
+    def __init__(self, thread: WarpGroup, steps):
+        self.thread = thread
+        self.steps = steps
+        self.wait = None
+        self.done = False
+
+    def runnable(self) -> bool:
+        return not self.done and (self.wait is None or self.wait.ready())
+
+    def advance(self) -> None:
+        try:
+            self.wait = next(self.steps)
+        except StopIteration:
+            self.done = True
+            self.wait = None
+
+
+def _interleave(runners: list[Runner], program: Program, rng: np.random.Generator | None) -> None:
+    """Run all instances to completion or deadlock."""
+    copies = program.pending_copies
+    while True:
+        live = [r for r in runners if not r.done]
+        if not live:
+            return
+        runnable = [r for r in live if r.runnable()]
+        if rng is None:
+            for runner in runnable:
+                if runner.runnable():
+                    runner.advance()
+            if not runnable:
+                if not copies:
+                    _report_deadlock(live, program)
+                    return
+                copies.pop(0).land(program.log)
+            continue
+        options = len(runnable) + len(copies)
+        if options == 0:
+            _report_deadlock(live, program)
+            return
+        choice = int(rng.integers(options))
+        if choice < len(runnable):
+            runnable[choice].advance()
+        else:
+            copies.pop(choice - len(runnable)).land(program.log)
+
+
+def _report_deadlock(blocked: list[Runner], program: Program) -> None:
+    for runner in blocked:
+        wait = runner.wait
+        program.log.report(
+            "deadlock",
+            "deadlock",
+            wait.op,
+            f"{runner.thread.label} of program {program.program_id} blocks on "
+            f"{where(wait.op)}: {wait.describe(program.pending_copies)}",
+        )
+
+
+@dataclass
+class Execution:
+    """What one execution produced: output arrays, findings, rows its programs own."""
+
+    outputs: dict[str, np.ndarray]
+    log: DiagnosticLog
+    covered_rows: np.ndarray
+
+
+def execute(
+    plan: KernelPlan,
+    shape: ProblemShape,
+    inputs: dict[str, np.ndarray],
+    scale: float,
+    *,
+    schedule_seed: int | None = None,
+    programs: list[int] | None = None,
+    num_sms: int = DEFAULT_NUM_SMS,
+    tables: dict[str, np.ndarray] | None = None,
+) -> Execution:
+    """Execute the kernel on `inputs` (float32 arrays of bf16-exact values)
+    and the captured `tables` its row-major arguments name.
+
+    `schedule_seed` None is the round-robin schedule, an int a random one.
+    Outputs start as NaN. Execution stops after the first program with a finding.
+    """
+    tensors, bindings = _bind(plan, shape, inputs, scale, tables or {})
+    per_program = plan.program_tiles(shape, num_sms)
+    selected = range(len(per_program)) if programs is None else programs
+    rng = None if schedule_seed is None else np.random.default_rng(schedule_seed)
+    log = DiagnosticLog()
+    covered = np.zeros((shape.batch, shape.heads_q, shape.seqlen_q), dtype=bool)
+    with np.errstate(all="ignore"):
+        for program_id in selected:
+            tiles = per_program[program_id]
+            for q_tile, head, batch in tiles:
+                covered[batch, head, q_tile * plan.tile_m : (q_tile + 1) * plan.tile_m] = True
+            _run_program(plan, bindings, Program(program_id, tiles, plan.threads, log), rng)
+            if log:
+                break
+    if not log:
+        _check_coverage(plan, tensors, covered, log)
+    outputs = {name: tensors[name].array for name in OUTPUTS if name in tensors}
+    return Execution(outputs, log, covered)
+
+
+def _bind(plan: KernelPlan, shape: ProblemShape, inputs, scale: float, tables):
+    sizes = {
+        "q": (shape.batch, shape.heads_q, shape.seqlen_q, shape.head_dim),
+        "k": (shape.batch, shape.heads_kv, shape.seqlen_kv, shape.head_dim),
+        "v": (shape.batch, shape.heads_kv, shape.seqlen_kv, shape.head_dim),
+        "o": (shape.batch, shape.heads_q, shape.seqlen_q, shape.head_dim),
+        "lse": (shape.batch, shape.heads_q, shape.seqlen_q),
+    }
+    tensors: dict[str, GlobalTensor] = {}
+    bindings = {}
+    for name, arg in plan.arguments:
+        if name in SCALARS:
+            bindings[arg] = np.float32(scale)
+            continue
+        if name in plan.tables:
+            if name not in tables:
+                raise CuBridgeError(
+                    f"kernel argument '{name}' is a captured table, but the spec provides no such tensor"
+                )
+            bindings[arg] = GlobalTensor(name, np.asarray(tables[name]), arg.type.element_type, False)
+            continue
+        if arg.type.rank.data != len(sizes[name]):
+            raise CuBridgeError(
+                f"kernel argument '{name}' has rank {arg.type.rank.data}, expected {len(sizes[name])}"
+            )
+        array = (
+            np.array(inputs[name], dtype=np.float32)
+            if name in INPUTS
+            else np.full(sizes[name], np.nan, dtype=np.float32)
+        )
+        tensors[name] = GlobalTensor(name, array, arg.type.element_type, name in OUTPUTS)
+        bindings[arg] = tensors[name]
+    return tensors, bindings
+
+
+def _run_program(plan: KernelPlan, bindings: dict, program: Program, rng) -> None:
+    values = dict(bindings)
+    prologue = Frame(values, program, None)
+    try:
+        for step in plan.prologue:  # allocs, mbarrier inits, constants: none blocks
+            step.run(prologue)
+        runners = []
+        for worker, body in plan.workers:
+            for index in range(worker.instances):
+                thread = WarpGroup(f"@{worker.sym_name.data}[{index}]", len(runners))
+                local = dict(values)
+                local[worker.instance_index] = index
+                runners.append(Runner(thread, body.run_suspending(Frame(local, program, thread))))
+        _interleave(runners, program, rng)
+    except KernelFault as fault:
+        program.log.report("fault", "fault", fault.op, f"{where(fault.op)}: {fault.message}")
+
+
+def _check_coverage(plan: KernelPlan, tensors, covered: np.ndarray, log: DiagnosticLog) -> None:
+    """Every output element of the executed programs' tiles is written, by one program."""
+    for name in OUTPUTS:
+        tensor = tensors.get(name)
+        if tensor is None:
+            continue
+        if tensor.double_write is not None:
+            op, first, second = tensor.double_write
+            log.report(
+                "coverage",
+                "coverage",
+                op,
+                f"{where(op)} in program {second} writes elements of %{name} that program "
+                f"{first} already wrote",
+            )
+        mask = covered if tensor.writer.ndim == 3 else covered[..., None]
+        unwritten = (tensor.writer < 0) & np.broadcast_to(mask, tensor.writer.shape)
+        if unwritten.any():
+            first = tuple(int(i) for i in np.argwhere(unwritten)[0])
+            log.report(
+                "coverage",
+                "coverage",
+                plan.kernel,
+                f"{int(unwritten.sum())} elements of %{name} in the executed programs' tiles "
+                f"were never written (the first at {list(first)})",
+            )

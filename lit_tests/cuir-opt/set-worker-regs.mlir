@@ -1,0 +1,36 @@
+// cuir-set-worker-regs{worker=W regs=N} rewrites the register budget of
+// worker @W; the kernel is verified again after the pass.
+// RUN: cuir-opt %examples/ir/attention_sm90.mlir -p 'cuir-set-worker-regs{worker=consumer regs=232}' | filecheck %s
+// RUN: cuir-opt %examples/ir/attention_sm80.mlir -p 'cuir-set-worker-regs{worker=mma regs=128}' | filecheck %s --check-prefix=SM80
+// The result still round-trips.
+// RUN: cuir-opt %examples/ir/attention_sm90.mlir -p 'cuir-set-worker-regs{worker=consumer regs=232}' | cuir-opt | filecheck %s
+//
+// RUN: not cuir-opt %examples/ir/attention_sm90.mlir -p 'cuir-set-worker-regs{worker=mma regs=232}' 2>&1 | filecheck %s --check-prefix=UNKNOWN
+// RUN: not cuir-opt %examples/ir/attention_sm90.mlir -p 'cuir-set-worker-regs{worker=consumer regs=248}' 2>&1 | filecheck %s --check-prefix=OVER
+// RUN: not cuir-opt %examples/ir/attention_sm90.mlir -p 'cuir-set-worker-regs{worker=producer regs=20}' 2>&1 | filecheck %s --check-prefix=BUDGET
+// With --verify-diagnostics the failure goes to stdout and the exit is 0.
+// RUN: cuir-opt %examples/ir/attention_sm90.mlir -p 'cuir-set-worker-regs{worker=mma regs=232}' --verify-diagnostics | filecheck %s --check-prefix=UNKNOWN
+// A failing pass writes no output file.
+// RUN: rm -f %t.out
+// RUN: not cuir-opt %examples/ir/attention_sm90.mlir -p 'cuir-set-worker-regs{worker=mma regs=232}' -o %t.out
+// RUN: test ! -e %t.out
+
+// CHECK:      cuir.kernel @attention_fwd_sm90(
+// CHECK:        cuir.worker @producer threads 0 to 128 regs 24 (%{{.+}}) {
+// CHECK:        cuir.worker @consumer threads 128 to 384 regs 232 (%{{.+}}) {
+// CHECK-NOT:    regs 240
+
+// SM80: cuir.worker @mma threads 0 to 128 regs 128 (%group) {
+
+// UNKNOWN-NOT: Traceback
+// UNKNOWN:     {{^}}error: no cuir.worker @mma (workers: @consumer, @producer)
+// UNKNOWN-NOT: {{.}}
+
+// 128 x 24 + 256 x 248 = 66560 registers
+// OVER-NOT: Traceback
+// OVER:     {{^.*}}attention_sm90.mlir:13:3: error: worker register budgets need 66560 registers, above the 65536-register file
+// OVER-NOT: {{.}}
+
+// BUDGET-NOT: Traceback
+// BUDGET:     {{^.*}}attention_sm90.mlir:31:5: error: worker @producer register budget must be a multiple of 8 in [24, 256], got 20
+// BUDGET-NOT: {{.}}

@@ -1,0 +1,94 @@
+"""cuir-run: verdict lines, exit statuses, stdin, specs, and one-line errors."""
+
+import io
+from io import StringIO
+
+import pytest
+from example_programs import EXAMPLES, load_example
+from xdsl.printer import Printer
+
+from cubridge.frontends.spec import load_spec
+from cubridge.interpreter.executor import find_kernel
+from cubridge.passes.transfer import transfer_kernel
+from cubridge.tools.cuir_run import main
+
+SPECS = EXAMPLES.parent / "specs"
+SMALL = ["--shape", "1,2,1,150,70,128"]
+
+
+def test_verified_example_exits_zero(capsys):
+    assert main([str(EXAMPLES / "attention_sm80.mlir"), *SMALL]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1
+    assert out[0].startswith("cuir-run: verified: o rel_frob=")
+
+
+def test_race_example_exits_one_with_located_diagnostic(capsys):
+    # the race is in the kv loop, which runs from the second kv tile on
+    assert main([str(EXAMPLES / "attention_sm90_race.mlir"), "--shape", "1,2,1,150,129,128"]) == 1
+    race, verdict = capsys.readouterr().out.splitlines()
+    assert "attention_sm90_race.mlir:138:11: error: race: cuir.map at" in race
+    assert verdict.startswith("cuir-run: race: 1 diagnostic(s) at B=1 HQ=2 HKV=1 SQ=150 SKV=129")
+
+
+def test_reads_stdin(capsys, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO((EXAMPLES / "attention_sm90.mlir").read_text()))
+    assert main(["-", *SMALL, "--schedules", "2", "--programs", "1"]) == 0
+    assert "verified" in capsys.readouterr().out
+
+
+def _printed(module) -> str:
+    stream = StringIO()
+    Printer(stream=stream).print_op(module)
+    return stream.getvalue()
+
+
+def test_transferred_kernel_verifies_against_its_spec(capsys, monkeypatch):
+    spec_path = str(SPECS / "causal.py")
+    module = load_example("attention_sm90.mlir")
+    transfer_kernel(find_kernel(module), load_spec(spec_path))
+    monkeypatch.setattr("sys.stdin", io.StringIO(_printed(module)))
+    assert main(["-", "--spec", spec_path, *SMALL]) == 0
+    assert "verified" in capsys.readouterr().out
+
+
+def test_kernel_that_ignores_its_spec_is_a_mismatch(capsys):
+    assert main([str(EXAMPLES / "attention_sm80.mlir"), "--spec", str(SPECS / "causal.py"), *SMALL]) == 1
+    assert capsys.readouterr().out.startswith("cuir-run: mismatch: o rel_frob=")
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["--shape", "1,2,2,100,100,64"], "so D must be 128"),
+        (["--shape", "1,3,2,100,100,128"], "HQ must be a multiple of HKV"),
+        (["--shape", "1,0,1,5,5,128"], "every size must be positive"),
+        (["--shape", "1,2,x"], "is not B,HQ,HKV,SQ,SKV,D"),
+        (["--schedules", "0"], "expected a positive integer"),
+        (["--spec", "/nonexistent/spec.py"], "cannot read spec"),
+    ],
+)
+def test_bad_arguments_are_one_line_errors(capsys, arguments, message):
+    assert main([str(EXAMPLES / "attention_sm90.mlir"), *arguments]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert message in line
+
+
+def test_spec_that_fails_to_import_is_a_one_line_error(capsys, tmp_path):
+    spec = tmp_path / "broken.py"
+    spec.write_text("raise RuntimeError('broken spec')\n")
+    assert main([str(EXAMPLES / "attention_sm90.mlir"), "--spec", str(spec)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "error" in line and "broken spec" in line
+
+
+def test_invalid_ir_is_a_located_error(capsys, tmp_path):
+    path = tmp_path / "bad.mlir"
+    path.write_text(
+        "cuir.kernel @k() threads 100 smem 0 cluster 1x1x1 tile_m 64 schedule grid {}\n"
+    )
+    assert main([str(path)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"{path}:1:1: error: threads must be a multiple of 128")

@@ -1,0 +1,137 @@
+"""Bad specs and unrecognised kernels are one located error, and nothing is written to -o."""
+
+import textwrap
+
+import pytest
+import torch
+
+from cubridge.diagnostics import CuBridgeError
+from cubridge.frontends.spec import load_spec
+from cubridge.passes.transfer import TransferPass
+from cubridge.tools.cuir_opt import main as cuir_opt
+
+from transfer_helpers import ROOT, load_program, spec_path
+
+
+def write_spec(tmp_path, source: str) -> str:
+    path = tmp_path / "spec.py"
+    path.write_text(textwrap.dedent(source).lstrip())
+    return str(path)
+
+
+BAD_SPECS = {
+    "no hooks": ("normalization = 'softmax'\n", 1, "a spec defines score_mod, mask_mod or both; this one has neither"),
+    "wrong arity": (
+        """
+        def mask_mod(q_idx, kv_idx):
+            return q_idx >= kv_idx
+        """,
+        1,
+        "mask_mod takes (b, h, q_idx, kv_idx) but is defined with 2 parameter(s)",
+    ),
+    "non-bool mask": (
+        """
+        def mask_mod(b, h, q_idx, kv_idx):
+            return q_idx - kv_idx
+        """,
+        1,
+        "mask_mod must return a boolean, but returns an integer expression",
+    ),
+    "control flow": (
+        """
+        def score_mod(score, b, h, q_idx, kv_idx):
+            if q_idx > kv_idx:
+                return score
+            return score * 2
+        """,
+        2,
+        "data-dependent Python control flow in a hook: use torch.where instead of "
+        "if/and/or/not on traced values",
+    ),
+    "unknown normalization": (
+        """
+        normalization = "softmax"
+        normalization = "tanh"
+
+        def score_mod(score, b, h, q_idx, kv_idx):
+            return score
+        """,
+        2,
+        "unknown normalization 'tanh'; expected one of softmax, sigmoid, relu",
+    ),
+    "unsupported op": (
+        """
+        import torch
+
+        def score_mod(score, b, h, q_idx, kv_idx):
+            return torch.sin(score)
+        """,
+        4,
+        "unsupported torch operation 'sin' in a hook",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", BAD_SPECS)
+def test_bad_spec_is_a_located_error(tmp_path, case):
+    source, line, message = BAD_SPECS[case]
+    path = write_spec(tmp_path, source)
+    with pytest.raises(CuBridgeError) as error:
+        load_spec(path)
+    assert str(error.value) == f"{path}:{line}: error: {message}"
+
+
+def test_short_captured_tensor_is_an_error_at_bind_time(tmp_path):
+    path = write_spec(
+        tmp_path,
+        """
+        import torch
+
+        ids = torch.zeros(100, dtype=torch.int64)
+
+        def mask_mod(b, h, q_idx, kv_idx):
+            return ids[q_idx] == ids[kv_idx]
+        """,
+    )
+    spec = load_spec(path)
+    spec.check_capture_bounds((1, 2, 100, 128), (1, 2, 100, 128))
+    with pytest.raises(CuBridgeError) as error:
+        spec.check_capture_bounds((1, 2, 100, 128), (1, 2, 130, 128))
+    assert str(error.value).startswith(f"{path}:6: error: captured tensor 'ids' has 100 entries")
+    assert "indices 0..129" in str(error.value)
+
+
+def test_short_captured_tensor_fails_extra_inputs():
+    spec = load_spec(spec_path("document_mask"))
+    _, module = load_program("sm80")
+    kernel = next(op for op in module.walk() if op.name == "cuir.kernel")
+    q = torch.zeros(1, 1, 600, 128)
+    with pytest.raises(CuBridgeError, match="document_id"):
+        spec.extra_inputs(kernel, q, q, q)
+
+
+def test_failing_transfer_writes_nothing(tmp_path, capsys):
+    output = tmp_path / "out.mlir"
+    spec = write_spec(tmp_path, "def mask_mod(b, h, q_idx):\n    return q_idx > 0\n")
+    program = str(ROOT / "examples" / "ir" / "attention_sm80.mlir")
+    assert cuir_opt([f"--transfer={spec}", program, "-o", str(output)]) == 1
+    assert f"{spec}:1: error: mask_mod takes" in capsys.readouterr().err
+    assert not output.exists()
+
+
+def test_unrecognised_kernel_is_a_located_error():
+    text = (ROOT / "examples" / "ir" / "attention_sm80.mlir").read_text()
+    unscaled = text.replace("%scaled = arith.mulf %x, %softmax_scale : f32", "%scaled = arith.mulf %x, %x : f32")
+    ctx, module = load_program("sm80", unscaled)
+    line = next(i for i, l in enumerate(unscaled.splitlines(), 1) if "%score_tile = cuir.map" in l)
+    with pytest.raises(CuBridgeError) as error:
+        TransferPass(spec_path("causal")).apply(ctx, module)
+    assert f"attention_sm80.mlir:{line}:11: error: transfer:" in str(error.value)
+    assert "does not multiply the score by %softmax_scale" in str(error.value)
+
+
+def test_kernel_without_softmax_is_an_error():
+    text = (ROOT / "examples" / "ir" / "attention_sm90.mlir").read_text()
+    ctx, module = load_program("sm90", text.replace("row_reduce max", "row_reduce sum"))
+    with pytest.raises(CuBridgeError, match="no softmax row max"):
+        TransferPass(spec_path("causal")).apply(ctx, module)
