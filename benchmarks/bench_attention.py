@@ -29,7 +29,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cubridge.runtime import attention_sm80  # noqa: E402
+from cubridge.runtime import attention_sm80, attention_sm90  # noqa: E402
 from cubridge.runtime.reference import causal_density, reference_attention  # noqa: E402
 
 ABS_SLACK = 1e-3
@@ -73,6 +73,10 @@ def cubridge_sm80(config: Config, causal: bool):
     return lambda q, k, v: attention_sm80(q, k, v, causal=causal)
 
 
+def cubridge_sm90(config: Config, causal: bool):
+    return lambda q, k, v: attention_sm90(q, k, v, causal=causal)
+
+
 def sdpa_backend(backend_name: str) -> Provider:
     def factory(config: Config, causal: bool):
         from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -111,6 +115,7 @@ def eager(config: Config, causal: bool):
 
 PROVIDERS: dict[str, Provider] = {
     "cubridge-sm80": cubridge_sm80,
+    "cubridge-sm90": cubridge_sm90,
     "sdpa-flash": sdpa_backend("FLASH_ATTENTION"),
     "sdpa-cudnn": sdpa_backend("CUDNN_ATTENTION"),
     "flex-compiled": flex,

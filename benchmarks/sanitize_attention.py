@@ -1,7 +1,7 @@
-"""Small attention_sm80 launches for compute-sanitizer (memcheck finds out-of-bounds accesses, racecheck
+"""Small attention_sm80 / attention_sm90 launches for compute-sanitizer (memcheck finds out-of-bounds accesses, racecheck
 shared-memory races): odd SQ/SKV, GQA, both dtypes, both head dims, causal and full. GPU-only.
 
-  compute-sanitizer --tool racecheck --error-exitcode 1 python3 benchmarks/sanitize_attention.py
+  compute-sanitizer --tool racecheck --error-exitcode 1 python3 benchmarks/sanitize_attention.py [sm80|sm90]
 """
 
 import itertools
@@ -12,7 +12,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cubridge.runtime import attention_sm80  # noqa: E402
+from cubridge.runtime import attention_sm80, attention_sm90  # noqa: E402
+
+KERNELS = {"sm80": attention_sm80, "sm90": attention_sm90}
 
 SHAPES = [(1, 2, 1, 1, 1), (1, 2, 2, 17, 200), (1, 4, 2, 200, 17), (1, 2, 2, 130, 130)]
 
@@ -21,16 +23,21 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("sanitize_attention: needs a CUDA GPU", file=sys.stderr)
         return 2
+    name = sys.argv[1] if len(sys.argv) > 1 else "sm80"
+    if name not in KERNELS:
+        print(f"sanitize_attention: unknown kernel {name!r}; choose from {sorted(KERNELS)}", file=sys.stderr)
+        return 2
+    attention = KERNELS[name]
     generator = torch.Generator(device="cuda").manual_seed(0)
     cases = itertools.product(SHAPES, (torch.bfloat16, torch.float16), (64, 128), (False, True))
     for (batch, heads_q, heads_kv, seqlen_q, seqlen_k), dtype, head_dim, causal in cases:
         def draw(heads, seqlen):
             return torch.randn(batch, heads, seqlen, head_dim, generator=generator, device="cuda").to(dtype)
 
-        attention_sm80(draw(heads_q, seqlen_q), draw(heads_kv, seqlen_k), draw(heads_kv, seqlen_k), causal=causal,
-                       return_lse=True)
+        attention(draw(heads_q, seqlen_q), draw(heads_kv, seqlen_k), draw(heads_kv, seqlen_k), causal=causal,
+                  return_lse=True)
     torch.cuda.synchronize()
-    print("sanitize_attention: all launches done")
+    print(f"sanitize_attention: all {name} launches done")
     return 0
 
 

@@ -23,6 +23,7 @@ the `cuir.gemm_wait` of its token. Until then their destination is in flight.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 
 from xdsl.dialects.builtin import (
@@ -226,6 +227,10 @@ class KernelOp(IRDLOperation):
     ):
         if body is None:
             body = Region(Block(arg_types=[t for _, t in args]))
+            # the custom form carries argument names as SSA names: print them so
+            for arg, (arg_name, _) in zip(body.block.args, args):
+                if arg.is_valid_name(arg_name):
+                    arg.name_hint = arg_name
         super().__init__(
             properties={
                 "sym_name": StringAttr(name),
@@ -329,9 +334,26 @@ class KernelOp(IRDLOperation):
                 f"{REGISTER_FILE}-register file"
             )
 
+    def _pin_argument_names(self, printer: Printer) -> None:
+        """Print each argument under the name it is bound by at launch.
+
+        The custom form reads argument names back from the SSA names, and a name
+        hint alone would lose a `_N` suffix (`%lse_2` would print as `%lse`).
+        """
+        for arg, name in zip(self.body.block.args, self.arg_names.data):
+            match = re.fullmatch(r"([A-Za-z_$.][\w$.]*?)(?:_(\d+))?", name.data)
+            if match is None or arg in printer._ssa_values:
+                continue
+            printer._ssa_values[arg] = name.data
+            # keep later values with the same name hint from printing as this name
+            base, index = match.group(1), match.group(2)
+            taken = int(index) + 1 if index is not None else 1
+            printer.ssa_names[base] = max(printer.ssa_names.get(base, 0), taken)
+
     def print(self, printer: Printer) -> None:
         printer.print_string(" @" + self.sym_name.data)
         printer.print_string("(")
+        self._pin_argument_names(printer)
         printer.print_list(self.body.block.args, printer.print_block_argument)
         printer.print_string(")")
         cluster = "x".join(str(c.value.data) for c in self.cluster.data)

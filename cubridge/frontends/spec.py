@@ -23,6 +23,7 @@ import torch
 
 from cubridge.diagnostics import CuBridgeError
 from cubridge.frontends.expr import BOOL, Expr, evaluate
+from cubridge.frontends.eager import hooks_from_attention
 from cubridge.frontends.trace import Tracer
 
 NORMALIZATIONS = ("softmax", "sigmoid", "relu")
@@ -130,8 +131,14 @@ def load_spec(path: str) -> AttentionSpec:
     module = _run_spec_file(path)
     score_mod = getattr(module, "score_mod", None)
     mask_mod = getattr(module, "mask_mod", None)
+    attention = getattr(module, "attention", None)
+    if score_mod is None and mask_mod is None and attention is not None:
+        return _from_eager_attention(path, module, attention)
     if score_mod is None and mask_mod is None:
-        raise CuBridgeError("a spec defines score_mod, mask_mod or both; this one has neither", f"{path}:1")
+        raise CuBridgeError(
+            "a spec defines score_mod, mask_mod or both (or an eager attention); this one has none",
+            f"{path}:1",
+        )
     normalization = getattr(module, "normalization", "softmax")
     if normalization not in NORMALIZATIONS:
         raise CuBridgeError(
@@ -165,6 +172,31 @@ def load_spec(path: str) -> AttentionSpec:
         mask_expr=mask_expr,
         user_reference=getattr(module, "reference", None),
     )
+
+
+def _from_eager_attention(path: str, module: types.ModuleType, attention: Callable) -> AttentionSpec:
+    """A spec whose hooks are recovered from `attention(q, k, v)`, its own ground truth."""
+    _check_arity(attention, ("q", "k", "v"), path)
+    captures = _captured_tensors(attention)
+    hooks = hooks_from_attention(attention, path, captures)
+    return AttentionSpec(
+        name=os.path.splitext(os.path.basename(path))[0],
+        path=path,
+        score_mod=_hook_of(hooks.score_expr, SCORE_MOD_ARGS, captures),
+        mask_mod=_hook_of(hooks.mask_expr, MASK_MOD_ARGS, captures),
+        normalization=hooks.normalization,
+        captures=captures,
+        score_expr=hooks.score_expr,
+        mask_expr=hooks.mask_expr,
+        user_reference=getattr(module, "reference", attention),
+    )
+
+
+def _hook_of(expr: Expr | None, arguments: tuple[str, ...], captures: dict[str, torch.Tensor]):
+    """An eager hook computing `expr` on tensors (for references and range tables)."""
+    if expr is None:
+        return None
+    return lambda *values: evaluate(expr, dict(zip(arguments, map(torch.as_tensor, values))) | captures)
 
 
 def _run_spec_file(path: str) -> types.ModuleType:

@@ -54,7 +54,7 @@ class Tracer:
         raise self.error(f"{what} must be a scalar expression, got {type(value).__name__}")
 
     def build_binary(self, op: str, lhs: Expr, rhs: Expr) -> Traced:
-        if op in E.LOGIC and BOOL != lhs.kind or op in E.LOGIC and BOOL != rhs.kind:
+        if op in E.LOGIC and (lhs.kind != BOOL or rhs.kind != BOOL):
             raise self.error(f"'{'&' if op == 'and' else '|'}' applies to boolean expressions only")
         if op in ("floordiv", "mod"):
             divisor = E.const_value(rhs)

@@ -135,7 +135,7 @@ def alloc(op: cuir.AllocOp, compiler: Compiler) -> Step:
         assert isinstance(kind, SharedBufferType)
 
         def make():
-            return SharedBuffer(name, kind.stages.data, kind.dims, kind.element_type)
+            return SharedBuffer(name, kind.stages.data, kind.dims)
 
     def run(frame: Frame) -> None:
         frame.values[result] = make()
@@ -160,7 +160,7 @@ def copy(op: cuir.CopyOp, compiler: Compiler) -> Step:
         stage = stage_of(values)
         if to_shared:
             stage.check_write(op, thread, log)
-            stage.write(thread, values[tensor].read_tile(_indices(values, coordinates), dims), op)
+            stage.write(op, thread, values[tensor].read_tile(_indices(values, coordinates), dims))
             return
         stage.check_read(op, thread, log)
         stage.record_read(op, thread)
@@ -194,6 +194,7 @@ def copy_async(op: cuir.CopyAsyncOp, compiler: Compiler) -> Step:
         def complete() -> None:
             stage.data[...] = tile
             stage.finish_write(access, thread.epoch())
+            stage.write_through_generic_proxy(op, thread)
 
         thread.open_group.append(complete)
 
@@ -227,7 +228,7 @@ def store(op: cuir.StoreOp, compiler: Compiler) -> Step:
             values, thread = frame.values, frame.thread
             stage = stage_of(values)
             stage.check_write(op, thread, frame.program.log)
-            stage.write(thread, round_to(values[value]), op)
+            stage.write(op, thread, round_to(values[value]))
 
         return Step(run_shared, True)
     coordinates = list(op.dest_indices)
@@ -251,6 +252,7 @@ def store_async(op: cuir.StoreAsyncOp, compiler: Compiler) -> Step:
         values, thread, program = frame.values, frame.thread, frame.program
         stage = stage_of(values)
         stage.check_read(op, thread, program.log)
+        stage.check_async_proxy_read(op, program.log)
         access = stage.start_read(op, thread, "its cuir.wait_group")
         values[tensor].write_tile(op, program.program_id, _indices(values, coordinates), stage.data)
         thread.open_group.append(lambda: stage.finish_read(access))
@@ -332,6 +334,7 @@ def gemm_async(op: cuir.GemmAsyncOp, compiler: Compiler) -> Step:
                 continue
             stage = stage_of(values)
             stage.check_read(op, thread, log)
+            stage.check_async_proxy_read(op, log)
             reads.append((stage, stage.start_read(op, thread, "its cuir.gemm_wait")))
             operands.append(stage.data)
         product = _product(operands[0], operands[1], layout)
@@ -370,10 +373,23 @@ def gemm_wait(op: cuir.GemmWaitOp, compiler: Compiler) -> Step:
     return Step(run, True)
 
 
-@handles(cuir.GemmFenceOp, cuir.FenceAsyncSharedOp)
-def fence(op: Operation, compiler: Compiler) -> Step:
-    """Fences order accesses within one instance, which the executor runs in program order."""
+@handles(cuir.GemmFenceOp)
+def gemm_fence(op: cuir.GemmFenceOp, compiler: Compiler) -> Step:
+    """Orders register writes before wgmma reads: the executor runs an instance in program order."""
     return Step(lambda frame: None)
+
+
+@handles(cuir.FenceAsyncSharedOp)
+def fence_async_shared(op: cuir.FenceAsyncSharedOp, compiler: Compiler) -> Step:
+    """Makes this instance's ordinary shared-memory writes visible to async-proxy reads."""
+
+    def run(frame: Frame) -> None:
+        thread = frame.thread
+        for stage in thread.unfenced_stages:
+            stage.fence(thread)
+        thread.unfenced_stages.clear()
+
+    return Step(run)
 
 
 def _map_operand_shape(input_type, result_type):

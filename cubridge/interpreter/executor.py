@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
 
 from cubridge.diagnostics import CuBridgeError, describe_location
 from cubridge.dialect import cuir
@@ -93,12 +92,16 @@ class KernelPlan:
         self.head_dim = self._head_dim()
 
     def _check_arguments(self) -> None:
+        """q, k, v, o, lse and softmax_scale bind by name; row-major tensors are captured tables."""
         names = [name for name, _ in self.arguments]
-        known = INPUTS + OUTPUTS + SCALARS + tuple(self.tables)  # transfer: tables bind by name
+        known = INPUTS + OUTPUTS + SCALARS
         for name, arg in self.arguments:
+            if name in self.tables:
+                continue
             if name not in known:
                 raise CuBridgeError(
-                    f"kernel argument '{name}' is not one the executor binds ({', '.join(known)})",
+                    f"kernel argument '{name}' is not one the executor binds "
+                    f"({', '.join(known)}, or a row_major captured table)",
                     describe_location(self.kernel),
                 )
             if name in INPUTS + OUTPUTS and not isinstance(arg.type, GlobalTensorType):
@@ -302,7 +305,7 @@ def _bind(plan: KernelPlan, shape: ProblemShape, inputs, scale: float, tables):
                 raise CuBridgeError(
                     f"kernel argument '{name}' is a captured table, but the spec provides no such tensor"
                 )
-            bindings[arg] = GlobalTensor(name, np.asarray(tables[name]), arg.type.element_type, False)
+            bindings[arg] = GlobalTensor(np.asarray(tables[name]), arg.type.element_type, False)
             continue
         if arg.type.rank.data != len(sizes[name]):
             raise CuBridgeError(
@@ -313,7 +316,7 @@ def _bind(plan: KernelPlan, shape: ProblemShape, inputs, scale: float, tables):
             if name in INPUTS
             else np.full(sizes[name], np.nan, dtype=np.float32)
         )
-        tensors[name] = GlobalTensor(name, array, arg.type.element_type, name in OUTPUTS)
+        tensors[name] = GlobalTensor(array, arg.type.element_type, name in OUTPUTS)
         bindings[arg] = tensors[name]
     return tensors, bindings
 

@@ -38,8 +38,7 @@ def _window(shape: tuple[int, ...], indices: list[int], extents: tuple[int, ...]
 class GlobalTensor:
     """A kernel argument in global memory. Outputs remember which program wrote each element."""
 
-    def __init__(self, name: str, array: np.ndarray, element_type, is_output: bool):
-        self.name = name
+    def __init__(self, array: np.ndarray, element_type, is_output: bool):
         self.array = array
         self.round = rounding_for(element_type)
         self.writer = np.full(array.shape, -1, dtype=np.int32) if is_output else None
@@ -90,6 +89,7 @@ class SharedStage:
         self.reads_in_flight: list[InFlight] = []
         self.last_write: tuple[Operation, object, Epoch] | None = None
         self.reads: list[tuple[Operation, object, Epoch]] = []
+        self.unfenced_write: tuple[Operation, object] | None = None
 
     def check_read(self, op: Operation, thread, log: DiagnosticLog) -> None:
         """A read by `thread` must follow completed, visible writes."""
@@ -111,6 +111,18 @@ class SharedStage:
                 f"{where(writer_op)} in {writer.label}, but no mbarrier wait, "
                 "wait_group or barrier makes the write visible to it",
             )
+
+    def check_async_proxy_read(self, op: Operation, log: DiagnosticLog) -> None:
+        """wgmma and TMA reads see ordinary (generic-proxy) writes only after a proxy fence."""
+        if self.unfenced_write is None:
+            return
+        writer_op, writer = self.unfenced_write
+        log.race(
+            "missing fence",
+            op,
+            f"{where(op)} reads {self.label} through the async proxy, but {where(writer_op)} "
+            f"in {writer.label} wrote it with no cuir.fence_async_shared since",
+        )
 
     def record_read(self, op: Operation, thread) -> None:
         self.reads.append((op, thread, thread.epoch()))
@@ -142,10 +154,21 @@ class SharedStage:
                 )
         self.reads = []
 
-    def write(self, thread, tile: np.ndarray, op: Operation) -> None:
+    def write(self, op: Operation, thread, tile: np.ndarray) -> None:
         """A write that completes on return (a register store or synchronous copy)."""
         self.data[...] = tile
         self.last_write = (op, thread, thread.epoch())
+        self.write_through_generic_proxy(op, thread)
+
+    def write_through_generic_proxy(self, op: Operation, thread) -> None:
+        """Record a completed ordinary write, pending the writer's proxy fence."""
+        self.unfenced_write = (op, thread)
+        thread.unfenced_stages.add(self)
+
+    def fence(self, thread) -> None:
+        """`thread`'s proxy fence: its ordinary writes become visible to the async proxy."""
+        if self.unfenced_write is not None and self.unfenced_write[1] is thread:
+            self.unfenced_write = None
 
     def start_write(self, op: Operation, thread, until: str) -> InFlight:
         access = InFlight(op, thread, until)
@@ -155,6 +178,7 @@ class SharedStage:
     def finish_write(self, access: InFlight, epoch: Epoch) -> None:
         self.writes_in_flight.remove(access)
         self.last_write = (access.op, access.thread, epoch)
+        self.unfenced_write = None
 
     def start_read(self, op: Operation, thread, until: str) -> InFlight:
         access = InFlight(op, thread, until)
@@ -169,12 +193,9 @@ class SharedStage:
 class SharedBuffer:
     """A `cuir.alloc`ed shared buffer: `stages` tiles, uninitialized (NaN) until written."""
 
-    def __init__(self, name: str, stages: int, dims: tuple[int, int], element_type):
-        self.name = name
-        self.round = rounding_for(element_type)
-        self.data = np.full((stages, *dims), np.nan, dtype=np.float32)
+    def __init__(self, name: str, stages: int, dims: tuple[int, int]):
+        data = np.full((stages, *dims), np.nan, dtype=np.float32)
         label = f"%{name}"
         self.stages = [
-            SharedStage(f"{label}[{s}]" if stages > 1 else label, self.data[s])
-            for s in range(stages)
+            SharedStage(f"{label}[{s}]" if stages > 1 else label, data[s]) for s in range(stages)
         ]

@@ -43,6 +43,7 @@ class WarpGroup:
         self.issued_gemms = 0
         self.in_flight_tiles: dict[int, GemmInFlight] = {}
         self.consumed_phase: dict[MbarrierStage, int] = {}
+        self.unfenced_stages: set[SharedStage] = set()
 
     def epoch(self) -> Epoch:
         return (self.key, self.clock[self.key])

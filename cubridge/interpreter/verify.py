@@ -188,8 +188,9 @@ def verify(
 ) -> VerificationResult:
     """Execute the kernel of `module` and compare it with `spec` (standard attention by default).
 
-    Each shape (default: `default_shapes`) runs with each input seed under
-    `schedules` schedules: the round-robin one, then seeded random ones.
+    Each shape (a ProblemShape or a (B, HQ, HKV, SQ, SKV, D) tuple; default:
+    `default_shapes`) runs with each input seed under `schedules` schedules:
+    the round-robin one, then seeded random ones.
     `programs` runs a seeded sample of that many programs instead of all.
     `tolerance` overrides the per-type bound on relative Frobenius error.
     The first run with diagnostics ends verification with their verdict.
@@ -197,7 +198,9 @@ def verify(
     verify_module(module)
     plan = KernelPlan(find_kernel(module))
     spec = spec or StandardAttention()
-    shapes = default_shapes(plan.head_dim) if shapes is None else list(shapes)
+    if shapes is None:
+        shapes = default_shapes(plan.head_dim)
+    shapes = [s if isinstance(s, ProblemShape) else ProblemShape(*s) for s in shapes]
     for shape in shapes:
         plan.check_shape(shape)
     result = VerificationResult("verified")
@@ -213,8 +216,14 @@ def verify(
                 label = "round-robin" if index == 0 else f"random#{index}"
                 schedule_seed = None if index == 0 else seed * 7919 + index
                 execution = execute(
-                    plan, shape, inputs, scale,
-                    schedule_seed=schedule_seed, programs=selected, num_sms=num_sms, tables=tables,
+                    plan,
+                    shape,
+                    inputs,
+                    scale,
+                    schedule_seed=schedule_seed,
+                    programs=selected,
+                    num_sms=num_sms,
+                    tables=tables,
                 )
                 run = Run(shape, seed, label)
                 if execution.log:

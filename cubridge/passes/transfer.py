@@ -32,7 +32,7 @@ from cubridge.frontends.lower import ScalarLowering
 from cubridge.frontends.spec import AttentionSpec, load_spec
 from cubridge.passes.mask_analysis import Q_FIRST, Q_LAST, SEQLEN_KV, NotAffine, TilePlan, tile_plan
 from cubridge.passes.mask_table import TABLE, table_plan
-from cubridge.passes.transfer_match import AttentionMatch, ScoreSite, match_attention
+from cubridge.passes.transfer_match import AttentionMatch, ScoreSite, enclosing, match_attention
 
 
 @dataclass(frozen=True)
@@ -54,17 +54,16 @@ class TransferPass(ModulePass):
 
 def transfer_kernel(kernel: KernelOp, spec: AttentionSpec) -> None:
     found = match_attention(kernel)
-    tables = _add_table_arguments(kernel, spec)
-    scored = {id(site): _insert_hooks(site, spec, tables) for site in found.sites}
+    captured = _add_capture_arguments(kernel, spec)
+    unmasked = {id(site): _insert_hooks(site, spec, captured) for site in found.sites}
     if spec.normalization != "softmax":
         _replace_normalization(found, spec.normalization)
     try:
-        plan = tile_plan(spec.mask_expr, found.block_n)
-        tables = {}
+        plan, range_table = tile_plan(spec.mask_expr, found.block_n), {}
     except NotAffine:
         plan = table_plan()
-        tables = {TABLE: _add_argument(kernel, TABLE, GlobalTensorType(4, i32, "row_major"))}
-    _specialize_kv_loops(found, plan, scored, tables)
+        range_table = {TABLE: _add_argument(kernel, TABLE, GlobalTensorType(4, i32, "row_major"))}
+    _specialize_kv_loops(found, plan, unmasked, range_table)
 
 
 # ----------------------------------------------------------------------------
@@ -72,7 +71,7 @@ def transfer_kernel(kernel: KernelOp, spec: AttentionSpec) -> None:
 # ----------------------------------------------------------------------------
 
 
-def _add_table_arguments(kernel: KernelOp, spec: AttentionSpec) -> dict[str, SSAValue]:
+def _add_capture_arguments(kernel: KernelOp, spec: AttentionSpec) -> dict[str, SSAValue]:
     """One row-major global tensor argument per captured tensor."""
     tables = {}
     for name, tensor in spec.captures.items():
@@ -182,14 +181,22 @@ class _TileBounds:
 
 
 def _specialize_kv_loops(
-    found: AttentionMatch, plan: TilePlan, scored: dict[int, SSAValue], tables: dict[str, SSAValue]
+    found: AttentionMatch,
+    plan: TilePlan,
+    unmasked: dict[int, SSAValue],
+    range_table: dict[str, SSAValue],
 ) -> None:
+    """Bound every kv loop by the plan's visited tiles; split consumer loops at the full tiles.
+
+    `unmasked` maps each score site to its score before masking; `range_table`
+    binds the kv tile range table when the plan reads one.
+    """
     bounds: dict[ForEachTileOp, _TileBounds] = {}
 
     def bounds_of(op: Operation) -> _TileBounds:
-        tile_loop = op if isinstance(op, ForEachTileOp) else _tile_loop_of(op)
+        tile_loop = op if isinstance(op, ForEachTileOp) else enclosing(op, ForEachTileOp)
         if tile_loop not in bounds:
-            bounds[tile_loop] = _emit_tile_bounds(found, plan, tile_loop, tables)
+            bounds[tile_loop] = _emit_tile_bounds(found, plan, tile_loop, range_table)
         return bounds[tile_loop]
 
     for op, index in found.first_kv_rows:
@@ -206,18 +213,11 @@ def _specialize_kv_loops(
         return
     for loop in dict.fromkeys(s.kv_loop for s in found.sites if s.kv_loop is not None):
         sites = [s for s in found.sites if s.kv_loop is loop]
-        _split_off_full_tiles(loop, plan, bounds_of(loop), [(s.score_map, scored[id(s)]) for s in sites])
-
-
-def _tile_loop_of(op: Operation) -> ForEachTileOp:
-    parent = op.parent_op()
-    while not isinstance(parent, ForEachTileOp):
-        parent = parent.parent_op()
-    return parent
+        _split_off_full_tiles(loop, plan, bounds_of(loop), [(s.score_map, unmasked[id(s)]) for s in sites])
 
 
 def _emit_tile_bounds(
-    found: AttentionMatch, plan: TilePlan, tile_loop: ForEachTileOp, tables: dict[str, SSAValue]
+    found: AttentionMatch, plan: TilePlan, tile_loop: ForEachTileOp, range_table: dict[str, SSAValue]
 ) -> _TileBounds:
     """Kv tile ranges of this work tile's query rows, at the top of the work-tile loop."""
     kernel = found.kernel
@@ -231,7 +231,7 @@ def _emit_tile_bounds(
     _named(seqlen_kv.result, "seqlen_kv")
     q_tile, head, batch = tile_loop.tile_coords
     leaves = {"q_tile": q_tile, "h": head, "b": batch, "seqlen_q": seqlen_q.result, SEQLEN_KV: seqlen_kv.result}
-    lowering = ScalarLowering(insert, leaves | tables)
+    lowering = ScalarLowering(insert, leaves | range_table)
     q_first = E.binary("mul", E.argument("q_tile"), E.constant(kernel.tile_m.value.data))
     rows_end = E.binary("min", E.binary("add", q_first, E.constant(kernel.tile_m.value.data)), E.argument("seqlen_q"))
     lowering.leaves[Q_FIRST] = _named(lowering.lower(q_first), "q_first")

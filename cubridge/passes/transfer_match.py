@@ -80,7 +80,8 @@ def _fail(message: str, op: Operation) -> CuBridgeError:
     return CuBridgeError(f"transfer: {message}", describe_location(op))
 
 
-def _enclosing(op: Operation, kind: type, stop: type | None = None):
+def enclosing(op: Operation, kind: type, stop: type | None = None):
+    """The nearest ancestor of `op` of type `kind`, not looking past a `stop` op."""
     parent = op.parent_op()
     while parent is not None and not isinstance(parent, kind):
         if stop is not None and isinstance(parent, stop):
@@ -161,8 +162,8 @@ def _match_site(kernel: KernelOp, row_max: RowReduceOp) -> ScoreSite:
         probabilities=probabilities,
         rescale_factor=factors[0] if factors else None,
         row_sum=row_sum,
-        kv_loop=_enclosing(score_map, scf.ForOp, stop=ForEachTileOp),
-        tile_loop=_enclosing(score_map, ForEachTileOp),
+        kv_loop=enclosing(score_map, scf.ForOp, stop=ForEachTileOp),
+        tile_loop=enclosing(score_map, ForEachTileOp),
     )
 
 
@@ -241,7 +242,7 @@ def _match_kv_loops(found: AttentionMatch) -> None:
     for op in found.kernel.walk():
         if not isinstance(op, CopyAsyncOp | CopyOp) or op.dest not in buffers:
             continue
-        loop = _enclosing(op, scf.ForOp, stop=ForEachTileOp)
+        loop = enclosing(op, scf.ForOp, stop=ForEachTileOp)
         if loop is not None:
             loops[loop] = None
             continue

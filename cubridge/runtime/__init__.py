@@ -5,6 +5,7 @@ Importing this package needs neither a GPU nor cuda-python: cuda.bindings is imp
 """
 
 from cubridge.runtime.attention import attention_sm80
+from cubridge.runtime.attention_sm90 import attention_sm90
 from cubridge.runtime.compiler import CompiledKernel, arch_flags, cache_dir, compile_cubin
 from cubridge.runtime.errors import (
     CompileError,
@@ -27,6 +28,7 @@ __all__ = [
     "UnsupportedArchError",
     "arch_flags",
     "attention_sm80",
+    "attention_sm90",
     "cache_dir",
     "compile_cubin",
 ]

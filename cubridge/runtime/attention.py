@@ -47,9 +47,10 @@ def kernel_name(dtype: torch.dtype, head_dim: int, causal: bool) -> str:
     return f"attention_sm80_{DTYPE_NAMES[dtype]}_d{head_dim}_{'causal' if causal else 'full'}"
 
 
-def validate_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+def validate_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kernel: str = "attention_sm80") -> None:
     """InvalidInputError (one line) unless q, k, v are [B, H, S, D] bf16/fp16 tensors that the kernel takes:
-    same dtype, D in {64, 128}, HQ a multiple of HKV, no empty dim, contiguous last dim, 16-byte aligned rows."""
+    same dtype, D in {64, 128}, HQ a multiple of HKV, no empty dim, contiguous last dim, 16-byte aligned rows.
+    `kernel` names the entry point in the messages."""
     tensors = {"q": q, "k": k, "v": v}
     for name, tensor in tensors.items():
         if not isinstance(tensor, torch.Tensor):
@@ -57,7 +58,7 @@ def validate_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         if tensor.dim() != 4:
             raise InvalidInputError(f"{name} must be 4-D [B, H, S, D]; got shape {tuple(tensor.shape)}")
         if tensor.dtype not in DTYPE_NAMES:
-            raise InvalidInputError(f"{name} has dtype {tensor.dtype}; attention_sm80 takes bfloat16 or float16")
+            raise InvalidInputError(f"{name} has dtype {tensor.dtype}; {kernel} takes bfloat16 or float16")
         if tensor.numel() == 0:
             raise InvalidInputError(f"{name} has an empty dim: shape {tuple(tensor.shape)}")
     if not q.dtype == k.dtype == v.dtype:
@@ -70,7 +71,7 @@ def validate_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
         raise InvalidInputError(f"head dims differ: q has {q.shape[3]}, k/v have {k.shape[3]}")
     head_dim = q.shape[3]
     if head_dim not in BLOCK_N:
-        raise InvalidInputError(f"head dim {head_dim} is not supported; attention_sm80 takes 64 or 128")
+        raise InvalidInputError(f"head dim {head_dim} is not supported; {kernel} takes 64 or 128")
     if q.shape[1] % k.shape[1] != 0:
         raise InvalidInputError(f"query heads ({q.shape[1]}) must be a multiple of key/value heads ({k.shape[1]})")
     for name, tensor in tensors.items():

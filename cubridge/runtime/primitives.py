@@ -55,6 +55,13 @@ PRIMITIVES: tuple[Primitive, ...] = (
               "wgmma.mma_async.sync.aligned.m64n{64,128}k16.f32.{bf16,f16}.{bf16,f16} x K slices + "
               "wgmma.commit_group.sync.aligned", "hopper.cuh",
               "template <int N, int KSlices, bool BMnMajor, typename T>; 128B-swizzle smem descriptors"),
+    Primitive("cuir.gemm_async", "gemm_async_rs",
+              "wgmma.mma_async.sync.aligned.m64n{64,128}k16.f32.{bf16,f16}.{bf16,f16} (A in registers) x K slices "
+              "+ wgmma.commit_group.sync.aligned", "hopper.cuh",
+              "A = register tile (P in P V), B MN-major smem; template <int N, int KSlices, typename T>"),
+    Primitive("cuir.gemm_async", "gemm_fence_operand", "(empty asm volatile, +f / +r on each register)",
+              "hopper.cuh", "keeps async-wgmma register operands in place around issue and wait",
+              inline_asm=False),
     Primitive("cuir.gemm_wait", "gemm_wait", "wgmma.wait_group.sync.aligned N", "hopper.cuh", "template <int N>"),
     Primitive("cuir.named_barrier_sync", "named_barrier_sync", "bar.sync id, count", "sync.cuh"),
     Primitive("cuir.named_barrier_arrive", "named_barrier_arrive", "bar.arrive id, count", "sync.cuh"),

@@ -562,11 +562,12 @@ cuir.kernel @k(%scale: f32) threads 128 smem 81920 cluster 1x1x1 tile_m 64 sched
 cuir.kernel @k(%lut: !cuir.global<2 x f32, row_major>) threads 128 smem 81920 cluster 1x1x1 tile_m 64 schedule grid {
   %qs = cuir.alloc : !cuir.smem<64x128xbf16, swizzle 128>
   %ks = cuir.alloc : !cuir.smem<128x128xbf16, stages 2, swizzle 128>
-  cuir.worker @w threads 0 to 128 (%i) {
-    %c0 = arith.constant 0 : index
 
-    // CHECK-NEXT: {{.*}}invalid-compute.mlir:[[# @LINE + 1]]:5: error: cuir.gather reads scalars inside a cuir.map body
-    %v = cuir.gather %lut[%c0, %c0] : !cuir.global<2 x f32, row_major>
+  %c0 = arith.constant 0 : index
+  // CHECK-NEXT: {{.*}}invalid-compute.mlir:[[# @LINE + 1]]:3: error: 'cuir.gather' must run inside a cuir.worker
+  %v = cuir.gather %lut[%c0, %c0] : !cuir.global<2 x f32, row_major>
+  cuir.worker @w threads 0 to 128 (%i) {
+
   }
 }
 

@@ -20,7 +20,7 @@ def write_spec(tmp_path, source: str) -> str:
 
 
 BAD_SPECS = {
-    "no hooks": ("normalization = 'softmax'\n", 1, "a spec defines score_mod, mask_mod or both; this one has neither"),
+    "no hooks": ("normalization = 'softmax'\n", 1, "a spec defines score_mod, mask_mod or both (or an eager attention); this one has none"),
     "wrong arity": (
         """
         def mask_mod(q_idx, kv_idx):

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from cubridge.frontends.spec import MASK_MOD_ARGS, load_spec
 from cubridge.frontends.trace import Tracer
 from cubridge.passes.mask_analysis import EMPTY, FULL, PARTIAL, NotAffine, classify_tiles, tile_plan
+from cubridge.passes.mask_table import build_kv_tile_ranges
 
 from transfer_helpers import spec_path
 
@@ -158,3 +159,34 @@ def test_affine_masks_classify_soundly(formula, sizes):
         return
     classes = classify_tiles(plan, *sizes)
     assert_sound(classes, brute_force(mask_mod, block_m, block_n, seqlen_q, seqlen_kv))
+
+
+def table_classes(table: torch.Tensor, kv_tiles: int) -> np.ndarray:
+    kv = torch.arange(kv_tiles)
+    kv_lo, kv_hi, full_lo, full_hi = (table[..., i, None] for i in range(4))
+    visited = (kv >= kv_lo) & (kv < kv_hi)
+    full = visited & (kv >= full_lo) & (kv < full_hi)
+    return (visited.int() + full.int()).numpy()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(1, 150), min_size=1, max_size=8), tiles)
+def test_kv_tile_ranges_are_tight_for_document_masks(lengths, sizes):
+    """Visited tiles are exactly the first to last kept tile; every tile called full is full."""
+    block_m, block_n, seqlen_q, seqlen_kv = sizes
+    document = torch.repeat_interleave(torch.arange(len(lengths)), torch.tensor(lengths))
+    padding = max(seqlen_q, seqlen_kv) + max(block_m, block_n)  # brute force reads whole tiles
+    document = torch.cat((document, torch.full((padding,), len(lengths))))
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        return document[q_idx] == document[kv_idx]
+
+    table = build_kv_tile_ranges(mask_mod, (1, 1, seqlen_q, seqlen_kv), block_m, block_n)
+    truth = brute_force(mask_mod, block_m, block_n, seqlen_q, seqlen_kv)
+    classes = table_classes(table[0, 0], truth.shape[1])
+    assert_sound(classes, truth)
+    kept = truth != EMPTY
+    first = kept.argmax(axis=1)
+    last = kept.shape[1] - kept[:, ::-1].argmax(axis=1)
+    np.testing.assert_array_equal(table[0, 0, :, 0].numpy(), np.where(kept.any(axis=1), first, kept.shape[1]))
+    np.testing.assert_array_equal(table[0, 0, :, 1].numpy(), np.where(kept.any(axis=1), last, 0))

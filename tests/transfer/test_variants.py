@@ -1,6 +1,7 @@
 """Every example spec, transferred onto both reference programs, verifies by execution.
 
-Shapes are unaligned to every tile size, use grouped-query heads and SQ != SKV.
+Shapes are unaligned to every tile size, use grouped-query heads and SQ != SKV;
+in the last one, windowed masks leave whole query tiles without a visible key.
 """
 
 import pytest
@@ -10,7 +11,11 @@ from cubridge.interpreter import ProblemShape, verify
 
 from transfer_helpers import PROGRAMS, SPECS, spec_path, transferred
 
-SHAPES = (ProblemShape(2, 4, 2, 200, 300, 128), ProblemShape(1, 3, 1, 77, 130, 128))
+SHAPES = (
+    ProblemShape(2, 4, 2, 200, 300, 128),
+    ProblemShape(1, 3, 1, 77, 130, 128),
+    ProblemShape(1, 2, 2, 400, 129, 128),
+)
 
 
 @pytest.mark.parametrize("program", PROGRAMS)

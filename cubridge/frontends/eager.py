@@ -1,0 +1,244 @@
+"""Recover score_mod, mask_mod and the normalization from an eager `attention(q, k, v)`.
+
+The function is traced with torch.fx and its graph interpreted abstractly:
+`q @ k^T` (k possibly `repeat_interleave`d for grouped-query heads) is the
+raw score tile, and multiplying it by `q.shape[-1] ** -0.5` gives the scaled
+score that score_mod receives. `torch.arange` over the score tile's last two
+sizes gives q_idx and kv_idx; elementwise code on these is traced like a
+hook. The tile must then go through softmax, sigmoid or relu into `@ v`.
+Outermost `masked_fill(cond, -inf)` / `where(cond, x, -inf)` become mask_mod;
+the rest is score_mod. Anything else is a located error.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.fx
+
+from cubridge.diagnostics import CuBridgeError
+from cubridge.frontends import expr as E
+from cubridge.frontends.expr import FLOAT, Expr
+from cubridge.frontends.trace import Traced, Tracer
+
+
+@dataclass(frozen=True)
+class _Operand:
+    """q, k, v, k transposed, or the raw (unscaled) score tile."""
+
+    role: str
+
+
+@dataclass(frozen=True)
+class _Size:
+    """A size of an operand: `head_dim`, `seqlen_q`, `seqlen_kv`, or another integer."""
+
+    meaning: str
+
+
+@dataclass(frozen=True, eq=False)
+class _Shape:
+    """`x.shape` of an operand or of score-shaped traced code."""
+
+    of: object
+
+
+@dataclass(frozen=True)
+class _Probabilities:
+    normalization: str
+    score: Expr
+
+
+_SIZE_MEANINGS = {
+    ("q", -1): "head_dim",
+    ("k", -1): "head_dim",
+    ("q", -2): "seqlen_q",
+    ("scores", -2): "seqlen_q",
+    ("k", -2): "seqlen_kv",
+    ("v", -2): "seqlen_kv",
+    ("scores", -1): "seqlen_kv",
+}
+_NORMALIZATIONS = {
+    torch.softmax: "softmax",
+    torch.nn.functional.softmax: "softmax",
+    "softmax": "softmax",
+    torch.sigmoid: "sigmoid",
+    "sigmoid": "sigmoid",
+    torch.relu: "relu",
+    torch.nn.functional.relu: "relu",
+    "relu": "relu",
+}
+
+
+@dataclass(frozen=True)
+class EagerHooks:
+    score_expr: Expr | None
+    mask_expr: Expr | None
+    normalization: str
+
+
+def hooks_from_attention(attention: Callable, path: str, captures: dict[str, torch.Tensor]) -> EagerHooks:
+    """Trace `attention(q, k, v)` and split it into hooks; errors point at its definition."""
+    where = f"{path}:{attention.__code__.co_firstlineno}"
+    try:
+        graph = torch.fx.symbolic_trace(attention).graph
+    except Exception as error:  # fx reports untraceable Python in many ways
+        raise CuBridgeError(f"cannot trace attention with torch.fx: {error}", where) from None
+    return _Interpreter(Tracer(path, captures), where).run(graph)
+
+
+class _Interpreter:
+    def __init__(self, tracer: Tracer, where: str):
+        self.tracer = tracer
+        self.where = where
+        self.values: dict[torch.fx.Node, object] = {}
+
+    def fail(self, message: str) -> CuBridgeError:
+        return CuBridgeError(f"eager attention: {message}", self.where)
+
+    def run(self, graph: torch.fx.Graph) -> EagerHooks:
+        placeholders = iter(("q", "k", "v"))
+        for node in graph.nodes:
+            if node.op == "placeholder":
+                self.values[node] = _Operand(next(placeholders, "extra"))
+            elif node.op == "output":
+                return self._result(self.values[node.args[0]])
+            else:
+                self.values[node] = self._evaluate(node)
+        raise self.fail("the graph has no output")
+
+    def _result(self, value) -> EagerHooks:
+        if not isinstance(value, _Output):
+            raise self.fail("the result is not P @ v for P = softmax/sigmoid/relu of the scores")
+        score, mask = _split_mask(value.probabilities.score)
+        unmodified = score == E.argument("score", FLOAT)
+        return EagerHooks(None if unmodified else score, mask, value.probabilities.normalization)
+
+    def _evaluate(self, node: torch.fx.Node):
+        args = torch.fx.node.map_arg(node.args, self.values.__getitem__)
+        kwargs = torch.fx.node.map_arg(node.kwargs, self.values.__getitem__)
+        target = node.target
+        name = target if node.op == "call_method" else getattr(target, "__name__", str(target))
+        if node.op == "call_method":
+            receiver, *args = args
+            return self._method(name, receiver, args, kwargs)
+        if node.op != "call_function":
+            raise self.fail(f"unsupported graph node '{node.op}'")
+        return self._function(target, name, args, kwargs)
+
+    def _method(self, name: str, receiver, args, kwargs):
+        if isinstance(receiver, _Operand):
+            return self._operand_method(name, receiver, args)
+        if isinstance(receiver, Traced):
+            if name in ("unsqueeze", "view", "reshape", "expand", "to", "float", "double"):
+                return receiver
+            if name == "masked_fill":
+                condition, value = args
+                dropped = self.tracer.lift(condition, "the masked_fill condition")
+                return Traced(self.tracer, E.select(dropped, E.constant(float(value)), receiver.expr))
+            if name in _NORMALIZATIONS:
+                return _Probabilities(_NORMALIZATIONS[name], receiver.expr)
+            return getattr(receiver, name)(*args, **kwargs)
+        raise self.fail(f"unsupported method '{name}'")
+
+    def _operand_method(self, name: str, operand: _Operand, args):
+        if name == "repeat_interleave" and operand.role in ("k", "v"):
+            return operand
+        if name in ("transpose", "mT") and operand.role == "k":
+            return _Operand("kT")
+        if name == "size":
+            return _Size(_SIZE_MEANINGS.get((operand.role, args[0]), "other")) if args else _Shape(operand)
+        raise self.fail(f"unsupported method '{name}' on {operand.role}")
+
+    def _function(self, target, name: str, args, kwargs):
+        if target is getattr:
+            operand, attribute = args
+            return _Shape(operand) if attribute == "shape" else None
+        if target is operator.getitem:
+            return self._getitem(*args)
+        if target in (operator.matmul, torch.matmul):
+            return self._matmul(*args)
+        if target in _NORMALIZATIONS and isinstance(args[0], Traced):
+            return _Probabilities(_NORMALIZATIONS[target], args[0].expr)
+        if target is torch.arange:
+            return self._arange(args[-1])
+        if any(_is(a, _Operand("scores")) for a in args):
+            return self._scaled_score(target, args)
+        if any(isinstance(a, _Size) for a in args):
+            return self._size_arithmetic(target, args)
+        if any(isinstance(a, _Operand | _Probabilities) for a in args):
+            raise self.fail(f"unsupported operation '{name}' on the attention operands")
+        return target(*args, **kwargs)  # score code on traced values, or constants
+
+    def _getitem(self, container, index):
+        if isinstance(container, _Shape):
+            shaped = container.of
+            # elementwise code keeps the score tile's shape
+            role = shaped.role if isinstance(shaped, _Operand) else "scores" if isinstance(shaped, Traced) else "other"
+            return _Size(_SIZE_MEANINGS.get((role, index), "other"))
+        if isinstance(container, Traced):  # [:, None] and friends only broadcast
+            return container
+        return container[index]
+
+    def _matmul(self, lhs, rhs):
+        if _is(lhs, _Operand("q")) and _is(rhs, _Operand("kT")):
+            return _Operand("scores")
+        if isinstance(lhs, _Probabilities) and _is(rhs, _Operand("v")):
+            return _Output(lhs)
+        raise self.fail("only q @ k^T and P @ v matrix products are supported")
+
+    def _arange(self, size):
+        meanings = {"seqlen_q": "q_idx", "seqlen_kv": "kv_idx"}
+        if not isinstance(size, _Size) or size.meaning not in meanings:
+            raise self.fail("torch.arange must run over the score tile's rows or columns")
+        return Traced(self.tracer, E.argument(meanings[size.meaning]))
+
+    def _size_arithmetic(self, target, args):
+        """Track the softmax scale 1 / sqrt(head_dim) and its inverse; other sizes are opaque."""
+        if target is operator.pow and _is(args[0], _Size("head_dim")) and args[1] in (0.5, -0.5):
+            return _Size("scale" if args[1] < 0 else "inverse_scale")
+        if target is operator.truediv and args[0] == 1 and _is(args[1], _Size("inverse_scale")):
+            return _Size("scale")
+        return _Size("other")
+
+    def _scaled_score(self, target, args):
+        """The raw score tile times the softmax scale is the `score` hook argument."""
+        other = args[1] if _is(args[0], _Operand("scores")) else args[0]
+        if (target is operator.mul and _is(other, _Size("scale"))) or (
+            target is operator.truediv and _is(args[1], _Size("inverse_scale"))
+        ):
+            return Traced(self.tracer, E.argument("score", FLOAT))
+        raise self.fail("the scores must be multiplied by q.shape[-1] ** -0.5 before anything else")
+
+
+def _is(value, expected) -> bool:
+    """Equality for abstract values (never `==` on traced values, which builds an Expr)."""
+    return type(value) is type(expected) and value == expected
+
+
+@dataclass(frozen=True)
+class _Output:
+    probabilities: _Probabilities
+
+
+def _split_mask(score: Expr) -> tuple[Expr, Expr | None]:
+    """Peel outermost selects against -inf into a mask (the kept side's condition)."""
+    keeps: list[Expr] = []
+    while score.op == "select":
+        condition, if_true, if_false = score.args
+        if E.const_value(if_false) == -math.inf:
+            keeps.append(condition)
+            score = if_true
+        elif E.const_value(if_true) == -math.inf:
+            keeps.append(E.unary("not", condition))
+            score = if_false
+        else:
+            break
+    mask = None
+    for keep in keeps:
+        mask = keep if mask is None else E.binary("and", mask, keep)
+    return score, mask

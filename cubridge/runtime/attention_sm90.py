@@ -1,0 +1,135 @@
+"""attention_sm90: the FlashAttention-3 style Hopper forward kernel of kernels/attention_sm90.cu, called on torch
+tensors. The host builds the TMA tensor maps and launches a persistent grid of one CTA per SM."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import math
+
+import torch
+
+from cubridge.runtime.attention import DTYPE_NAMES, validate_device, validate_inputs
+from cubridge.runtime.compiler import KERNELS_DIR, CompiledKernel, compile_cubin
+from cubridge.runtime.driver import cuda_driver, launch, load_function, require_gpu
+from cubridge.runtime.errors import InvalidInputError, UnsupportedArchError
+from cubridge.runtime.tensor_map import encode_tiled
+
+SOURCE = KERNELS_DIR / "attention_sm90.cu"
+BLOCK_M = 128  # query rows per tile (two consumer warp groups of 64)
+BLOCK_N = 128  # keys per kv tile
+CONSUMER_ROWS = 64
+STAGES = 2
+THREADS = 384  # producer warp group + two consumer warp groups
+PANEL_COLS = 64  # 128-byte swizzle panels of 16-bit elements
+BARRIERS = 2 + 4 * STAGES
+ALIGN_SLACK = 1024
+_LOG2_E = 1.4426950408889634
+
+
+class Sm90Params(ctypes.Structure):
+    """Mirror of `struct AttentionParams` in attention_sm90.cu (same field order and types)."""
+
+    _fields_ = [
+        ("lse", ctypes.c_void_p),
+        ("batch", ctypes.c_int32), ("num_heads_q", ctypes.c_int32), ("num_heads_kv", ctypes.c_int32),
+        ("seqlen_q", ctypes.c_int32), ("seqlen_k", ctypes.c_int32),
+        ("scale", ctypes.c_float), ("scale_log2", ctypes.c_float),
+    ]
+
+
+def shared_bytes(head_dim: int) -> int:
+    """Dynamic shared memory of one CTA, as SharedLayout<D>::kBytes: Q (two 64-row halves), STAGES K and V
+    tiles, the O staging halves, the mbarriers and 1024 bytes to re-align the block."""
+    q_half = CONSUMER_ROWS * head_dim * 2
+    kv_tile = BLOCK_N * head_dim * 2
+    return 2 * q_half + 2 * STAGES * kv_tile + 2 * q_half + BARRIERS * 8 + ALIGN_SLACK
+
+
+def kernel_name(dtype: torch.dtype, head_dim: int, causal: bool) -> str:
+    """extern "C" entry point of attention_sm90.cu for this dtype, head dim and mask."""
+    return f"attention_sm90_{DTYPE_NAMES[dtype]}_d{head_dim}_{'causal' if causal else 'full'}"
+
+
+def tma_view(tensor: torch.Tensor) -> torch.Tensor:
+    """The same elements with every size-1 dim's stride replaced by a TMA-legal one (a multiple of 16 bytes):
+    a size-1 dim's stride never moves an address, but cuTensorMapEncodeTiled checks it anyway."""
+    strides = list(tensor.stride())
+    for dim in range(tensor.dim() - 2, -1, -1):
+        if tensor.shape[dim] == 1:
+            inner = strides[dim + 1] * tensor.shape[dim + 1]
+            strides[dim] = max(8, -(-inner // 8) * 8)
+    return tensor.as_strided(tensor.shape, strides)
+
+
+# Encoded tensor maps by everything cuTensorMapEncodeTiled reads (address, dims, strides, dtype, box): an
+# identical key gives a byte-identical map, so reuse is exact. Encoding through cuda-python costs tens of
+# microseconds per map, which a short kernel would otherwise wait for on every call.
+_MAP_CACHE: dict[tuple, object] = {}
+_MAP_CACHE_LIMIT = 256
+
+
+def cached_map(tensor: torch.Tensor, box: tuple[int, ...]):
+    """The 128-byte-swizzled tiled tensor map of `tensor` with `box`, encoded once per distinct key."""
+    key = (tensor.data_ptr(), tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype, tensor.device, box)
+    tensor_map = _MAP_CACHE.get(key)
+    if tensor_map is None:
+        if len(_MAP_CACHE) >= _MAP_CACHE_LIMIT:
+            _MAP_CACHE.clear()
+        tensor_map = _MAP_CACHE[key] = encode_tiled(tma_view(tensor), box, swizzle_128b=True)
+    return tensor_map
+
+
+def tensor_maps(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor):
+    """Tensor maps of the kernel, in its parameter order: Q and O boxes [1, 1, 64, 64], K and V [1, 1, 128, 64]."""
+    q_box = (1, 1, CONSUMER_ROWS, PANEL_COLS)
+    kv_box = (1, 1, BLOCK_N, PANEL_COLS)
+    return [cached_map(q, q_box), cached_map(k, kv_box), cached_map(v, kv_box), cached_map(out, q_box)]
+
+
+@functools.cache
+def _compiled(capability: tuple[int, int]) -> CompiledKernel:
+    return compile_cubin(SOURCE, capability)
+
+
+@functools.cache
+def _sm_count(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def attention_sm90(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+                   scale: float | None = None, return_lse: bool = False):
+    """softmax(scale * q k^T [+ top-left causal mask]) v for [B, H, S, D] tensors (GQA: HQ = g * HKV) on a
+    Hopper GPU (sm_90: wgmma, TMA, warp specialisation).
+
+    Same contract as attention_sm80: returns out [B, HQ, SQ, D] (contiguous, q's dtype) and, with return_lse,
+    the natural-log log-sum-exp of the scaled scores, fp32 [B, HQ, SQ]. Causal is top-left aligned (query i
+    sees keys j <= i). Enqueued on torch's current stream.
+    """
+    validate_inputs(q, k, v, kernel="attention_sm90")
+    scale = 1.0 / math.sqrt(q.shape[3]) if scale is None else float(scale)
+    if not scale > 0.0:
+        raise InvalidInputError(f"scale must be positive (masked scores are -inf); got {scale}")
+    validate_device(q, k, v)
+    require_gpu()
+    cuda_driver()
+    device_index = q.device.index if q.device.index is not None else torch.cuda.current_device()
+    capability = torch.cuda.get_device_capability(device_index)
+    if capability != (9, 0):
+        raise UnsupportedArchError(
+            f"attention_sm90 needs an sm_90 (Hopper) GPU; {torch.cuda.get_device_name(device_index)} is "
+            f"sm_{capability[0]}{capability[1]} (use attention_sm80)"
+        )
+    batch, heads_q, seqlen_q, head_dim = q.shape
+    heads_kv, seqlen_k = k.shape[1], k.shape[2]
+    out = torch.empty((batch, heads_q, seqlen_q, head_dim), dtype=q.dtype, device=q.device)
+    lse = torch.empty((batch, heads_q, seqlen_q), dtype=torch.float32, device=q.device) if return_lse else None
+
+    params = Sm90Params(lse.data_ptr() if return_lse else None, batch, heads_q, heads_kv, seqlen_q, seqlen_k,
+                        scale, scale * _LOG2_E)
+    smem = shared_bytes(head_dim)
+    function = load_function(_compiled(capability), kernel_name(q.dtype, head_dim, causal), device_index, smem)
+    tiles = math.ceil(seqlen_q / BLOCK_M) * heads_q * batch
+    grid = (min(tiles, _sm_count(device_index)), 1, 1)
+    launch(function, grid, (THREADS, 1, 1), smem, [*tensor_maps(q, k, v, out), params], device_index)
+    return (out, lse) if return_lse else out

@@ -1,0 +1,495 @@
+// FlashAttention-3 style forward attention for Hopper (sm_90a only: wgmma, setmaxnreg, TMA).
+//
+//   O[b, h, i, :] = sum_j softmax_j(scale * Q[b, h, i, :] . K[b, h / group, j, :]) V[b, h / group, j, :]
+//
+// Layout: Q, K, V, O are [B, H, S, D] read and written through 4-D TMA tensor maps (built on the host with
+// 128-byte swizzle, box inner extent 64 elements), so any strides with a contiguous last dim work and rows
+// past SQ / SKV read as zero and are never written. GQA: query head h reads key/value head h / (HQ / HKV).
+// Causal masking is top-left aligned, as in attention_sm80.cu: query i attends to key j iff j <= i. LSE
+// (optional): natural-log log-sum-exp of the scaled scores, fp32 [B, HQ, SQ] contiguous.
+//
+// The program is examples/ir/attention_sm90.mlir; the file is organised like FlashAttention-3:
+//   * tile scheduler: a persistent grid (one CTA per SM) walks 128-row query tiles (q_tile, head, batch),
+//     heads grouped in chunks of kHeadChunk so that CTAs running together share K/V in L2, and inside a
+//     chunk the longest causal tiles first;
+//   * pipeline: mbarrier pairs (full: TMA bytes landed; empty: every consumer warp is done reading) for a
+//     single Q buffer and kStages K and V buffers;
+//   * producer warp group (24 registers): one thread issues the TMA loads;
+//   * consumer warp groups 1 and 2 (240 registers): each owns 64 query rows of the tile. Per kv tile j it
+//     issues S_j = Q K_j^T and O += P_{j-1} V_{j-1} as async wgmma, then runs the online softmax of S_j
+//     while P V runs (intra-warpgroup overlap). The two groups take turns issuing GEMMs through named
+//     barriers 1 and 2 (ping-pong), so one group's softmax overlaps the other's GEMMs;
+//   * epilogue: normalise, pack to 16 bits, stage through swizzled shared memory, TMA store; LSE by row.
+// Written only with the primitives of cubridge/*.cuh plus plain control flow.
+#include "cubridge/hopper.cuh"
+#include "cubridge/math.cuh"
+#include "cubridge/sync.cuh"
+
+namespace {
+
+using namespace cubridge;
+
+// Kernel arguments besides the tensor maps; mirrored by ctypes in cubridge/runtime/attention_sm90.py.
+struct AttentionParams {
+  float* lse;  // nullptr: LSE not written
+  int batch;
+  int num_heads_q;
+  int num_heads_kv;
+  int seqlen_q;
+  int seqlen_k;
+  float scale;       // softmax scale applied to Q . K
+  float scale_log2;  // scale * log2(e)
+};
+
+constexpr int kBlockM = 128;                 // query rows per tile
+constexpr int kBlockN = 128;                 // keys per kv tile
+constexpr int kConsumerRows = 64;            // query rows per consumer warp group
+constexpr int kConsumerGroups = kBlockM / kConsumerRows;
+constexpr int kStages = 2;                   // K and V buffers
+constexpr int kWarpGroupThreads = 128;
+constexpr int kThreads = kWarpGroupThreads * (1 + kConsumerGroups);
+constexpr int kConsumerWarps = kConsumerGroups * 4;
+constexpr int kProducerRegisters = 24;
+constexpr int kConsumerRegisters = 240;
+constexpr int kPanelCols = 64;               // 128-byte swizzle panels of 16-bit elements
+constexpr int kHeadChunk = 8;                // (head, batch) pairs walked together by the scheduler
+constexpr int kScoreRegs = kBlockN / 2;      // fp32 scores per thread (64 x 128 tile over 128 threads)
+constexpr int kProbRegs = kBlockN / 4;       // packed 16-bit probabilities per thread
+constexpr float kNegInf = -__builtin_huge_valf();
+
+// Named barriers (0 is __syncthreads): ping-pong turns of consumer groups 0 and 1, then one per group for
+// its epilogue.
+constexpr int kTurnBarrier0 = 1;
+constexpr int kEpilogueBarrier0 = 3;
+
+// ---------------------------------------------------------------------------------------------------------
+// Shared memory: every tile is a sequence of [rows][64] panels, 1024-byte aligned, written by TMA with the
+// 128-byte swizzle that wgmma descriptors expect.
+template <int kHeadDim>
+struct SharedLayout {
+  static constexpr int kPanels = kHeadDim / kPanelCols;
+  static constexpr int kQPanelBytes = kConsumerRows * kPanelCols * 2;  // [64][64]
+  static constexpr int kKvPanelBytes = kBlockN * kPanelCols * 2;       // [128][64]
+  static constexpr int kQHalfBytes = kQPanelBytes * kPanels;           // one consumer's 64 rows of Q
+  static constexpr int kKvTileBytes = kKvPanelBytes * kPanels;
+  static constexpr int kOHalfBytes = kQHalfBytes;
+  static constexpr int kQOffset = 0;
+  static constexpr int kKOffset = kQOffset + kConsumerGroups * kQHalfBytes;
+  static constexpr int kVOffset = kKOffset + kStages * kKvTileBytes;
+  static constexpr int kOOffset = kVOffset + kStages * kKvTileBytes;
+  static constexpr int kBarrierOffset = kOOffset + kConsumerGroups * kOHalfBytes;
+  static constexpr int kBarriers = 2 + 4 * kStages;
+  static constexpr int kAlignSlack = 1024;  // the dynamic block is re-aligned to 1024 bytes
+  static constexpr int kBytes = kBarrierOffset + kBarriers * 8 + kAlignSlack;
+};
+
+static_assert(SharedLayout<128>::kBytes <= 227 * 1024, "D = 128 tiles exceed the 227 KB shared-memory limit");
+static_assert(SharedLayout<64>::kBytes <= 227 * 1024, "D = 64 tiles exceed the 227 KB shared-memory limit");
+
+template <typename T, int kHeadDim>
+struct SharedStorage {
+  using Layout = SharedLayout<kHeadDim>;
+  unsigned char* base;
+
+  __device__ T* q_half(int group) const { return reinterpret_cast<T*>(base + Layout::kQOffset + group * Layout::kQHalfBytes); }
+  __device__ T* k_tile(int stage) const { return reinterpret_cast<T*>(base + Layout::kKOffset + stage * Layout::kKvTileBytes); }
+  __device__ T* v_tile(int stage) const { return reinterpret_cast<T*>(base + Layout::kVOffset + stage * Layout::kKvTileBytes); }
+  __device__ T* o_half(int group) const { return reinterpret_cast<T*>(base + Layout::kOOffset + group * Layout::kOHalfBytes); }
+  __device__ uint64_t* barriers() const { return reinterpret_cast<uint64_t*>(base + Layout::kBarrierOffset); }
+  __device__ uint64_t* q_full() const { return barriers(); }
+  __device__ uint64_t* q_empty() const { return barriers() + 1; }
+  __device__ uint64_t* k_full(int stage) const { return barriers() + 2 + stage; }
+  __device__ uint64_t* k_empty(int stage) const { return barriers() + 2 + kStages + stage; }
+  __device__ uint64_t* v_full(int stage) const { return barriers() + 2 + 2 * kStages + stage; }
+  __device__ uint64_t* v_empty(int stage) const { return barriers() + 2 + 3 * kStages + stage; }
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Pipeline: a running count of kv tiles passed through the kStages buffers; stage and phase parity follow.
+struct PipelineState {
+  int count = 0;
+  __device__ int stage() const { return count % kStages; }
+  __device__ uint32_t parity() const { return (count / kStages) & 1; }
+  // The producer waits on "empty" with the opposite parity: a fresh barrier counts as already released.
+  __device__ uint32_t free_parity() const { return parity() ^ 1; }
+};
+
+// One consumer warp's release of a buffer it finished reading (empty barriers count kConsumerWarps).
+__device__ __forceinline__ void release(uint64_t* empty_barrier, int lane) {
+  if (lane == 0) mbarrier_arrive(empty_barrier);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Tile scheduler: linear tile index -> (q_tile, head, batch). Heads run in chunks of kHeadChunk (head,
+// batch) pairs; inside a chunk q tiles go from last to first (longest causal tiles first), heads fastest.
+struct Tile {
+  int q_tile;
+  int head;
+  int batch;
+};
+
+struct TileScheduler {
+  int num_q_tiles;
+  int num_head_batch;
+  int num_heads_q;
+  int total;
+
+  __device__ TileScheduler(const AttentionParams& p)
+      : num_q_tiles((p.seqlen_q + kBlockM - 1) / kBlockM),
+        num_head_batch(p.batch * p.num_heads_q),
+        num_heads_q(p.num_heads_q),
+        total(num_q_tiles * p.batch * p.num_heads_q) {}
+
+  __device__ int first() const { return blockIdx.x; }
+  __device__ int next(int linear) const { return linear + gridDim.x; }
+  __device__ bool valid(int linear) const { return linear < total; }
+
+  __device__ Tile decode(int linear) const {
+    const int chunk_tiles = kHeadChunk * num_q_tiles;
+    const int chunk = linear / chunk_tiles;
+    const int within = linear - chunk * chunk_tiles;
+    const int first_pair = chunk * kHeadChunk;
+    const int width = min(kHeadChunk, num_head_batch - first_pair);
+    const int pair = first_pair + within % width;
+    return Tile{num_q_tiles - 1 - within / width, pair % num_heads_q, pair / num_heads_q};
+  }
+};
+
+// kv tiles a query tile visits: all of them, or (causal) those holding a key <= the tile's last row.
+template <bool kCausal>
+__device__ __forceinline__ int num_kv_tiles(const AttentionParams& p, int q_tile) {
+  const int kv_end = kCausal ? min(p.seqlen_k, (q_tile + 1) * kBlockM) : p.seqlen_k;
+  return (kv_end + kBlockN - 1) / kBlockN;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Producer: one thread streams Q (two 64-row halves) and the K, V tiles of every scheduled query tile.
+template <typename T, int kHeadDim, bool kCausal>
+__device__ __forceinline__ void producer_mainloop(const SharedStorage<T, kHeadDim>& smem, const AttentionParams& p,
+                                                  const CUtensorMap* q_map, const CUtensorMap* k_map,
+                                                  const CUtensorMap* v_map) {
+  using Layout = SharedLayout<kHeadDim>;
+  const TileScheduler scheduler(p);
+  const int heads_per_kv_head = p.num_heads_q / p.num_heads_kv;
+  PipelineState kv;
+  int tile_count = 0;
+  for (int linear = scheduler.first(); scheduler.valid(linear); linear = scheduler.next(linear)) {
+    const Tile tile = scheduler.decode(linear);
+    const int kv_head = tile.head / heads_per_kv_head;
+    mbarrier_wait(smem.q_empty(), (tile_count & 1) ^ 1);
+    mbarrier_expect_tx(smem.q_full(), kConsumerGroups * Layout::kQHalfBytes);
+    for (int group = 0; group < kConsumerGroups; ++group)
+      for (int panel = 0; panel < Layout::kPanels; ++panel)
+        tma_load_4d(reinterpret_cast<unsigned char*>(smem.q_half(group)) + panel * Layout::kQPanelBytes, q_map,
+                    smem.q_full(), panel * kPanelCols, tile.q_tile * kBlockM + group * kConsumerRows, tile.head,
+                    tile.batch);
+    const int kv_tiles = num_kv_tiles<kCausal>(p, tile.q_tile);
+    for (int j = 0; j < kv_tiles; ++j, ++kv.count) {
+      const int stage = kv.stage();
+      mbarrier_wait(smem.k_empty(stage), kv.free_parity());
+      mbarrier_expect_tx(smem.k_full(stage), Layout::kKvTileBytes);
+      for (int panel = 0; panel < Layout::kPanels; ++panel)
+        tma_load_4d(reinterpret_cast<unsigned char*>(smem.k_tile(stage)) + panel * Layout::kKvPanelBytes, k_map,
+                    smem.k_full(stage), panel * kPanelCols, j * kBlockN, kv_head, tile.batch);
+      mbarrier_wait(smem.v_empty(stage), kv.free_parity());
+      mbarrier_expect_tx(smem.v_full(stage), Layout::kKvTileBytes);
+      for (int panel = 0; panel < Layout::kPanels; ++panel)
+        tma_load_4d(reinterpret_cast<unsigned char*>(smem.v_tile(stage)) + panel * Layout::kKvPanelBytes, v_map,
+                    smem.v_full(stage), panel * kPanelCols, j * kBlockN, kv_head, tile.batch);
+    }
+    ++tile_count;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Softmax over this thread's fragment of a 64 x 128 score tile (wgmma accumulator layout: element e is row
+// g + 8 * ((e >> 1) & 1), column 8 * (e >> 2) + 2 t + (e & 1) of the warp's 16 rows; g = lane / 4,
+// t = lane % 4). Each thread holds two rows; a row's 128 values live in the 4 lanes of a quad.
+struct RowState {
+  float max[2];  // running max of the raw (unscaled) scores
+  float sum[2];  // this thread's partial sums of exp2; the quad reduces them in the epilogue
+};
+
+// Sets to -inf the scores of keys >= seqlen_k and, when causal, of keys after the query row.
+template <bool kCausal>
+__device__ __forceinline__ void mask_scores(float (&s)[kScoreRegs], int row0, int n0, int seqlen_k, int t) {
+#pragma unroll
+  for (int e = 0; e < kScoreRegs; ++e) {
+    const int row = row0 + 8 * ((e >> 1) & 1);
+    const int col = n0 + 8 * (e >> 2) + 2 * t + (e & 1);
+    if (col >= seqlen_k || (kCausal && col > row)) s[e] = kNegInf;
+  }
+}
+
+// Online softmax step: raises the running max with this tile's scores, returns in `alpha` the factor
+// exp2((old max - new max) * scale_log2) that rescales the running sum (done here) and O (done by the
+// caller once the in-flight P V retired), and turns the scores into probabilities packed to 16 bits.
+template <typename T>
+__device__ __forceinline__ void softmax_update(float (&s)[kScoreRegs], RowState& state, float (&alpha)[2],
+                                               uint32_t (&probs)[kProbRegs], float scale_log2) {
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    float tile_max = state.max[half];
+#pragma unroll
+    for (int i = 0; i < kScoreRegs / 4; ++i)
+      tile_max = fmaxf(tile_max, fmaxf(s[4 * i + 2 * half], s[4 * i + 2 * half + 1]));
+    const float new_max = row_reduce_max(tile_max);
+    // A row with no visible key so far keeps max -inf; subtract 0 then, so exp2 sees -inf, not NaN.
+    const float max_scaled = new_max == kNegInf ? 0.f : new_max * scale_log2;
+    alpha[half] = fast_exp2(state.max[half] * scale_log2 - max_scaled);
+    state.max[half] = new_max;
+    float sum = 0.f;
+#pragma unroll
+    for (int i = 0; i < kScoreRegs / 4; ++i)
+#pragma unroll
+      for (int e = 4 * i + 2 * half; e < 4 * i + 2 * half + 2; ++e) {
+        s[e] = fast_exp2(fmaf(s[e], scale_log2, -max_scaled));
+        sum += s[e];
+      }
+    state.sum[half] = state.sum[half] * alpha[half] + sum;
+  }
+#pragma unroll
+  for (int j = 0; j < kProbRegs; ++j) probs[j] = convert_pack<T>(s[2 * j], s[2 * j + 1]);
+}
+
+template <int kCount>
+__device__ __forceinline__ void rescale_rows(float (&acc)[kCount], const float (&alpha)[2]) {
+#pragma unroll
+  for (int e = 0; e < kCount; ++e) acc[e] *= alpha[(e >> 1) & 1];
+}
+
+// Ping-pong: a consumer group issues its GEMMs only on its turn, then hands the turn to the other group.
+__device__ __forceinline__ void begin_gemm_turn(int group) {
+  named_barrier_sync(kTurnBarrier0 + group, kConsumerGroups * kWarpGroupThreads);
+}
+__device__ __forceinline__ void end_gemm_turn(int group) {
+  named_barrier_arrive(kTurnBarrier0 + (1 - group), kConsumerGroups * kWarpGroupThreads);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Epilogue of one consumer group: O / row sum -> 16 bits -> swizzled shared tile -> TMA store; LSE by row.
+template <typename T, int kHeadDim>
+__device__ __forceinline__ void epilogue(float (&o)[kHeadDim / 2], const RowState& state, const AttentionParams& p,
+                                         const SharedStorage<T, kHeadDim>& smem, const CUtensorMap* o_map,
+                                         const Tile& tile, int group, int thread_in_group) {
+  using Layout = SharedLayout<kHeadDim>;
+  const int warp = thread_in_group / 32;
+  const int lane = thread_in_group % 32;
+  const int g = lane / 4;
+  const int t = lane % 4;
+  const int group_row0 = tile.q_tile * kBlockM + group * kConsumerRows;
+  float inverse[2];
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const float sum = row_reduce_sum(state.sum[half]);
+    inverse[half] = sum > 0.f ? 1.f / sum : 0.f;
+    const int row = group_row0 + 16 * warp + g + 8 * half;
+    if (p.lse != nullptr && t == 0 && row < p.seqlen_q) {
+      const int64_t index = (int64_t(tile.batch) * p.num_heads_q + tile.head) * p.seqlen_q + row;
+      p.lse[index] = sum > 0.f ? state.max[half] * p.scale + logf(sum) : kNegInf;
+    }
+  }
+  // The previous tile's TMA store must have read o_half before it is overwritten.
+  const bool issuer = thread_in_group == 0;
+  if (issuer) store_async_wait<0>();
+  named_barrier_sync(kEpilogueBarrier0 + group, kWarpGroupThreads);
+  unsigned char* o_tile = reinterpret_cast<unsigned char*>(smem.o_half(group));
+#pragma unroll
+  for (int e = 0; e < kHeadDim / 2; e += 2) {
+    const int row = 16 * warp + g + 8 * ((e >> 1) & 1);
+    const int chunk = e >> 2;  // 8-column chunk of the head dim
+    const int panel = chunk / 8;
+    const int swizzled = (chunk % 8) ^ (row % 8);
+    const uint32_t packed = convert_pack<T>(o[e] * inverse[(e >> 1) & 1], o[e + 1] * inverse[(e >> 1) & 1]);
+    *reinterpret_cast<uint32_t*>(o_tile + panel * Layout::kQPanelBytes + row * 128 + swizzled * 16 + 4 * t) = packed;
+  }
+  fence_async_shared();
+  named_barrier_sync(kEpilogueBarrier0 + group, kWarpGroupThreads);
+  if (issuer && group_row0 < p.seqlen_q) {
+    for (int panel = 0; panel < Layout::kPanels; ++panel)
+      tma_store_4d(o_map, o_tile + panel * Layout::kQPanelBytes, panel * kPanelCols, group_row0, tile.head,
+                   tile.batch);
+    store_async_commit();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Consumer: one warp group, 64 query rows of every scheduled tile.
+template <typename T, int kHeadDim, bool kCausal>
+__device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDim>& smem, const AttentionParams& p,
+                                                  const CUtensorMap* o_map, int group, int thread_in_group) {
+  using Layout = SharedLayout<kHeadDim>;
+  constexpr int kQkSlices = kHeadDim / 16;
+  constexpr int kPvSlices = kBlockN / 16;
+  const int warp = thread_in_group / 32;
+  const int lane = thread_in_group % 32;
+  const int g = lane / 4;
+  const int t = lane % 4;
+  const TileScheduler scheduler(p);
+  const T* q_half = smem.q_half(group);
+
+  if (group == 1) named_barrier_arrive(kTurnBarrier0, kConsumerGroups * kWarpGroupThreads);  // group 0 starts
+
+  PipelineState kv;
+  int tile_count = 0;
+  for (int linear = scheduler.first(); scheduler.valid(linear); linear = scheduler.next(linear), ++tile_count) {
+    const Tile tile = scheduler.decode(linear);
+    const int group_row0 = tile.q_tile * kBlockM + group * kConsumerRows;
+    const int thread_row0 = group_row0 + 16 * warp + g;
+    const int kv_tiles = num_kv_tiles<kCausal>(p, tile.q_tile);
+    // Does kv tile j need masking for this group's rows (sequence tail, or keys past the first row)?
+    auto needs_mask = [&](int j) {
+      return (j + 1) * kBlockN > p.seqlen_k || (kCausal && (j + 1) * kBlockN - 1 > group_row0);
+    };
+
+    float s[kScoreRegs];
+    float o[kHeadDim / 2];
+    uint32_t p_even[kProbRegs];  // P of even kv tiles
+    uint32_t p_odd[kProbRegs];   // P of odd kv tiles
+    float alpha[2];
+    RowState state = {{kNegInf, kNegInf}, {0.f, 0.f}};
+#pragma unroll
+    for (int e = 0; e < kHeadDim / 2; ++e) o[e] = 0.f;
+
+    mbarrier_wait(smem.q_full(), tile_count & 1);
+
+    // kv tile 0: S = Q K^T, then its softmax.
+    {
+      const int stage = kv.stage();
+      mbarrier_wait(smem.k_full(stage), kv.parity());
+      begin_gemm_turn(group);
+      gemm_fence_operand(s);
+      gemm_fence();
+      gemm_async<kBlockN, kQkSlices, false, T>(s, q_half, Layout::kQPanelBytes, smem.k_tile(stage),
+                                               Layout::kKvPanelBytes, false);
+      end_gemm_turn(group);
+      gemm_wait<0>();
+      gemm_fence_operand(s);
+      release(smem.k_empty(stage), lane);
+      if (needs_mask(0)) mask_scores<kCausal>(s, thread_row0, 0, p.seqlen_k, t);
+      softmax_update<T>(s, state, alpha, p_even, p.scale_log2);
+      ++kv.count;
+    }
+
+    // kv tiles 1..n-1: issue S_j = Q K_j^T and O += P_{j-1} V_{j-1}, then the softmax of S_j under P V.
+    // P alternates between two register tiles (the loop body runs twice per trip), so no copy redefines
+    // a wgmma operand register inside the loop; ptxas would otherwise serialize the wgmmas (C7513).
+    auto mainloop_step = [&](int j, uint32_t (&p_in)[kProbRegs], uint32_t (&p_out)[kProbRegs]) {
+      const int stage = kv.stage();
+      const PipelineState prev{kv.count - 1};
+      mbarrier_wait(smem.k_full(stage), kv.parity());
+      mbarrier_wait(smem.v_full(prev.stage()), prev.parity());
+      begin_gemm_turn(group);
+      gemm_fence_operand(s);
+      gemm_fence_operand(o);
+      gemm_fence_operand(p_in);
+      gemm_fence();
+      gemm_async<kBlockN, kQkSlices, false, T>(s, q_half, Layout::kQPanelBytes, smem.k_tile(stage),
+                                               Layout::kKvPanelBytes, false);
+      gemm_async_rs<kHeadDim, kPvSlices, T>(o, p_in, smem.v_tile(prev.stage()), Layout::kKvPanelBytes, true);
+      end_gemm_turn(group);
+      gemm_wait<1>();
+      gemm_fence_operand(s);
+      release(smem.k_empty(stage), lane);
+      if (needs_mask(j)) mask_scores<kCausal>(s, thread_row0, j * kBlockN, p.seqlen_k, t);
+      softmax_update<T>(s, state, alpha, p_out, p.scale_log2);
+      gemm_wait<0>();
+      gemm_fence_operand(o);
+      gemm_fence_operand(p_in);
+      release(smem.v_empty(prev.stage()), lane);
+      rescale_rows(o, alpha);
+      ++kv.count;
+    };
+    // Last P V of the tile, then the epilogue.
+    auto last_pv = [&](uint32_t (&p_in)[kProbRegs]) {
+      const PipelineState last{kv.count - 1};
+      mbarrier_wait(smem.v_full(last.stage()), last.parity());
+      begin_gemm_turn(group);
+      gemm_fence_operand(o);
+      gemm_fence_operand(p_in);
+      gemm_fence();
+      gemm_async_rs<kHeadDim, kPvSlices, T>(o, p_in, smem.v_tile(last.stage()), Layout::kKvPanelBytes, true);
+      end_gemm_turn(group);
+      gemm_wait<0>();
+      gemm_fence_operand(o);
+      gemm_fence_operand(p_in);
+      release(smem.v_empty(last.stage()), lane);
+    };
+
+    int j = 1;
+    for (; j + 1 < kv_tiles; j += 2) {
+      mainloop_step(j, p_even, p_odd);
+      mainloop_step(j + 1, p_odd, p_even);
+    }
+    if (j < kv_tiles) {
+      mainloop_step(j, p_even, p_odd);
+      release(smem.q_empty(), lane);
+      last_pv(p_odd);
+    } else {
+      release(smem.q_empty(), lane);
+      last_pv(p_even);
+    }
+
+    epilogue<T, kHeadDim>(o, state, p, smem, o_map, tile, group, thread_in_group);
+  }
+
+  // Balance the ping-pong: group 1's opening arrival on group 0's barrier is still pending.
+  if (group == 0) begin_gemm_turn(0);
+  if (thread_in_group == 0) store_async_wait<0>();
+}
+
+// ---------------------------------------------------------------------------------------------------------
+template <typename T, int kHeadDim, bool kCausal>
+__device__ __forceinline__ void attention_forward(const CUtensorMap* q_map, const CUtensorMap* k_map,
+                                                  const CUtensorMap* v_map, const CUtensorMap* o_map,
+                                                  const AttentionParams& p) {
+  extern __shared__ unsigned char shared_raw[];
+  // Offsetting the __shared__ array itself (not a round trip through an integer) keeps the pointers in the
+  // shared window, so plain stores to them compile to STS rather than generic ST.
+  const SharedStorage<T, kHeadDim> smem{shared_raw + ((1024 - (smem_u32(shared_raw) & 1023)) & 1023)};
+
+  if (threadIdx.x == 0) {
+    mbarrier_init(smem.q_full(), 1);
+    mbarrier_init(smem.q_empty(), kConsumerWarps);
+    for (int stage = 0; stage < kStages; ++stage) {
+      mbarrier_init(smem.k_full(stage), 1);
+      mbarrier_init(smem.k_empty(stage), kConsumerWarps);
+      mbarrier_init(smem.v_full(stage), 1);
+      mbarrier_init(smem.v_empty(stage), kConsumerWarps);
+    }
+    fence_async_shared();
+  }
+  barrier();
+
+  const int warp_group = threadIdx.x / kWarpGroupThreads;
+  if (warp_group == 0) {
+    setmaxnreg_dec<kProducerRegisters>();
+    if (threadIdx.x == 0) producer_mainloop<T, kHeadDim, kCausal>(smem, p, q_map, k_map, v_map);
+  } else {
+    setmaxnreg_inc<kConsumerRegisters>();
+    consumer_mainloop<T, kHeadDim, kCausal>(smem, p, o_map, warp_group - 1,
+                                            threadIdx.x - warp_group * kWarpGroupThreads);
+  }
+}
+
+}  // namespace
+
+// Entry points: attention_sm90_<dtype>_d<head dim>_<mask>. Launch with kThreads (384) threads, a persistent
+// grid of at most one CTA per SM, and SharedLayout<D>::kBytes of dynamic shared memory. Tensor maps: Q and O
+// box [1, 1, 64, 64], K and V box [1, 1, 128, 64], all 128-byte swizzled.
+#define CUBRIDGE_ATTENTION_SM90_ENTRY(name, T, head_dim, causal)                                               \
+  extern "C" __global__ void __launch_bounds__(kThreads, 1)                                                   \
+      name(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,              \
+           const __grid_constant__ CUtensorMap v_map, const __grid_constant__ CUtensorMap o_map,              \
+           const AttentionParams p) {                                                                          \
+    attention_forward<T, head_dim, causal>(&q_map, &k_map, &v_map, &o_map, p);                                \
+  }
+
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d128_full, __nv_bfloat16, 128, false)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d128_causal, __nv_bfloat16, 128, true)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d128_full, __half, 128, false)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d128_causal, __half, 128, true)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d64_full, __nv_bfloat16, 64, false)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d64_causal, __nv_bfloat16, 64, true)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d64_full, __half, 64, false)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d64_causal, __half, 64, true)

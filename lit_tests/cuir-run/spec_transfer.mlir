@@ -1,0 +1,13 @@
+// Kernels transferred to a spec verify against that spec (captured tables
+// and data-dependent kv tile ranges become kernel arguments the executor
+// binds from the spec); a kernel checked against another spec is a mismatch.
+//
+// RUN: cuir-opt %examples/ir/attention_sm90.mlir -p 'transfer{spec="%examples/specs/alibi.py"}' | cuir-run - --spec %examples/specs/alibi.py | filecheck %s --check-prefix ALIBI
+// RUN: cuir-opt %examples/ir/attention_sm80.mlir -p 'transfer{spec="%examples/specs/document_mask.py"}' | cuir-run - --spec %examples/specs/document_mask.py --schedules 2 | filecheck %s --check-prefix DOCUMENT
+// RUN: cuir-opt %examples/ir/attention_sm90.mlir -p 'transfer{spec="%examples/specs/sigmoid.py"}' | cuir-run - --spec %examples/specs/sigmoid.py | filecheck %s --check-prefix SIGMOID
+// RUN: cuir-opt %examples/ir/attention_sm80.mlir -p 'transfer{spec="%examples/specs/causal.py"}' | not cuir-run - --spec %examples/specs/sliding_window.py | filecheck %s --check-prefix WRONG
+
+// ALIBI: cuir-run: verified: o rel_frob={{.*}}; lse rel_frob={{.*}} (worst of 3 run(s))
+// DOCUMENT: cuir-run: verified: o rel_frob={{.*}}; lse rel_frob={{.*}} (worst of 6 run(s))
+// SIGMOID: cuir-run: verified: o rel_frob={{[^;]*}} (worst of 3 run(s))
+// WRONG: cuir-run: mismatch: o rel_frob={{.*}} at B=2 HQ=4 HKV=2 SQ=200 SKV=300 D=128 seed=0 schedule=round-robin

@@ -1,0 +1,43 @@
+"""CPU tests of attention_sm90's host side: entry-point names, shared-memory size, TMA-legal views, input checks."""
+
+import re
+
+import pytest
+import torch
+
+from cubridge.runtime import InvalidInputError, attention_sm90
+from cubridge.runtime.attention_sm90 import SOURCE, kernel_name, shared_bytes, tma_view
+
+
+def test_kernel_names_exist_in_the_source():
+    text = SOURCE.read_text()
+    for dtype in (torch.bfloat16, torch.float16):
+        for head_dim in (64, 128):
+            for causal in (False, True):
+                assert f"CUBRIDGE_ATTENTION_SM90_ENTRY({kernel_name(dtype, head_dim, causal)}," in text
+
+
+def test_shared_bytes_mirror_the_kernel_layout():
+    text = SOURCE.read_text()
+    constants = {name: int(value) for name, value in re.findall(r"constexpr int (k\w+) = (\d+);", text)}
+    assert (constants["kBlockM"], constants["kBlockN"], constants["kStages"]) == (128, 128, 2)
+    assert shared_bytes(128) == 197712 and shared_bytes(64) == 99408
+    assert shared_bytes(128) <= 227 * 1024
+
+
+def test_tma_view_fixes_size_one_strides_only():
+    base = torch.randn(1, 300, 1, 128)  # [B=1, S, H=1, D] storage
+    view = base.transpose(1, 2)  # [1, 1, 300, 128] with odd-looking strides on the size-1 dims
+    fixed = tma_view(view)
+    assert fixed.shape == view.shape and fixed.data_ptr() == view.data_ptr()
+    assert fixed.stride()[2:] == view.stride()[2:]
+    assert all(stride % 8 == 0 for stride in fixed.stride()[:3])
+    assert torch.equal(fixed, view)
+
+
+def test_input_errors_name_the_sm90_entry_point():
+    q = torch.empty(1, 2, 16, 96, dtype=torch.bfloat16)
+    with pytest.raises(InvalidInputError, match="attention_sm90 takes 64 or 128"):
+        attention_sm90(q, q, q)
+    with pytest.raises(InvalidInputError, match="must be CUDA tensors"):
+        attention_sm90(*(torch.empty(1, 2, 16, 128, dtype=torch.bfloat16),) * 3)

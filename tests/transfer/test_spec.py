@@ -1,0 +1,92 @@
+"""The spec frontend: references, captures and kernel inputs."""
+
+import dataclasses
+import math
+
+import pytest
+import torch
+
+from cubridge.diagnostics import CuBridgeError
+from cubridge.frontends.spec import load_spec
+
+from transfer_helpers import load_program, spec_path, transferred
+
+
+def random_qkv(batch=2, heads=4, kv_heads=2, seqlen_q=37, seqlen_kv=53, dim=16):
+    generator = torch.Generator().manual_seed(0)
+    q = torch.randn(batch, heads, seqlen_q, dim, generator=generator, dtype=torch.float64)
+    k, v = (torch.randn(batch, kv_heads, seqlen_kv, dim, generator=generator, dtype=torch.float64) for _ in range(2))
+    return q, k, v
+
+
+def test_user_reference_agrees_with_the_materialized_hooks():
+    spec = load_spec(spec_path("causal"))
+    hooks_only = dataclasses.replace(spec, user_reference=None)
+    q, k, v = random_qkv()
+    torch.testing.assert_close(spec.reference(q, k, v, 0.25), hooks_only.reference(q, k, v, 0.25))
+
+
+def test_fully_masked_rows_give_zero_output_and_minus_infinite_lse():
+    spec = load_spec(spec_path("document_mask"))
+    q, k, v = random_qkv(seqlen_q=60, seqlen_kv=30)  # queries from document 1 on see no key
+    output, lse = spec.reference(q, k, v, 0.25), spec.reference_lse(q, k, v, 0.25)
+    assert torch.all(output[:, :, 40:] == 0)
+    assert torch.all(lse[:, :, 40:] == -math.inf)
+    assert torch.isfinite(lse[:, :, :37]).all()
+
+
+def test_lse_only_for_softmax():
+    q, k, v = random_qkv()
+    assert load_spec(spec_path("sigmoid")).reference_lse(q, k, v, 0.25) is None
+
+
+def test_captured_tensors_become_kernel_inputs():
+    spec = load_spec(spec_path("alibi"))
+    assert list(spec.captures) == ["alibi_slopes"]
+    kernel = next(op for op in transferred("sm80", spec_path("alibi")).walk() if op.name == "cuir.kernel")
+    q, k, v = random_qkv()
+    inputs = spec.extra_inputs(kernel, q, k, v)
+    assert list(inputs) == ["alibi_slopes"]
+    assert inputs["alibi_slopes"].dtype.name == "float32"
+
+
+def test_reference_kernel_takes_no_extra_inputs():
+    _, module = load_program("sm90")
+    kernel = next(op for op in module.walk() if op.name == "cuir.kernel")
+    assert load_spec(spec_path("alibi")).extra_inputs(kernel, *random_qkv()) == {}
+
+
+def test_data_dependent_mask_gets_a_range_table():
+    spec = load_spec(spec_path("document_mask"))
+    kernel = next(op for op in transferred("sm90", spec_path("document_mask")).walk() if op.name == "cuir.kernel")
+    q, k, v = random_qkv(seqlen_q=300, seqlen_kv=300)
+    table = spec.extra_inputs(kernel, q, k, v)["kv_tile_ranges"]
+    assert table.shape == (2, 4, 3, 4)  # [B, HQ, q tiles of 128, (kv_lo, kv_hi, full_lo, full_hi)]
+    # documents of 37, 120, 5, 64, 200 tokens: rows 0..127 see keys 0..156 (kv tiles 0, 1),
+    # and no 128 x 128 tile of theirs is full
+    assert table[0, 0, 0].tolist() == [0, 2, 3, 3]
+    # rows 256..299 are all in the last document (226..425): kv tiles 1 and 2, none full
+    assert table[0, 0, 2].tolist() == [1, 3, 3, 3]
+
+
+def test_eager_attention_gives_the_hooks_it_was_written_with():
+    spec = load_spec(spec_path("eager_causal_softcap"))
+    assert spec.normalization == "softmax"
+    q, k, v = random_qkv()
+    b, h = torch.arange(2).view(-1, 1, 1, 1), torch.arange(4).view(1, -1, 1, 1)
+    q_idx, kv_idx = torch.arange(37).view(1, 1, -1, 1), torch.arange(53).view(1, 1, 1, -1)
+    torch.testing.assert_close(spec.mask_mod(b, h, q_idx, kv_idx), (kv_idx <= q_idx).expand(1, 1, 37, 53))
+    score = torch.linspace(-9, 9, 53, dtype=torch.float64)
+    torch.testing.assert_close(spec.score_mod(score, b, h, q_idx, kv_idx), 2.5 * torch.tanh(score / 2.5))
+    hooks_only = dataclasses.replace(spec, user_reference=None)
+    torch.testing.assert_close(hooks_only.reference(q, k, v, 0.25), spec.reference(q, k, v, 0.25))
+
+
+def test_eager_function_that_is_not_attention_is_a_located_error(tmp_path):
+    path = tmp_path / "spec.py"
+    path.write_text("def attention(q, k, v):\n    return q @ k.transpose(-2, -1)\n")
+    with pytest.raises(CuBridgeError) as error:
+        load_spec(str(path))
+    assert str(error.value) == (
+        f"{path}:1: error: eager attention: the result is not P @ v for P = softmax/sigmoid/relu of the scores"
+    )
