@@ -148,9 +148,18 @@ def parse_module(ctx: Context, text: str, filename: str, line_offset: int = 0) -
 
 
 def verify_module(module: ModuleOp) -> None:
-    """Verify every op; the first failure becomes a located CuBridgeError."""
-    for op in module.walk():
+    """Verify every op, nested ops before the op that holds them (the innermost
+    failure is the most precise); the first failure becomes a located CuBridgeError."""
+    for op in _post_order(module):
         try:
             op.verify(verify_nested_ops=False)
         except DiagnosticException as error:
             raise CuBridgeError(str(error.args[0]), describe_location(op)) from None
+
+
+def _post_order(op: Operation):
+    for region in op.regions:
+        for block in region.blocks:
+            for nested in block.ops:
+                yield from _post_order(nested)
+    yield op

@@ -263,6 +263,12 @@ class KernelOp(IRDLOperation):
                 f"kernel @{self.sym_name.data} names {len(self.arg_names.data)} "
                 f"arguments but has {len(args)}"
             )
+        for name, arg in zip(self.arg_names.data, args):
+            if isinstance(arg.type, OWNED_TYPES):
+                raise VerifyException(
+                    f"kernel argument '{name.data}' has register type {arg.type}; kernel "
+                    "arguments are global tensors or scalars"
+                )
         threads = self.threads.value.data
         if not 0 < threads <= MAX_THREADS_PER_BLOCK or threads % WARPGROUP_THREADS:
             raise VerifyException(
@@ -321,6 +327,11 @@ class KernelOp(IRDLOperation):
                     f"the kernel has {threads}"
                 )
             for other_begin, other_end, other in claimed:
+                if other == worker.sym_name.data:
+                    raise VerifyException(
+                        f"two workers are named @{other}; a worker name identifies the "
+                        "owner of register values"
+                    )
                 if begin < other_end and other_begin < end:
                     raise VerifyException(
                         f"workers @{other} and @{worker.sym_name.data} share threads"

@@ -144,7 +144,8 @@ class CuirOptMain(xDSLOptMain):
         except CuBridgeError:
             raise
         except DiagnosticException as error:
-            raise CuBridgeError(str(error.args[0]) if error.args else str(error)) from None
+            message = str(error.args[0]) if error.args else str(error)
+            raise CuBridgeError(message, self.get_input_name()) from None
         return self._print(module)
 
     def _print(self, module: ModuleOp) -> str:

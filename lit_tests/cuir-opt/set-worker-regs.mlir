@@ -23,7 +23,7 @@
 // SM80: cuir.worker @mma threads 0 to 128 regs 128 (%group) {
 
 // UNKNOWN-NOT: Traceback
-// UNKNOWN:     {{^}}error: no cuir.worker @mma (workers: @consumer, @producer)
+// UNKNOWN:     {{^.*}}attention_sm90.mlir: error: no cuir.worker @mma (workers: @consumer, @producer)
 // UNKNOWN-NOT: {{.}}
 
 // 128 x 24 + 256 x 248 = 66560 registers

@@ -102,6 +102,26 @@ cuir.kernel @k() threads 256 smem 0 cluster 1x1x1 tile_m 64 schedule grid {
 
 // -----
 
+// duplicate worker names
+// CHECK-NEXT: {{.*}}invalid-work.mlir:[[# @LINE + 1]]:1: error: two workers are named @w; a worker name identifies the owner of register values
+cuir.kernel @k() threads 256 smem 0 cluster 1x1x1 tile_m 64 schedule grid {
+  cuir.worker @w threads 0 to 128 (%i) {
+  }
+  cuir.worker @w threads 128 to 256 (%j) {
+  }
+}
+
+// -----
+
+// register values are not kernel arguments
+// CHECK-NEXT: {{.*}}invalid-work.mlir:[[# @LINE + 1]]:1: error: kernel argument 't' has register type !cuir.tile<64x64xf32, @w>; kernel arguments are global tensors or scalars
+cuir.kernel @k(%t: !cuir.tile<64x64xf32, @w>) threads 128 smem 0 cluster 1x1x1 tile_m 64 schedule grid {
+  cuir.worker @w threads 0 to 128 (%i) {
+  }
+}
+
+// -----
+
 // overlapping workers
 // CHECK-NEXT: {{.*}}invalid-work.mlir:[[# @LINE + 1]]:1: error: workers @producer and @consumer share threads
 cuir.kernel @k() threads 384 smem 0 cluster 1x1x1 tile_m 64 schedule grid {
