@@ -120,8 +120,9 @@ __device__ __forceinline__ void release(uint64_t* empty_barrier, int lane) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Tile scheduler: linear tile index -> (q_tile, head, batch). Heads run in chunks of kHeadChunk (head,
-// batch) pairs; inside a chunk q tiles go from last to first (longest causal tiles first), heads fastest.
+// Tile scheduler: static persistent schedule, linear tile index -> (q_tile, head, batch). Heads run in chunks
+// of kHeadChunk (head, batch) pairs; inside a chunk q tiles go from last to first (longest causal tiles
+// first), heads fastest.
 struct Tile {
   int q_tile;
   int head;
@@ -140,8 +141,15 @@ struct TileScheduler {
         num_heads_q(p.num_heads_q),
         total(num_q_tiles * p.batch * p.num_heads_q) {}
 
-  __device__ int first() const { return blockIdx.x; }
-  __device__ int next(int linear) const { return linear + gridDim.x; }
+  // Round r hands tiles r * grid .. r * grid + grid - 1 to the CTAs, in CTA order on even rounds and reverse
+  // CTA order on odd ones (snake): inside a chunk, tile lengths fall along the linear index, so plain
+  // round-robin would give CTA 0 the longest tile of every round; the snake pairs long with short.
+  __device__ int at_round(int round) const {
+    const int slot = (round & 1) ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+    return round * gridDim.x + slot;
+  }
+  __device__ int first() const { return at_round(0); }
+  __device__ int next(int linear) const { return at_round(linear / gridDim.x + 1); }
   __device__ bool valid(int linear) const { return linear < total; }
 
   __device__ Tile decode(int linear) const {
