@@ -26,10 +26,8 @@ _sm90 = sys.modules["cubridge.runtime.attention_sm90"]
 # name -> (diag, [(old, new), ...])
 VARIANTS: dict[str, tuple[bool, list[tuple[str, str]]]] = {
     "shipped": (False, []),
-    "round-robin": (False, [("const int slot = (round & 1) ? gridDim.x - 1 - blockIdx.x : blockIdx.x;",
-                             "const int slot = blockIdx.x;")]),
-    "head-chunk-4": (False, [("constexpr int kHeadChunk = 8;", "constexpr int kHeadChunk = 4;")]),
-    "head-chunk-16": (False, [("constexpr int kHeadChunk = 8;", "constexpr int kHeadChunk = 16;")]),
+    "head-chunk-8": (False, [("head_chunk(p.head_chunk),", "head_chunk(8),")]),
+    "head-chunk-2": (False, [("head_chunk(p.head_chunk),", "head_chunk(2),")]),
     "diag-no-exp2": (True, [("s[e] = fast_exp2(fmaf(s[e], scale_log2, -max_scaled));",
                              "s[e] = fmaf(s[e], scale_log2, -max_scaled);")]),
     "diag-no-pingpong": (True, [

@@ -24,6 +24,8 @@ THREADS = 384  # producer warp group + two consumer warp groups
 PANEL_COLS = 64  # 128-byte swizzle panels of 16-bit elements
 BARRIERS = 2 + 4 * STAGES
 ALIGN_SLACK = 1024
+MAX_HEAD_CHUNK = 8
+CHUNK_L2_BYTES = 32 * 2**20  # K + V of one scheduler chunk should fit here (H100 / H200 L2: 50 MB)
 _LOG2_E = 1.4426950408889634
 
 
@@ -33,7 +35,7 @@ class Sm90Params(ctypes.Structure):
     _fields_ = [
         ("lse", ctypes.c_void_p),
         ("batch", ctypes.c_int32), ("num_heads_q", ctypes.c_int32), ("num_heads_kv", ctypes.c_int32),
-        ("seqlen_q", ctypes.c_int32), ("seqlen_k", ctypes.c_int32),
+        ("seqlen_q", ctypes.c_int32), ("seqlen_k", ctypes.c_int32), ("head_chunk", ctypes.c_int32),
         ("scale", ctypes.c_float), ("scale_log2", ctypes.c_float),
     ]
 
@@ -44,6 +46,13 @@ def shared_bytes(head_dim: int) -> int:
     q_half = CONSUMER_ROWS * head_dim * 2
     kv_tile = BLOCK_N * head_dim * 2
     return 2 * q_half + 2 * STAGES * kv_tile + 2 * q_half + BARRIERS * 8 + ALIGN_SLACK
+
+
+def head_chunk(seqlen_k: int, head_dim: int, element_bytes: int = 2) -> int:
+    """(head, batch) pairs the tile scheduler walks together: as many as MAX_HEAD_CHUNK whose K and V fit in
+    CHUNK_L2_BYTES, at least 1 (S = 8192, D = 128: 8; S = 16384: 4; S = 32768: 2)."""
+    kv_bytes_per_head = 2 * seqlen_k * head_dim * element_bytes
+    return max(1, min(MAX_HEAD_CHUNK, CHUNK_L2_BYTES // kv_bytes_per_head))
 
 
 def kernel_name(dtype: torch.dtype, head_dim: int, causal: bool) -> str:
@@ -126,7 +135,7 @@ def attention_sm90(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
     lse = torch.empty((batch, heads_q, seqlen_q), dtype=torch.float32, device=q.device) if return_lse else None
 
     params = Sm90Params(lse.data_ptr() if return_lse else None, batch, heads_q, heads_kv, seqlen_q, seqlen_k,
-                        scale, scale * _LOG2_E)
+                        head_chunk(seqlen_k, head_dim), scale, scale * _LOG2_E)
     smem = shared_bytes(head_dim)
     function = load_function(_compiled(capability), kernel_name(q.dtype, head_dim, causal), device_index, smem)
     tiles = math.ceil(seqlen_q / BLOCK_M) * heads_q * batch

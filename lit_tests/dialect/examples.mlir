@@ -57,6 +57,7 @@
 // RACE:      cuir.kernel @attention_fwd_sm90({{.*}}) threads 384 smem 196688 cluster 1x1x1 tile_m 128 schedule persistent {
 // RACE:        cuir.worker @producer threads 0 to 128 regs 24
 // RACE:        cuir.worker @consumer threads 128 to 384 regs 240
+// RACE:          scf.for
 // RACE:          cuir.gemm_fence
 // RACE-NEXT:     %[[S:.+]], %[[S_DONE:.+]] = cuir.gemm_async abt %q_smem[%group], %k_smem[%{{.+}}] : {{.*}} -> !cuir.tile<64x128xf32, @consumer>
 // RACE-NEXT:     %{{.+}}, %{{.+}} = cuir.gemm_async ab

@@ -66,8 +66,8 @@ def test_race_example_names_the_map_and_the_gemm_async(example):
     assert result.verdict == "race"
     (diagnostic,) = result.diagnostics
     text = str(diagnostic)
-    assert "race: cuir.map at " in text and "attention_sm90_race.mlir:138:11" in text
-    assert "the result of cuir.gemm_async at " in text and "attention_sm90_race.mlir:135:11" in text
+    assert "race: cuir.map at " in text and "attention_sm90_race.mlir:139:11" in text
+    assert "the result of cuir.gemm_async at " in text and "attention_sm90_race.mlir:136:11" in text
     assert text.endswith("before its cuir.gemm_wait")
 
 

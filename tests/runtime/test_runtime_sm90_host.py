@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from cubridge.runtime import InvalidInputError, attention_sm90
-from cubridge.runtime.attention_sm90 import SOURCE, kernel_name, shared_bytes, tma_view
+from cubridge.runtime.attention_sm90 import SOURCE, head_chunk, kernel_name, shared_bytes, tma_view
 
 
 def test_kernel_names_exist_in_the_source():
@@ -41,3 +41,8 @@ def test_input_errors_name_the_sm90_entry_point():
         attention_sm90(q, q, q)
     with pytest.raises(InvalidInputError, match="must be CUDA tensors"):
         attention_sm90(*(torch.empty(1, 2, 16, 128, dtype=torch.bfloat16),) * 3)
+
+
+def test_head_chunk_keeps_a_chunks_kv_within_32_mb():
+    assert head_chunk(8192, 128) == 8 and head_chunk(16384, 128) == 4 and head_chunk(32768, 128) == 2
+    assert head_chunk(1, 64) == 8 and head_chunk(10**6, 128) == 1

@@ -10,7 +10,7 @@
 //
 // The program is examples/ir/attention_sm90.mlir; the file is organised like FlashAttention-3:
 //   * tile scheduler: a persistent grid (one CTA per SM) walks 128-row query tiles (q_tile, head, batch),
-//     heads grouped in chunks of kHeadChunk so that CTAs running together share K/V in L2, and inside a
+//     heads grouped in chunks (p.head_chunk) so that CTAs running together share K/V in L2, and inside a
 //     chunk the longest causal tiles first;
 //   * pipeline: mbarrier pairs (full: TMA bytes landed; empty: every consumer warp is done reading) for a
 //     single Q buffer and kStages K and V buffers;
@@ -20,6 +20,10 @@
 //     while P V runs (intra-warpgroup overlap). The two groups take turns issuing GEMMs through named
 //     barriers 1 and 2 (ping-pong), so one group's softmax overlaps the other's GEMMs;
 //   * epilogue: normalise, pack to 16 bits, stage through swizzled shared memory, TMA store; LSE by row.
+// Beyond the .mlir: empty barriers count one arrival per consumer warp (8), each after that warp's
+// gemm_wait; the mainloop body runs twice per trip over two P register tiles; causal masking and tile bounds;
+// the epilogue's store wait sits before the next overwrite of the staging tile; group 0 takes one last turn
+// so that the ping-pong barriers end balanced.
 // Written only with the primitives of cubridge/*.cuh plus plain control flow.
 #include "cubridge/hopper.cuh"
 #include "cubridge/math.cuh"
@@ -37,6 +41,7 @@ struct AttentionParams {
   int num_heads_kv;
   int seqlen_q;
   int seqlen_k;
+  int head_chunk;    // (head, batch) pairs the tile scheduler walks together (>= 1)
   float scale;       // softmax scale applied to Q . K
   float scale_log2;  // scale * log2(e)
 };
@@ -52,7 +57,6 @@ constexpr int kConsumerWarps = kConsumerGroups * 4;
 constexpr int kProducerRegisters = 24;
 constexpr int kConsumerRegisters = 240;
 constexpr int kPanelCols = 64;               // 128-byte swizzle panels of 16-bit elements
-constexpr int kHeadChunk = 8;                // (head, batch) pairs walked together by the scheduler
 constexpr int kScoreRegs = kBlockN / 2;      // fp32 scores per thread (64 x 128 tile over 128 threads)
 constexpr int kProbRegs = kBlockN / 4;       // packed 16-bit probabilities per thread
 constexpr float kNegInf = -__builtin_huge_valf();
@@ -120,9 +124,11 @@ __device__ __forceinline__ void release(uint64_t* empty_barrier, int lane) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Tile scheduler: static persistent schedule, linear tile index -> (q_tile, head, batch). Heads run in chunks
-// of kHeadChunk (head, batch) pairs; inside a chunk q tiles go from last to first (longest causal tiles
-// first), heads fastest.
+// Tile scheduler: static persistent schedule (round-robin), linear tile index -> (q_tile, head, batch). Heads
+// run in chunks of p.head_chunk (head, batch) pairs; inside a chunk q tiles go from last to first (longest
+// causal tiles first), heads fastest. The host sizes the chunk so that its K and V fit in about 32 MB of L2:
+// causal tiles of one chunk finish at different times and restart at kv tile 0, so the CTAs of a chunk
+// read all of its K/V at once, not a narrow window of it.
 struct Tile {
   int q_tile;
   int head;
@@ -133,31 +139,26 @@ struct TileScheduler {
   int num_q_tiles;
   int num_head_batch;
   int num_heads_q;
+  int head_chunk;
   int total;
 
   __device__ TileScheduler(const AttentionParams& p)
       : num_q_tiles((p.seqlen_q + kBlockM - 1) / kBlockM),
         num_head_batch(p.batch * p.num_heads_q),
         num_heads_q(p.num_heads_q),
+        head_chunk(p.head_chunk),
         total(num_q_tiles * p.batch * p.num_heads_q) {}
 
-  // Round r hands tiles r * grid .. r * grid + grid - 1 to the CTAs, in CTA order on even rounds and reverse
-  // CTA order on odd ones (snake): inside a chunk, tile lengths fall along the linear index, so plain
-  // round-robin would give CTA 0 the longest tile of every round; the snake pairs long with short.
-  __device__ int at_round(int round) const {
-    const int slot = (round & 1) ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-    return round * gridDim.x + slot;
-  }
-  __device__ int first() const { return at_round(0); }
-  __device__ int next(int linear) const { return at_round(linear / gridDim.x + 1); }
+  __device__ int first() const { return blockIdx.x; }
+  __device__ int next(int linear) const { return linear + gridDim.x; }
   __device__ bool valid(int linear) const { return linear < total; }
 
   __device__ Tile decode(int linear) const {
-    const int chunk_tiles = kHeadChunk * num_q_tiles;
+    const int chunk_tiles = head_chunk * num_q_tiles;
     const int chunk = linear / chunk_tiles;
     const int within = linear - chunk * chunk_tiles;
-    const int first_pair = chunk * kHeadChunk;
-    const int width = min(kHeadChunk, num_head_batch - first_pair);
+    const int first_pair = chunk * head_chunk;
+    const int width = min(head_chunk, num_head_batch - first_pair);
     const int pair = first_pair + within % width;
     return Tile{num_q_tiles - 1 - within / width, pair % num_heads_q, pair / num_heads_q};
   }
