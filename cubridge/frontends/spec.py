@@ -86,8 +86,9 @@ class AttentionSpec:
 
     def extra_inputs(self, kernel, q, k, v) -> dict[str, np.ndarray]:
         """The inputs the transferred `kernel` takes beyond q, k, v: captured tensors
-        (checked against the shapes) and the kv tile range table of a data-dependent mask."""
-        from cubridge.passes.mask_table import TABLE, build_kv_tile_ranges
+        (checked against the shapes) and the block lists of a data-dependent mask
+        (`kv_num_blocks`, `kv_indices`, `full_kv_num_blocks`, `full_kv_indices`)."""
+        from cubridge.passes.mask_table import TABLES, build_block_lists, default_device
         from cubridge.passes.transfer_match import kv_tile_width
 
         names = {name.data for name in kernel.arg_names.data}
@@ -97,13 +98,21 @@ class AttentionSpec:
             for name, tensor in self.captures.items()
             if name in names
         }
-        if TABLE in names:
+        if any(name in names for name in TABLES):
             batch, heads, seqlen_q, _ = q.shape
             shape = (batch, heads, seqlen_q, k.shape[2])
             block_m, block_n = kernel.tile_m.value.data, kv_tile_width(kernel)
-            table = build_kv_tile_ranges(self.mask_mod, shape, block_m, block_n)
-            inputs[TABLE] = table.numpy()
+            device = default_device()
+            mask_mod = self.mask_on(device)
+            tables = build_block_lists(mask_mod, shape, block_m, block_n, device)
+            inputs |= {name: table.numpy() for name, table in tables.items() if name in names}
         return inputs
+
+    def mask_on(self, device) -> Callable:
+        """mask_mod, evaluated from the traced mask with the captured tensors on `device`
+        (a hook indexing a CPU tensor with GPU indices would fail)."""
+        captures = {name: tensor.to(device) for name, tensor in self.captures.items()}
+        return lambda *values: evaluate(self.mask_expr, dict(zip(MASK_MOD_ARGS, values)) | captures)
 
     def check_capture_bounds(self, q_shape: tuple[int, ...], kv_shape: tuple[int, ...]) -> None:
         """Every captured-tensor read of the hooks stays in bounds for these shapes."""
@@ -193,7 +202,7 @@ def _from_eager_attention(path: str, module: types.ModuleType, attention: Callab
 
 
 def _hook_of(expr: Expr | None, arguments: tuple[str, ...], captures: dict[str, torch.Tensor]):
-    """An eager hook computing `expr` on tensors (for references and range tables)."""
+    """An eager hook computing `expr` on tensors (for references and block lists)."""
     if expr is None:
         return None
     return lambda *values: evaluate(expr, dict(zip(arguments, map(torch.as_tensor, values))) | captures)

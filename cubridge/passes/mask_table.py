@@ -1,15 +1,31 @@
-"""Kv tile ranges computed before the kernel, for masks the symbolic analysis cannot bound.
+"""FlexAttention-style block lists computed before the kernel, for masks the
+symbolic analysis cannot bound.
 
-A mask that reads captured data (document ids) or the batch and head has no
-closed form. Its tile plan reads a table instead, bound as the kernel input
-`kv_tile_ranges`, int32 [B, HQ, q_tiles, 4]: for each work tile, the visited
-kv tiles [kv_lo, kv_hi) (first to last tile that keeps an entry) and a run of
-full tiles [full_lo, full_hi) (the first run; empty if none). The transfer
-pass lowers the same `TilePlan` shape as for symbolic masks, so loop bounds
-and the masked / mask-free split are shared.
+A mask that reads captured data (document ids, a block pattern) or the batch
+and head has no closed form, and its kept kv tiles need not be contiguous.
+Its kernel takes four int32 inputs, with FlexAttention's `BlockMask` names and
+meaning, per work tile (b, h, q_tile):
 
-`build_kv_tile_ranges` materializes the mask tile by tile with torch
-(vectorized, on the GPU when there is one), as FlexAttention's block masks do.
+- `kv_num_blocks [B, HQ, QT]`, `kv_indices [B, HQ, QT, KT]`: the partial kv
+  tiles (at least one masked and one kept entry), ascending, in the first
+  `kv_num_blocks` slots;
+- `full_kv_num_blocks [B, HQ, QT]`, `full_kv_indices [B, HQ, QT, KT]`: the
+  full kv tiles (no masked entry), likewise.
+
+Empty tiles (no kept entry) are in neither list. Unused slots hold other tile
+indices (any value would do). Entries past the sequence ends count as masked,
+so a kv tile that runs past SKV is never full. Tile sizes are the kernel's:
+`tile_m` query rows, and its kv tile size.
+
+The kernel walks one sequence of positions p = 0 .. n_partial + n_full - 1,
+partial tiles first (with mask code), then full tiles (without):
+`tile_at(p)` is `kv_indices[p]` for p < n_partial, else
+`full_kv_indices[p - n_partial]`. Producers and consumers walk the same
+positions, so pipeline counters stay in step.
+
+`build_block_lists` materializes the mask tile by tile with torch
+(vectorized, on the GPU when there is one), as FlexAttention's
+`create_block_mask` does.
 """
 
 from __future__ import annotations
@@ -18,36 +34,71 @@ from collections.abc import Callable
 
 import torch
 
-from cubridge.frontends.expr import INT, argument, constant, gather
+from cubridge.frontends.expr import INT, Expr, argument, binary, constant, gather, select
 from cubridge.passes.mask_analysis import TilePlan
 
-TABLE = "kv_tile_ranges"
-FIELDS = ("kv_lo", "kv_hi", "full_lo", "full_hi")
+NUM_BLOCKS, INDICES = "kv_num_blocks", "kv_indices"
+FULL_NUM_BLOCKS, FULL_INDICES = "full_kv_num_blocks", "full_kv_indices"
+# Kernel inputs and their ranks, in argument order.
+TABLES = {NUM_BLOCKS: 3, INDICES: 4, FULL_NUM_BLOCKS: 3, FULL_INDICES: 4}
+
+_COORDINATES = (argument("b"), argument("h"), argument("q_tile"))
 
 
-def table_plan() -> TilePlan:
-    """The plan that reads this work tile's row of the table."""
-    coordinates = (argument("b"), argument("h"), argument("q_tile"))
-    return TilePlan(
-        *(gather(TABLE, (*coordinates, constant(field)), INT, 0) for field in range(len(FIELDS)))
+def _count(name: str) -> Expr:
+    return gather(name, _COORDINATES, INT, 0)
+
+
+def _entry(name: str, position: Expr) -> Expr:
+    return gather(name, (*_COORDINATES, position), INT, 0)
+
+
+def list_plan() -> TilePlan:
+    """The plan over positions of the work tile's sequence: all of [0, n_partial +
+    n_full) is visited, positions [n_partial, n_partial + n_full) are full tiles."""
+    partial, total = _count(NUM_BLOCKS), binary("add", _count(NUM_BLOCKS), _count(FULL_NUM_BLOCKS))
+    return TilePlan(constant(0), total, partial, total)
+
+
+def tile_at(position: Expr) -> Expr:
+    """The kv tile index at `position` of the sequence (partial tiles, then full).
+
+    Past the end it reads an unused slot or, outside the table, 0 (`cuir.gather`
+    reads zero there): some tile, and only a prefetch or the zero-entry case
+    (every tile empty, so every entry masked) visits it.
+    """
+    partial = _count(NUM_BLOCKS)
+    return select(
+        binary("lt", position, partial),
+        _entry(INDICES, position),
+        _entry(FULL_INDICES, binary("sub", position, partial)),
     )
 
 
-def _first(flags: torch.Tensor, default: int) -> torch.Tensor:
-    """Index of the first True along the last axis, `default` where there is none."""
-    positions = torch.arange(flags.shape[-1], device=flags.device)
-    return torch.where(flags, positions, default).amin(dim=-1)
+def _ascending(flags: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Count of True along the last axis, and their positions first, ascending."""
+    order = torch.sort((~flags).to(torch.int8), dim=-1, stable=True).indices
+    return flags.sum(dim=-1), order
 
 
-def build_kv_tile_ranges(
+def default_device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def classify_kv_tiles(
     mask_mod: Callable,
     shape: tuple[int, int, int, int],
     block_m: int,
     block_n: int,
-) -> torch.Tensor:
-    """The int32 [B, HQ, q_tiles, 4] table for `mask_mod` and (B, HQ, SQ, SKV) = `shape`."""
+    device: str | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(partial, full) bool [B, HQ, QT, KT] for `mask_mod` and (B, HQ, SQ, SKV) = `shape`.
+
+    `mask_mod` gets index tensors on `device` (default: the GPU when there is one),
+    so the tensors it reads must live there too (see `AttentionSpec.extra_inputs`).
+    """
     batch, heads, seqlen_q, seqlen_kv = shape
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = device or default_device()
     q_tiles, kv_tiles = -(-seqlen_q // block_m), -(-seqlen_kv // block_n)
     b = torch.arange(batch, device=device).view(-1, 1, 1, 1)
     h = torch.arange(heads, device=device).view(1, -1, 1, 1)
@@ -55,15 +106,28 @@ def build_kv_tile_ranges(
     kv = torch.arange(kv_tiles * block_n, device=device).view(1, 1, 1, -1)
     rows, columns = q < seqlen_q, kv < seqlen_kv
     keep = torch.as_tensor(mask_mod(b, h, q.clamp(max=seqlen_q - 1), kv.clamp(max=seqlen_kv - 1)))
-    keep = keep.expand(batch, heads, q.shape[2], kv.shape[3]) & columns
+    keep = keep.to(device).expand(batch, heads, q.shape[2], kv.shape[3]) & columns
     tiles = (batch, heads, q_tiles, block_m, kv_tiles, block_n)
     kept = (keep & rows).view(tiles).any(dim=5).any(dim=3)
     full = (keep | ~rows).view(tiles).all(dim=5).all(dim=3)
-    kv_lo = _first(kept, kv_tiles)
-    kv_hi = kv_tiles - _first(kept.flip(-1), kv_tiles)
-    full_lo = _first(full, kv_tiles)
-    positions = torch.arange(kv_tiles, device=device)
-    full_hi = _first(~full & (positions > full_lo[..., None]), kv_tiles)
-    full_hi = torch.where(full_lo < kv_tiles, full_hi, full_lo)
-    table = torch.stack((kv_lo, kv_hi, full_lo, full_hi), dim=-1)
-    return table.to(device="cpu", dtype=torch.int32)
+    return kept & ~full, full
+
+
+def build_block_lists(
+    mask_mod: Callable,
+    shape: tuple[int, int, int, int],
+    block_m: int,
+    block_n: int,
+    device: str | None = None,
+) -> dict[str, torch.Tensor]:
+    """The four int32 CPU tables (by kernel input name) for `mask_mod` and (B, HQ, SQ, SKV) = `shape`."""
+    partial, full = classify_kv_tiles(mask_mod, shape, block_m, block_n, device)
+    num_partial, partial_indices = _ascending(partial)
+    num_full, full_indices = _ascending(full)
+    tables = {
+        NUM_BLOCKS: num_partial,
+        INDICES: partial_indices,
+        FULL_NUM_BLOCKS: num_full,
+        FULL_INDICES: full_indices,
+    }
+    return {name: t.to(device="cpu", dtype=torch.int32).contiguous() for name, t in tables.items()}

@@ -9,7 +9,12 @@
 5. a mask the symbolic analysis understands (`mask_analysis`) gets
    closed-form kv loop bounds per query tile, for every kv loop (producers
    and consumers alike, so they visit the same tiles in the same order), and
-   each consumer loop is split into masked / mask-free / masked parts.
+   each consumer loop is split into masked / mask-free / masked parts;
+6. any other mask (it reads captured data, b or h) gets FlexAttention-style
+   block lists built before the kernel (`mask_table`): every kv loop walks
+   positions of the work tile's sequence (partial tiles, then full tiles),
+   reads each tile index with `cuir.gather`, and the consumer loops split
+   into a masked part (partial list) and a mask-free part (full list).
 """
 
 from __future__ import annotations
@@ -19,19 +24,19 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import ArrayAttr, IndexType, ModuleOp, StringAttr, f32, i32
+from xdsl.dialects.builtin import ArrayAttr, IndexType, IntegerAttr, ModuleOp, StringAttr, f32, i32
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from cubridge.dialect.cuir import DimOp, ForEachTileOp, KernelOp, MapOp, YieldOp
+from cubridge.dialect.cuir import CopyAsyncOp, CopyOp, DimOp, ForEachTileOp, KernelOp, MapOp, YieldOp
 from cubridge.dialect.types import GlobalTensorType
-from cubridge.diagnostics import CuBridgeError
+from cubridge.diagnostics import CuBridgeError, describe_location
 from cubridge.frontends import expr as E
 from cubridge.frontends.lower import ScalarLowering
 from cubridge.frontends.spec import AttentionSpec, load_spec
 from cubridge.passes.mask_analysis import Q_FIRST, Q_LAST, SEQLEN_KV, NotAffine, TilePlan, tile_plan
-from cubridge.passes.mask_table import TABLE, table_plan
+from cubridge.passes import mask_table
 from cubridge.passes.transfer_match import AttentionMatch, ScoreSite, enclosing, match_attention
 
 
@@ -59,11 +64,14 @@ def transfer_kernel(kernel: KernelOp, spec: AttentionSpec) -> None:
     if spec.normalization != "softmax":
         _replace_normalization(found, spec.normalization)
     try:
-        plan, range_table = tile_plan(spec.mask_expr, found.block_n), {}
+        plan, block_lists = tile_plan(spec.mask_expr, found.block_n), {}
     except NotAffine:
-        plan = table_plan()
-        range_table = {TABLE: _add_argument(kernel, TABLE, GlobalTensorType(4, i32, "row_major"))}
-    _specialize_kv_loops(found, plan, unmasked, range_table)
+        plan = mask_table.list_plan()
+        block_lists = {
+            name: _add_argument(kernel, name, GlobalTensorType(rank, i32, "row_major"))
+            for name, rank in mask_table.TABLES.items()
+        }
+    _specialize_kv_loops(found, plan, unmasked, block_lists)
 
 
 # ----------------------------------------------------------------------------
@@ -178,25 +186,27 @@ class _TileBounds:
     kv_lo: SSAValue
     kv_hi: SSAValue
     first_row: SSAValue
+    block_lists: bool = False
 
 
 def _specialize_kv_loops(
     found: AttentionMatch,
     plan: TilePlan,
     unmasked: dict[int, SSAValue],
-    range_table: dict[str, SSAValue],
+    block_lists: dict[str, SSAValue],
 ) -> None:
     """Bound every kv loop by the plan's visited tiles; split consumer loops at the full tiles.
 
-    `unmasked` maps each score site to its score before masking; `range_table`
-    binds the kv tile range table when the plan reads one.
+    `unmasked` maps each score site to its score before masking; `block_lists`
+    binds the block list tables when the plan reads them (then loops run over
+    positions of the work tile's tile sequence, not over tile indices).
     """
     bounds: dict[ForEachTileOp, _TileBounds] = {}
 
     def bounds_of(op: Operation) -> _TileBounds:
         tile_loop = op if isinstance(op, ForEachTileOp) else enclosing(op, ForEachTileOp)
         if tile_loop not in bounds:
-            bounds[tile_loop] = _emit_tile_bounds(found, plan, tile_loop, range_table)
+            bounds[tile_loop] = _emit_tile_bounds(found, plan, tile_loop, block_lists)
         return bounds[tile_loop]
 
     for op, index in found.first_kv_rows:
@@ -209,17 +219,22 @@ def _specialize_kv_loops(
         lower = E.binary("add", E.argument("kv_lo"), E.constant(1)) if starts_after_first else E.argument("kv_lo")
         loop.operands[0] = lowering.lower(lower)
         loop.operands[1] = tile.kv_hi
+        if tile.block_lists:
+            _index_tiles_by_position(found, loop, tile)
     if plan.full_lo == plan.full_hi:
         return
     for loop in dict.fromkeys(s.kv_loop for s in found.sites if s.kv_loop is not None):
         sites = [s for s in found.sites if s.kv_loop is loop]
-        _split_off_full_tiles(loop, plan, bounds_of(loop), [(s.score_map, unmasked[id(s)]) for s in sites])
+        tile = bounds_of(loop)
+        scores = [(s.score_map, unmasked[id(s)]) for s in sites]
+        _split_off_full_tiles(loop, plan, tile, scores, tail=not tile.block_lists)
 
 
 def _emit_tile_bounds(
-    found: AttentionMatch, plan: TilePlan, tile_loop: ForEachTileOp, range_table: dict[str, SSAValue]
+    found: AttentionMatch, plan: TilePlan, tile_loop: ForEachTileOp, block_lists: dict[str, SSAValue]
 ) -> _TileBounds:
-    """Kv tile ranges of this work tile's query rows, at the top of the work-tile loop."""
+    """Kv tile ranges of this work tile's query rows (with block lists: the range of
+    positions in its tile sequence), at the top of the work-tile loop."""
     kernel = found.kernel
     body = tile_loop.body.block
     insert = _Inserter(InsertPoint.at_start(body))
@@ -231,7 +246,7 @@ def _emit_tile_bounds(
     _named(seqlen_kv.result, "seqlen_kv")
     q_tile, head, batch = tile_loop.tile_coords
     leaves = {"q_tile": q_tile, "h": head, "b": batch, "seqlen_q": seqlen_q.result, SEQLEN_KV: seqlen_kv.result}
-    lowering = ScalarLowering(insert, leaves | range_table)
+    lowering = ScalarLowering(insert, leaves | block_lists)
     q_first = E.binary("mul", E.argument("q_tile"), E.constant(kernel.tile_m.value.data))
     rows_end = E.binary("min", E.binary("add", q_first, E.constant(kernel.tile_m.value.data)), E.argument("seqlen_q"))
     lowering.leaves[Q_FIRST] = _named(lowering.lower(q_first), "q_first")
@@ -239,12 +254,78 @@ def _emit_tile_bounds(
     kv_lo, kv_hi = plan.kv_lo, plan.kv_hi
     if found.peeled:  # the peeled first tile always runs: keep at least one tile
         kv_hi = E.binary("max", kv_hi, E.binary("add", kv_lo, E.constant(1)))
+    first_tile = mask_table.tile_at(kv_lo) if block_lists else kv_lo
     return _TileBounds(
         lowering=lowering,
         kv_lo=_named(lowering.lower(kv_lo), "kv_lo"),
         kv_hi=_named(lowering.lower(kv_hi), "kv_hi"),
-        first_row=_named(lowering.lower(E.binary("mul", kv_lo, E.constant(found.block_n))), "first_kv_row"),
+        first_row=_named(lowering.lower(E.binary("mul", first_tile, E.constant(found.block_n))), "first_kv_row"),
+        block_lists=bool(block_lists),
     )
+
+
+def _index_tiles_by_position(found: AttentionMatch, loop: scf.ForOp, tile: _TileBounds) -> None:
+    """The loop index is a position in the block lists: every kv row the body computes
+    from it, `BN * (j + d)`, becomes `BN * tile_at(j + d)` (d = 1: sm80's K prefetch)."""
+    kernel = found.kernel
+    position = loop.body.block.args[0]
+    rows: list[tuple[Operation, int]] = [
+        (s.score_map, len(s.score_map.inputs) + 1) for s in found.sites if s.kv_loop is loop
+    ]
+    sources = {kernel.argument("k"), kernel.argument("v")}
+    rows += [
+        (op, 1 + 2)
+        for op in loop.body.walk()
+        if isinstance(op, CopyAsyncOp | CopyOp) and op.operands[0] in sources
+    ]
+    body = loop.body.block
+    insert = _Inserter(InsertPoint.at_start(body))
+    lowering = tile.lowering.continued_at(insert)
+    lowering.leaves["position"] = position
+    traced: list[Operation] = []
+    for op, index in rows:
+        coefficient, offset = _affine_in(op.operands[index], position, traced)
+        if coefficient != found.block_n or offset % found.block_n:
+            raise CuBridgeError(
+                f"transfer: a kv row in the kv loop is {coefficient} * j + {offset}, "
+                f"not {found.block_n} * (j + d)",
+                describe_location(op),
+            )
+        steps = offset // found.block_n
+        at = E.binary("add", E.argument("position"), E.constant(steps)) if steps else E.argument("position")
+        _named(lowering.lower(mask_table.tile_at(at)), "kv_tile")
+        row = lowering.lower(E.binary("mul", mask_table.tile_at(at), E.constant(found.block_n)))
+        op.operands[index] = _named(row, "kv_row")
+    for op in reversed(traced):
+        if op.parent is not None and not any(r.uses for r in op.results):
+            Rewriter.erase_op(op)
+    other = next((use.operation for use in position.uses if use.operation not in insert.inserted), None)
+    if other is not None:  # it would still be read as a tile index
+        raise CuBridgeError(
+            "transfer: the kv loop index is used other than to compute kv rows; "
+            "cannot iterate block lists",
+            describe_location(other),
+        )
+
+
+def _affine_in(value: SSAValue, index: SSAValue, traced: list[Operation]) -> tuple[int, int]:
+    """(a, c) with value = a * index + c, through arith constants, addi, subi and muli."""
+    if value is index:
+        return 1, 0
+    op = value.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return 0, op.value.value.data
+    if isinstance(op, arith.AddiOp | arith.SubiOp | arith.MuliOp):
+        (a, c), (b, d) = _affine_in(op.lhs, index, traced), _affine_in(op.rhs, index, traced)
+        traced.append(op)
+        if isinstance(op, arith.AddiOp):
+            return a + b, c + d
+        if isinstance(op, arith.SubiOp):
+            return a - b, c - d
+        if a == 0 or b == 0:
+            return a * d + b * c, c * d
+    where = describe_location(op) if isinstance(op, Operation) else "kernel"
+    raise CuBridgeError("transfer: a kv row in the kv loop is not an affine function of the loop index", where)
 
 
 def _named(value: SSAValue, name: str) -> SSAValue:
@@ -255,36 +336,42 @@ def _named(value: SSAValue, name: str) -> SSAValue:
 
 
 def _split_off_full_tiles(
-    loop: scf.ForOp, plan: TilePlan, tile: _TileBounds, sites: list[tuple[MapOp, SSAValue]]
+    loop: scf.ForOp, plan: TilePlan, tile: _TileBounds, sites: list[tuple[MapOp, SSAValue]], tail: bool = True
 ) -> None:
     """[lb, ub) becomes [lb, a) masked, [a, b) without mask code, [b, ub) masked.
 
     a and b clamp the plan's full range into [lb, ub]; the loops chain their
-    carried values, so pipeline counters advance exactly as before.
+    carried values, so pipeline counters advance exactly as before. Without
+    `tail` (block lists: the full tiles end the sequence) b = ub and there is
+    no third loop.
     """
     insert = _Inserter(InsertPoint.before(loop))
     lowering = tile.lowering.continued_at(insert)
     lowering.leaves |= {"lb": loop.lb, "ub": loop.ub}
-    lowering.leaves["full_lo"] = _named(lowering.lower(plan.full_lo), "full_lo")
-    lowering.leaves["full_hi"] = _named(lowering.lower(plan.full_hi), "full_hi")
+    # with block lists, the full tiles are the positions [num_partial, num_visited)
+    names = ("num_partial", "num_visited") if tile.block_lists else ("full_lo", "full_hi")
+    lowering.leaves["full_lo"] = _named(lowering.lower(plan.full_lo), names[0])
+    lowering.leaves["full_hi"] = _named(lowering.lower(plan.full_hi), names[1])
     arg = E.argument
     start = E.binary("min", E.binary("max", arg("full_lo"), arg("lb")), arg("ub"))
     end = E.binary("min", E.binary("max", arg("full_hi"), start), arg("ub"))
     full_start = _named(lowering.lower(start), "full_begin")
-    full_end = _named(lowering.lower(end), "full_end")
+    full_end = _named(lowering.lower(end), "full_end") if tail else loop.ub
     mapping: dict[SSAValue, SSAValue] = {}
     full = loop.clone(mapping)
-    tail = loop.clone()
-    Rewriter.insert_op([full, tail], InsertPoint.after(loop))
-    for result, final in zip(loop.results, tail.results):
+    last = loop.clone() if tail else full
+    Rewriter.insert_op([full, last] if tail else [full], InsertPoint.after(loop))
+    for result, final in zip(loop.results, last.results):
         result.replace_all_uses_with(final)
     tail_end = loop.ub
     loop.operands[1] = full_start
     full.operands[0], full.operands[1] = full_start, full_end
-    tail.operands[0], tail.operands[1] = full_end, tail_end
+    if tail:
+        last.operands[0], last.operands[1] = full_end, tail_end
     for index, (first, second) in enumerate(zip(loop.results, full.results)):
         full.operands[3 + index] = first
-        tail.operands[3 + index] = second
+        if tail:
+            last.operands[3 + index] = second
     for score_map, score in sites:
         _drop_mask_code(mapping[score_map.result].owner, mapping.get(score, score))
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from cubridge.frontends.spec import MASK_MOD_ARGS, load_spec
 from cubridge.frontends.trace import Tracer
 from cubridge.passes.mask_analysis import EMPTY, FULL, PARTIAL, NotAffine, classify_tiles, tile_plan
-from cubridge.passes.mask_table import build_kv_tile_ranges
+from cubridge.passes.mask_table import build_block_lists
 
 from transfer_helpers import spec_path
 
@@ -161,32 +161,84 @@ def test_affine_masks_classify_soundly(formula, sizes):
     assert_sound(classes, brute_force(mask_mod, block_m, block_n, seqlen_q, seqlen_kv))
 
 
-def table_classes(table: torch.Tensor, kv_tiles: int) -> np.ndarray:
-    kv = torch.arange(kv_tiles)
-    kv_lo, kv_hi, full_lo, full_hi = (table[..., i, None] for i in range(4))
-    visited = (kv >= kv_lo) & (kv < kv_hi)
-    full = visited & (kv >= full_lo) & (kv < full_hi)
-    return (visited.int() + full.int()).numpy()
+def list_classes(tables: dict[str, torch.Tensor], kv_tiles: int) -> np.ndarray:
+    """EMPTY / PARTIAL / FULL per (b, h, q tile, kv tile) from the block lists; checks
+    that each list is strictly ascending and in range, and that no tile is in both."""
+    classes = np.full((*tables["kv_num_blocks"].shape, kv_tiles), EMPTY, dtype=int)
+    for kind, count, indices in (
+        (PARTIAL, "kv_num_blocks", "kv_indices"),
+        (FULL, "full_kv_num_blocks", "full_kv_indices"),
+    ):
+        assert tables[indices].shape == (*tables[count].shape, kv_tiles)
+        for position, n in np.ndenumerate(tables[count].numpy()):
+            listed = tables[indices][position][:n].numpy()
+            assert (np.diff(listed) > 0).all() and (listed >= 0).all() and (listed < kv_tiles).all()
+            assert (classes[position][listed] == EMPTY).all(), "a tile in both lists"
+            classes[position][listed] = kind
+    return classes
+
+
+def brute_force_bh(mask_mod, batch: int, heads: int, sizes) -> np.ndarray:
+    block_m, block_n, seqlen_q, seqlen_kv = sizes
+    def at(b, h):
+        return brute_force(lambda _b, _h, q, kv: mask_mod(b, h, q, kv), block_m, block_n, seqlen_q, seqlen_kv)
+
+    return np.array([[at(b, h) for h in range(heads)] for b in range(batch)])
+
+
+def padded(ids: torch.Tensor, sizes) -> torch.Tensor:
+    """ids, extended with a document of its own: brute force reads whole tiles past the ends."""
+    padding = max(sizes[2], sizes[3]) + max(sizes[0], sizes[1])
+    return torch.cat((ids, torch.full((padding,), -1)))
+
+
+def assert_lists_exact(mask_mod, batch: int, heads: int, sizes) -> None:
+    block_m, block_n, seqlen_q, seqlen_kv = sizes
+    tables = build_block_lists(mask_mod, (batch, heads, seqlen_q, seqlen_kv), block_m, block_n)
+    assert all(t.dtype == torch.int32 for t in tables.values())
+    truth = brute_force_bh(mask_mod, batch, heads, sizes)
+    np.testing.assert_array_equal(list_classes(tables, truth.shape[-1]), truth)
 
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.integers(1, 150), min_size=1, max_size=8), tiles)
-def test_kv_tile_ranges_are_tight_for_document_masks(lengths, sizes):
-    """Visited tiles are exactly the first to last kept tile; every tile called full is full."""
-    block_m, block_n, seqlen_q, seqlen_kv = sizes
+def test_block_lists_are_exact_for_document_masks(lengths, sizes):
+    """Partial and full lists equal the brute-force classification; empty tiles are in neither."""
     document = torch.repeat_interleave(torch.arange(len(lengths)), torch.tensor(lengths))
-    padding = max(seqlen_q, seqlen_kv) + max(block_m, block_n)  # brute force reads whole tiles
-    document = torch.cat((document, torch.full((padding,), len(lengths))))
+    document = padded(document, sizes)
 
     def mask_mod(b, h, q_idx, kv_idx):
         return document[q_idx] == document[kv_idx]
 
-    table = build_kv_tile_ranges(mask_mod, (1, 1, seqlen_q, seqlen_kv), block_m, block_n)
-    truth = brute_force(mask_mod, block_m, block_n, seqlen_q, seqlen_kv)
-    classes = table_classes(table[0, 0], truth.shape[1])
-    assert_sound(classes, truth)
-    kept = truth != EMPTY
-    first = kept.argmax(axis=1)
-    last = kept.shape[1] - kept[:, ::-1].argmax(axis=1)
-    np.testing.assert_array_equal(table[0, 0, :, 0].numpy(), np.where(kept.any(axis=1), first, kept.shape[1]))
-    np.testing.assert_array_equal(table[0, 0, :, 1].numpy(), np.where(kept.any(axis=1), last, 0))
+    assert_lists_exact(mask_mod, 1, 1, sizes)
+
+
+pages = st.lists(st.tuples(st.integers(0, 2), st.integers(1, 200)), min_size=1, max_size=8)
+
+
+@settings(max_examples=100, deadline=None)
+@given(pages, pages, tiles)
+def test_block_lists_are_exact_for_interleaved_documents(q_pages, kv_pages, sizes):
+    """Queries and keys each hold pages of up to three documents in any order, so the kept
+    kv tiles of a query tile need not be contiguous; the mask also reads b and h."""
+
+    def ids(pages_):
+        return padded(torch.cat([torch.full((n,), d) for d, n in pages_]), sizes)
+
+    q_document, kv_document = ids(q_pages), ids(kv_pages)
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        same = q_document[q_idx] == kv_document[kv_idx]
+        return same & ((kv_idx // 50 + b + h) % 3 != 0)
+
+    assert_lists_exact(mask_mod, 2, 2, sizes)
+
+
+def test_block_lists_skip_empty_tiles_between_kept_ones():
+    """Queries of document 0 of examples/specs/interleaved_documents.py skip the document-1 page."""
+    spec = load_spec(spec_path("interleaved_documents"))
+    tables = build_block_lists(spec.mask_mod, (1, 1, 300, 300), 128, 64)
+    # q tile 0 (document 0) keeps kv 0..99 and 260..299: tiles 0 (full), 1, 4 (partial)
+    assert tables["full_kv_num_blocks"][0, 0, 0] == 1 and tables["full_kv_indices"][0, 0, 0, 0] == 0
+    assert tables["kv_num_blocks"][0, 0, 0] == 2
+    assert tables["kv_indices"][0, 0, 0, :2].tolist() == [1, 4]

@@ -56,17 +56,22 @@ def test_reference_kernel_takes_no_extra_inputs():
     assert load_spec(spec_path("alibi")).extra_inputs(kernel, *random_qkv()) == {}
 
 
-def test_data_dependent_mask_gets_a_range_table():
+def test_data_dependent_mask_gets_block_lists():
     spec = load_spec(spec_path("document_mask"))
     kernel = next(op for op in transferred("sm90", spec_path("document_mask")).walk() if op.name == "cuir.kernel")
     q, k, v = random_qkv(seqlen_q=300, seqlen_kv=300)
-    table = spec.extra_inputs(kernel, q, k, v)["kv_tile_ranges"]
-    assert table.shape == (2, 4, 3, 4)  # [B, HQ, q tiles of 128, (kv_lo, kv_hi, full_lo, full_hi)]
+    inputs = spec.extra_inputs(kernel, q, k, v)
+    assert list(inputs) == ["document_id", "kv_num_blocks", "kv_indices", "full_kv_num_blocks", "full_kv_indices"]
+    assert inputs["kv_num_blocks"].shape == inputs["full_kv_num_blocks"].shape == (2, 4, 3)  # [B, HQ, q tiles of 128]
+    assert inputs["kv_indices"].shape == inputs["full_kv_indices"].shape == (2, 4, 3, 3)  # [..., kv tiles of 128]
+    assert all(table.dtype.name == "int32" for table in inputs.values())
     # documents of 37, 120, 5, 64, 200 tokens: rows 0..127 see keys 0..156 (kv tiles 0, 1),
     # and no 128 x 128 tile of theirs is full
-    assert table[0, 0, 0].tolist() == [0, 2, 3, 3]
+    assert inputs["kv_num_blocks"][0, 0].tolist() == [2, 3, 2]
+    assert inputs["kv_indices"][0, 0, 0, :2].tolist() == [0, 1]
     # rows 256..299 are all in the last document (226..425): kv tiles 1 and 2, none full
-    assert table[0, 0, 2].tolist() == [1, 3, 3, 3]
+    assert inputs["kv_indices"][0, 0, 2, :2].tolist() == [1, 2]
+    assert inputs["full_kv_num_blocks"][0, 0].tolist() == [0, 0, 0]
 
 
 def test_eager_attention_gives_the_hooks_it_was_written_with():

@@ -1,0 +1,100 @@
+"""A kernel transferred with block lists visits exactly the non-empty kv tiles of each
+work tile, each once, with mask code on partial tiles and without it on full tiles.
+
+The executor's step for `cuir.map` is wrapped to record, for every executed score
+map, its (query row, kv row) origin and whether it still holds mask code.
+"""
+
+import numpy as np
+import pytest
+import torch
+
+from cubridge.dialect.cuir import GatherOp, GemmAsyncOp, GemmOp, MapOp
+from cubridge.frontends.spec import load_spec
+from cubridge.interpreter import ProblemShape, verify
+from cubridge.interpreter.compiler import HANDLERS, Step
+from cubridge.passes.mask_table import classify_kv_tiles
+
+from transfer_helpers import PROGRAMS, spec_path, transferred
+
+KV_TILE = {"sm80": 64, "sm90": 128}
+Q_TILE = 128
+# the 128-row work tile is one score map on sm80, two consumer groups of 64 rows on sm90
+MAPS_PER_TILE = {"sm80": 1, "sm90": 2}
+
+
+def is_score_map(op) -> bool:
+    return (
+        isinstance(op, MapOp)
+        and len(op.inputs) == 1
+        and isinstance(op.inputs[0].owner, GemmOp | GemmAsyncOp)
+        and op.inputs[0].owner.layout.data == "abt"
+    )
+
+
+@pytest.fixture
+def visits(monkeypatch):
+    """(q tile, kv tile, masked) of each executed score map."""
+    recorded = []
+    build = HANDLERS[MapOp]
+
+    def recording(op, compiler):
+        step = build(op, compiler)
+        if not is_score_map(op):
+            return step
+        masked = any(isinstance(inner, GatherOp) for inner in op.body.walk())
+        q_row, kv_row = op.origin
+
+        def run(frame):
+            recorded.append((int(frame.values[q_row]) // Q_TILE, int(frame.values[kv_row]), masked))
+            return step.run(frame)
+
+        return Step(run, step.suspends)
+
+    monkeypatch.setitem(HANDLERS, MapOp, recording)
+    return recorded
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+@pytest.mark.parametrize(
+    "name, shape",
+    [
+        ("interleaved_documents", ProblemShape(1, 2, 1, 300, 300, 128)),
+        ("document_mask", ProblemShape(1, 1, 1, 400, 450, 128)),
+    ],
+)
+def test_visits_exactly_the_nonempty_tiles(program, name, shape, visits):
+    spec = load_spec(spec_path(name))
+    result = verify(transferred(program, spec_path(name)), spec, shapes=[shape])
+    assert result.ok, result.summary()
+    block_n = KV_TILE[program]
+    partial, full = classify_kv_tiles(
+        spec.mask_mod, (shape.batch, shape.heads_q, shape.seqlen_q, shape.seqlen_kv), Q_TILE, block_n
+    )
+    partial, full = partial[0, 0].cpu().numpy(), full[0, 0].cpu().numpy()
+    assert (partial | full).any(axis=1).all(), "every query tile keeps some key in these shapes"
+    expected = {
+        (q_tile, kv_tile * block_n): full[q_tile, kv_tile]
+        for q_tile, kv_tile in zip(*np.nonzero(partial | full))
+    }
+    counts: dict[tuple[int, int], int] = {}
+    for q_tile, kv_row, masked in visits:
+        assert kv_row % block_n == 0
+        assert (q_tile, kv_row) in expected, f"visited empty kv tile {kv_row // block_n} of q tile {q_tile}"
+        counts[(q_tile, kv_row)] = counts.get((q_tile, kv_row), 0) + 1
+        if not masked:
+            assert expected[(q_tile, kv_row)], "mask-free body on a partial tile"
+    assert set(counts) == set(expected)
+    assert set(counts.values()) == {shape.batch * shape.heads_q * MAPS_PER_TILE[program]}
+    # mask code is dropped on full tiles (the peeled first tile of sm90 keeps it)
+    assert any(not masked for *_, masked in visits)
+
+
+def test_interleaved_documents_skip_a_tile_inside_the_range():
+    """The allowed kv tiles of the first query tile are not contiguous, on both tile sizes."""
+    spec = load_spec(spec_path("interleaved_documents"))
+    for block_n in KV_TILE.values():
+        partial, full = classify_kv_tiles(spec.mask_mod, (1, 1, 300, 300), Q_TILE, block_n)
+        kept = (partial | full)[0, 0, 0].tolist()
+        first, last = kept.index(True), len(kept) - 1 - kept[::-1].index(True)
+        assert not all(kept[first : last + 1])
