@@ -62,7 +62,22 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from cubridge.dialect.syntax import parse_indices, parse_ref, parse_types, print_ref
+from cubridge.dialect.syntax import (
+    Ref,
+    parse_arrow_type,
+    parse_colon_type,
+    parse_colon_types,
+    parse_indices,
+    parse_keyword_attributes,
+    parse_keyword_operand,
+    parse_ref,
+    parse_typed_arguments,
+    parse_types,
+    print_body,
+    print_ref,
+    print_signature,
+    print_typed_arguments,
+)
 from cubridge.dialect.types import (
     MBARRIER_BYTES,
     OWNED_TYPES,
@@ -100,15 +115,6 @@ def enclosing_worker(op: Operation) -> WorkerOp | None:
     parent = op.parent_op()
     while parent is not None:
         if isinstance(parent, WorkerOp):
-            return parent
-        parent = parent.parent_op()
-    return None
-
-
-def enclosing_kernel(op: Operation) -> KernelOp | None:
-    parent = op.parent_op()
-    while parent is not None:
-        if isinstance(parent, KernelOp):
             return parent
         parent = parent.parent_op()
     return None
@@ -363,10 +369,8 @@ class KernelOp(IRDLOperation):
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" @" + self.sym_name.data)
-        printer.print_string("(")
         self._pin_argument_names(printer)
-        printer.print_list(self.body.block.args, printer.print_block_argument)
-        printer.print_string(")")
+        print_typed_arguments(printer, self.body.block.args)
         cluster = "x".join(str(c.value.data) for c in self.cluster.data)
         printer.print_string(
             f" threads {self.threads.value.data} smem {self.smem_bytes.value.data}"
@@ -376,15 +380,12 @@ class KernelOp(IRDLOperation):
         if self.order.data != "natural":
             printer.print_string(f" {self.order.data}")
         printer.print_op_attributes(self.attributes, print_keyword=True)
-        printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
+        print_body(printer, self.body)
 
     @classmethod
     def parse(cls, parser: Parser) -> KernelOp:
         name = parser.parse_symbol_name().data
-        arguments = parser.parse_comma_separated_list(
-            Parser.Delimiter.PAREN, lambda: parser.parse_argument(expect_type=True)
-        )
+        arguments = parse_typed_arguments(parser)
         parser.parse_keyword("threads")
         threads = parser.parse_integer(allow_negative=False, allow_boolean=False)
         parser.parse_keyword("smem")
@@ -396,7 +397,7 @@ class KernelOp(IRDLOperation):
         parser.parse_keyword("schedule")
         schedule = parser.parse_identifier()
         order = parser.parse_optional_keyword("longest_first") or "natural"
-        attributes = parser.parse_optional_attr_dict_with_keyword()
+        attributes = parse_keyword_attributes(parser)
         body = parser.parse_region(arguments)
         op = cls(
             name,
@@ -409,8 +410,7 @@ class KernelOp(IRDLOperation):
             cluster=cluster_dims,
             body=body,
         )
-        if attributes is not None:
-            op.attributes |= attributes.data
+        op.attributes |= attributes
         return op
 
 
@@ -510,8 +510,7 @@ class WorkerOp(IRDLOperation):
         printer.print_operand(self.instance_index)
         printer.print_string(")")
         printer.print_op_attributes(self.attributes, print_keyword=True)
-        printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
+        print_body(printer, self.body)
 
     @classmethod
     def parse(cls, parser: Parser) -> WorkerOp:
@@ -526,11 +525,10 @@ class WorkerOp(IRDLOperation):
         parser.parse_punctuation("(")
         instance = parser.parse_argument(expect_type=False).resolve(IndexType())
         parser.parse_punctuation(")")
-        attributes = parser.parse_optional_attr_dict_with_keyword()
+        attributes = parse_keyword_attributes(parser)
         body = parser.parse_region((instance,))
         op = cls(name, (begin, end), regs=regs, body=body)
-        if attributes is not None:
-            op.attributes |= attributes.data
+        op.attributes |= attributes
         return op
 
 
@@ -621,13 +619,7 @@ class ForEachTileOp(IRDLOperation):
             printer.print_list([a.type for a in self.iter_args], printer.print_attribute)
             printer.print_string(")")
         printer.print_op_attributes(self.attributes, print_keyword=True)
-        printer.print_string(" ")
-        printer.print_region(
-            self.body,
-            print_entry_block_args=False,
-            print_empty_block=False,
-            print_block_terminators=bool(self.iter_args),
-        )
+        print_body(printer, self.body, print_block_terminators=bool(self.iter_args))
 
     @classmethod
     def parse(cls, parser: Parser) -> ForEachTileOp:
@@ -653,15 +645,14 @@ class ForEachTileOp(IRDLOperation):
             parser.parse_punctuation("->")
             types = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_type)
         inits = [parser.resolve_operand(o, t) for o, t in zip(inits_unresolved, types)]
-        attributes = parser.parse_optional_attr_dict_with_keyword()
+        attributes = parse_keyword_attributes(parser)
         block_args = [c.resolve(IndexType()) for c in coords]
         block_args += [a.resolve(t) for a, t in zip(carried_args, types)]
         body = parser.parse_region(block_args)
         if not inits and not isinstance(body.block.last_op, YieldOp):
             body.block.add_op(YieldOp())
         op = cls(inits, body)
-        if attributes is not None:
-            op.attributes |= attributes.data
+        op.attributes |= attributes
         return op
 
 
@@ -762,26 +753,21 @@ class CopyOp(IRDLOperation):
         printer.print_string(" ->")
         print_ref(printer, self.dest, self.dest_indices)
         printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.dest.type)
+        print_signature(printer, [self.source.type], self.dest.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> CopyOp:
-        source, source_indices = parse_ref(parser)
+        source = parse_ref(parser)
         parser.parse_punctuation("->")
-        dest, dest_indices = parse_ref(parser)
+        dest = parse_ref(parser)
         attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        source_type = parser.parse_type()
-        parser.parse_punctuation("->")
-        dest_type = parser.parse_type()
+        source_type = parse_colon_type(parser)
+        dest_type = parse_arrow_type(parser)
         op = cls(
-            parser.resolve_operand(source, source_type),
-            source_indices,
-            parser.resolve_operand(dest, dest_type),
-            dest_indices,
+            source.resolve(parser, source_type),
+            source.indices,
+            dest.resolve(parser, dest_type),
+            dest.indices,
         )
         op.attributes |= attributes
         return op
@@ -857,39 +843,30 @@ class CopyAsyncOp(IRDLOperation):
             print_ref(printer, self.barrier, _opt(self.barrier_stage))
             types.append(self.barrier.type)
         printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_list(types, printer.print_attribute)
+        print_signature(printer, types)
 
     @classmethod
     def parse(cls, parser: Parser) -> CopyAsyncOp:
-        source, source_indices = parse_ref(parser)
+        source = parse_ref(parser)
         parser.parse_punctuation("->")
-        dest_at = parser.pos
-        dest, dest_indices = parse_ref(parser)
-        barrier = barrier_indices = None
+        dest = parse_ref(parser)
+        barrier = None
         if parser.parse_optional_punctuation(","):
             parser.parse_keyword("barrier")
-            barrier_at = parser.pos
-            barrier, barrier_indices = parse_ref(parser)
+            barrier = parse_ref(parser)
         attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        types_at = parser.pos
-        types = parse_types(parser)
         expected = 3 if barrier is not None else 2
-        if len(types) != expected:
-            parser.raise_error(f"expected {expected} types", types_at)
-        if len(dest_indices) > 1 or (barrier_indices and len(barrier_indices) > 1):
-            parser.raise_error(
-                "a shared buffer or mbarrier takes at most one stage index",
-                dest_at if len(dest_indices) > 1 else barrier_at,
-            )
+        types = parse_colon_types(parser, expected, f"expected {expected} types")
+        too_many = "a shared buffer or mbarrier takes at most one stage index"
+        dest_stage = dest.stage(parser, too_many)
+        barrier_stage = barrier.stage(parser, too_many) if barrier is not None else None
         op = cls(
-            parser.resolve_operand(source, types[0]),
-            source_indices,
-            parser.resolve_operand(dest, types[1]),
-            dest_indices[0] if dest_indices else None,
-            parser.resolve_operand(barrier, types[2]) if barrier is not None else None,
-            barrier_indices[0] if barrier_indices else None,
+            source.resolve(parser, types[0]),
+            source.indices,
+            dest.resolve(parser, types[1]),
+            dest_stage,
+            barrier.resolve(parser, types[2]) if barrier is not None else None,
+            barrier_stage,
         )
         op.attributes |= attributes
         return op
@@ -925,27 +902,16 @@ class LoadOp(IRDLOperation):
     def print(self, printer: Printer) -> None:
         print_ref(printer, self.source, _opt(self.stage))
         printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        print_signature(printer, [self.source.type], self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> LoadOp:
-        source_at = parser.pos
-        source, indices = parse_ref(parser)
+        source = parse_ref(parser)
         attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        source_type = parser.parse_type()
-        parser.parse_punctuation("->")
-        result_type = parser.parse_type()
-        if len(indices) > 1:
-            parser.raise_error("a shared buffer takes at most one stage index", source_at)
-        op = cls(
-            parser.resolve_operand(source, source_type),
-            indices[0] if indices else None,
-            result_type,
-        )
+        source_type = parse_colon_type(parser)
+        result_type = parse_arrow_type(parser)
+        stage = source.stage(parser, "a shared buffer takes at most one stage index")
+        op = cls(source.resolve(parser, source_type), stage, result_type)
         op.attributes |= attributes
         return op
 
@@ -986,25 +952,20 @@ class StoreOp(IRDLOperation):
         printer.print_string(" ->")
         print_ref(printer, self.dest, self.dest_indices)
         printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.value.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.dest.type)
+        print_signature(printer, [self.value.type], self.dest.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> StoreOp:
         value = parser.parse_unresolved_operand()
         parser.parse_punctuation("->")
-        dest, indices = parse_ref(parser)
+        dest = parse_ref(parser)
         attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        value_type = parser.parse_type()
-        parser.parse_punctuation("->")
-        dest_type = parser.parse_type()
+        value_type = parse_colon_type(parser)
+        dest_type = parse_arrow_type(parser)
         op = cls(
             parser.resolve_operand(value, value_type),
-            parser.resolve_operand(dest, dest_type),
-            indices,
+            dest.resolve(parser, dest_type),
+            dest.indices,
         )
         op.attributes |= attributes
         return op
@@ -1044,29 +1005,22 @@ class StoreAsyncOp(IRDLOperation):
         printer.print_string(" ->")
         print_ref(printer, self.dest, self.dest_indices)
         printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.dest.type)
+        print_signature(printer, [self.source.type], self.dest.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> StoreAsyncOp:
-        source_at = parser.pos
-        source, stage = parse_ref(parser)
+        source = parse_ref(parser)
         parser.parse_punctuation("->")
-        dest, indices = parse_ref(parser)
+        dest = parse_ref(parser)
         attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        source_type = parser.parse_type()
-        parser.parse_punctuation("->")
-        dest_type = parser.parse_type()
-        if len(stage) > 1:
-            parser.raise_error("a shared buffer takes at most one stage index", source_at)
+        source_type = parse_colon_type(parser)
+        dest_type = parse_arrow_type(parser)
+        stage = source.stage(parser, "a shared buffer takes at most one stage index")
         op = cls(
-            parser.resolve_operand(source, source_type),
-            stage[0] if stage else None,
-            parser.resolve_operand(dest, dest_type),
-            indices,
+            source.resolve(parser, source_type),
+            stage,
+            dest.resolve(parser, dest_type),
+            dest.indices,
         )
         op.attributes |= attributes
         return op
@@ -1148,10 +1102,7 @@ class GemmOp(IRDLOperation):
             printer.print_operand(self.acc)
             types.append(self.acc.type)
         printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_list(types, printer.print_attribute)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        print_signature(printer, types, self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> GemmOp:
@@ -1159,17 +1110,10 @@ class GemmOp(IRDLOperation):
         lhs = parser.parse_unresolved_operand()
         parser.parse_punctuation(",")
         rhs = parser.parse_unresolved_operand()
-        acc = None
-        if parser.parse_optional_keyword("acc"):
-            acc = parser.parse_unresolved_operand()
+        acc = parse_keyword_operand(parser, "acc")
         attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        types_at = parser.pos
-        types = parse_types(parser)
-        if len(types) != (3 if acc is not None else 2):
-            parser.raise_error("expected one type per operand", types_at)
-        parser.parse_punctuation("->")
-        result_type = parser.parse_type()
+        types = parse_colon_types(parser, 3 if acc is not None else 2)
+        result_type = parse_arrow_type(parser)
         op = cls(
             layout,
             parser.resolve_operand(lhs, types[0]),
@@ -1245,44 +1189,31 @@ class GemmAsyncOp(IRDLOperation):
             printer.print_operand(self.acc)
             types.append(self.acc.type)
         printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_list(types, printer.print_attribute)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        print_signature(printer, types, self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> GemmAsyncOp:
         layout = parser.parse_identifier()
-        lhs_at = parser.pos
-        lhs, lhs_stage = parse_ref(parser)
+        lhs = parse_ref(parser)
         parser.parse_punctuation(",")
-        rhs_at = parser.pos
-        rhs, rhs_stage = parse_ref(parser)
-        acc = None
-        if parser.parse_optional_keyword("acc"):
-            acc = parser.parse_unresolved_operand()
+        rhs = parse_ref(parser)
+        acc = parse_keyword_operand(parser, "acc")
         attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        types_at = parser.pos
-        types = parse_types(parser)
-        if len(types) != (3 if acc is not None else 2):
-            parser.raise_error("expected one type per operand", types_at)
+        types = parse_colon_types(parser, 3 if acc is not None else 2)
         parser.parse_punctuation("->")
         result_at = parser.pos
         result_type = parser.parse_type()
         if not isinstance(result_type, TileType):
             parser.raise_error("the result of cuir.gemm_async is a register tile", result_at)
-        if len(lhs_stage) > 1 or len(rhs_stage) > 1:
-            parser.raise_error(
-                "a shared buffer takes at most one stage index",
-                lhs_at if len(lhs_stage) > 1 else rhs_at,
-            )
+        too_many = "a shared buffer takes at most one stage index"
+        lhs_stage = lhs.stage(parser, too_many)
+        rhs_stage = rhs.stage(parser, too_many)
         op = cls(
             layout,
-            parser.resolve_operand(lhs, types[0]),
-            lhs_stage[0] if lhs_stage else None,
-            parser.resolve_operand(rhs, types[1]),
-            rhs_stage[0] if rhs_stage else None,
+            lhs.resolve(parser, types[0]),
+            lhs_stage,
+            rhs.resolve(parser, types[1]),
+            rhs_stage,
             result_type,
             parser.resolve_operand(acc, types[2]) if acc is not None else None,
         )
@@ -1369,16 +1300,11 @@ class MapOp(IRDLOperation):
             printer.print_string(" at [")
             printer.print_list(self.origin, printer.print_operand)
             printer.print_string("]")
-        printer.print_string(" (")
-        printer.print_list(self.body.block.args, printer.print_block_argument)
-        printer.print_string(")")
-        printer.print_op_attributes(self.attributes, print_keyword=True)
         printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
-        printer.print_string(" : ")
-        printer.print_list([v.type for v in self.inputs], printer.print_attribute)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        print_typed_arguments(printer, self.body.block.args)
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        print_body(printer, self.body)
+        print_signature(printer, [v.type for v in self.inputs], self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> MapOp:
@@ -1388,26 +1314,22 @@ class MapOp(IRDLOperation):
         origin: list[SSAValue] = []
         if parser.parse_optional_keyword("at"):
             origin = parse_indices(parser)
-        args = parser.parse_comma_separated_list(
-            Parser.Delimiter.PAREN, lambda: parser.parse_argument(expect_type=True)
-        )
-        attributes = parser.parse_optional_attr_dict_with_keyword()
+        args = parse_typed_arguments(parser)
+        attributes = parse_keyword_attributes(parser)
         body = parser.parse_region(args)
         parser.parse_punctuation(":")
         types_at = parser.pos
         types = parse_types(parser)
         if len(types) != len(inputs):
             parser.raise_error(f"expected {len(inputs)} input types, got {len(types)}", types_at)
-        parser.parse_punctuation("->")
-        result_type = parser.parse_type()
+        result_type = parse_arrow_type(parser)
         op = cls(
             [parser.resolve_operand(v, t) for v, t in zip(inputs, types)],
             origin,
             result_type,
             body,
         )
-        if attributes is not None:
-            op.attributes |= attributes.data
+        op.attributes |= attributes
         return op
 
 
@@ -1417,7 +1339,8 @@ class GatherOp(IRDLOperation):
 
     Scalar code: in a `cuir.map` body, score and mask code look up tables the
     spec captured (document ids, bias tables, slopes); in a worker, loop
-    bounds come from tables computed before the kernel (kv tile ranges).
+    bounds and kv tile indices come from block tables computed before the
+    kernel (FlexAttention-style partial and full kv index lists).
     Coordinates outside the tensor read as zero, as tile copies do: only the
     elements past the sequence ends read there, and the kernel masks those.
     """
@@ -1441,15 +1364,13 @@ class GatherOp(IRDLOperation):
     def print(self, printer: Printer) -> None:
         print_ref(printer, self.source, self.indices)
         printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
+        print_signature(printer, [self.source.type])
 
     @classmethod
     def parse(cls, parser: Parser) -> GatherOp:
-        source, indices = parse_ref(parser)
+        source = parse_ref(parser)
         attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        op = cls(parser.resolve_operand(source, parser.parse_type()), indices)
+        op = cls(source.resolve(parser, parse_colon_type(parser)), source.indices)
         op.attributes |= attributes
         return op
 
@@ -1521,26 +1442,16 @@ class RowReduceOp(IRDLOperation):
             printer.print_operand(self.init)
             types.append(self.init.type)
         printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_list(types, printer.print_attribute)
-        printer.print_string(" -> ")
-        printer.print_attribute(self.result.type)
+        print_signature(printer, types, self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> RowReduceOp:
         kind = parser.parse_identifier()
         source = parser.parse_unresolved_operand()
-        init = None
-        if parser.parse_optional_keyword("init"):
-            init = parser.parse_unresolved_operand()
+        init = parse_keyword_operand(parser, "init")
         attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        types_at = parser.pos
-        types = parse_types(parser)
-        if len(types) != (2 if init is not None else 1):
-            parser.raise_error("expected one type per operand", types_at)
-        parser.parse_punctuation("->")
-        result_type = parser.parse_type()
+        types = parse_colon_types(parser, 2 if init is not None else 1)
+        result_type = parse_arrow_type(parser)
         op = cls(
             kind,
             parser.resolve_operand(source, types[0]),
@@ -1596,8 +1507,7 @@ class FillOp(IRDLOperation):
             text = f"{mantissa}.0e{exponent}"  # 1e-20 does not lex as a float literal
         printer.print_string(f" {text}")
         printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
+        print_signature(printer, [self.result.type])
 
     @classmethod
     def parse(cls, parser: Parser) -> FillOp:
@@ -1609,8 +1519,7 @@ class FillOp(IRDLOperation):
         else:
             value = parser.parse_float()
         attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        op = cls(-value if negative else value, parser.parse_type())
+        op = cls(-value if negative else value, parse_colon_type(parser))
         op.attributes |= attributes
         return op
 
@@ -1679,16 +1588,13 @@ class _MbarrierStageOp(IRDLOperation):
 
     def _print_type(self, printer: Printer) -> None:
         printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.barrier.type)
+        print_signature(printer, [self.barrier.type])
 
 
-def _parse_barrier(parser: Parser):
-    barrier_at = parser.pos
-    barrier, stage = parse_ref(parser)
-    if len(stage) > 1:
-        parser.raise_error("an mbarrier array takes at most one stage index", barrier_at)
-    return barrier, (stage[0] if stage else None)
+def _parse_barrier(parser: Parser) -> tuple[Ref, SSAValue | None]:
+    """Parse `%bar` or `%bar[%stage]`."""
+    barrier = parse_ref(parser)
+    return barrier, barrier.stage(parser, "an mbarrier array takes at most one stage index")
 
 
 @irdl_op_definition
@@ -1738,8 +1644,7 @@ class MbarrierArriveOp(_MbarrierStageOp):
     def parse(cls, parser: Parser) -> MbarrierArriveOp:
         barrier, stage = _parse_barrier(parser)
         attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        op = cls(parser.resolve_operand(barrier, parser.parse_type()), stage)
+        op = cls(barrier.resolve(parser, parse_colon_type(parser)), stage)
         op.attributes |= attributes
         return op
 
@@ -1776,8 +1681,7 @@ class MbarrierExpectTxOp(_MbarrierStageOp):
         parser.parse_punctuation(",")
         tx_bytes = parser.parse_integer(allow_boolean=False)
         attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        op = cls(parser.resolve_operand(barrier, parser.parse_type()), stage, tx_bytes)
+        op = cls(barrier.resolve(parser, parse_colon_type(parser)), stage, tx_bytes)
         op.attributes |= attributes
         return op
 
@@ -1817,8 +1721,7 @@ class MbarrierWaitOp(_MbarrierStageOp):
         parser.parse_punctuation(",")
         parity = parser.parse_operand(IndexType())
         attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        op = cls(parser.resolve_operand(barrier, parser.parse_type()), stage, parity)
+        op = cls(barrier.resolve(parser, parse_colon_type(parser)), stage, parity)
         op.attributes |= attributes
         return op
 
@@ -1951,5 +1854,5 @@ CuIR = Dialect(
     ],
 )
 
-__all__ = [cls.__name__ for cls in CUIR_OPS] + ["CuIR", "enclosing_worker", "enclosing_kernel"]
+__all__ = [cls.__name__ for cls in CUIR_OPS] + ["CuIR", "enclosing_worker"]
 
