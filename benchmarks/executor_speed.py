@@ -20,7 +20,7 @@ from pathlib import Path  # noqa: E402
 
 from cubridge.interpreter.executor import KernelPlan, ProblemShape, execute, find_kernel  # noqa: E402
 from cubridge.interpreter.verify import random_inputs  # noqa: E402
-from cubridge.tools.cuir_run import _context  # noqa: E402
+from cubridge.dialect import cuir_context  # noqa: E402
 from cubridge.diagnostics import parse_module  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "ir" / "attention_sm90.mlir"
@@ -35,7 +35,7 @@ def main() -> None:
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-    module = parse_module(_context(), args.example.read_text(), str(args.example))
+    module = parse_module(cuir_context(), args.example.read_text(), str(args.example))
     kernel = find_kernel(module)
     inputs = random_inputs(KernelPlan(kernel), SHAPE, seed=0)
     scale = 1.0 / math.sqrt(SHAPE.head_dim)

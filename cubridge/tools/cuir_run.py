@@ -12,13 +12,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from xdsl.context import Context
-from xdsl.dialects import get_all_dialects
-
 from cubridge.diagnostics import CuBridgeError, parse_module
+from cubridge.dialect import cuir_context
 from cubridge.interpreter.executor import DEFAULT_NUM_SMS, ProblemShape
 from cubridge.interpreter.verify import verify
-from cubridge.universe import CUBRIDGE_UNIVERSE
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -59,16 +56,6 @@ def _programs(text: str) -> int | None:
     return None if text == "all" else _positive(text)
 
 
-def _context() -> Context:
-    ctx = Context()
-    for name, factory in get_all_dialects().items():
-        ctx.register_dialect(name, factory)
-    for name, factory in CUBRIDGE_UNIVERSE.all_dialects.items():
-        if name not in ctx.registered_dialect_names:
-            ctx.register_dialect(name, factory)
-    return ctx
-
-
 def _read(path: str) -> tuple[str, str]:
     if path == "-":
         return sys.stdin.read(), "<stdin>"
@@ -95,7 +82,7 @@ def _load_spec(path: str | None):
 def run(argv: Sequence[str] | None = None) -> int:
     args = _arguments(argv)
     text, filename = _read(args.input)
-    module = parse_module(_context(), text, filename)
+    module = parse_module(cuir_context(), text, filename)
     spec = _load_spec(args.spec)
     result = verify(
         module,

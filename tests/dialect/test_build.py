@@ -11,8 +11,7 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
-from xdsl.context import Context
-from xdsl.dialects import arith, builtin, math, scf
+from xdsl.dialects import arith, builtin
 from xdsl.dialects.builtin import (
     BFloat16Type,
     Float16Type,
@@ -25,6 +24,7 @@ from xdsl.ir import Block, Region
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
+from cubridge.dialect import cuir_context
 from cubridge.diagnostics import CuBridgeError, parse_module, verify_module
 from cubridge.dialect.cuir import (
     CUIR_OPS,
@@ -49,7 +49,6 @@ from cubridge.dialect.cuir import (
     WaitGroupOp,
     WorkerOp,
     YieldOp,
-    CuIR,
 )
 from cubridge.dialect.types import (
     ColVectorType,
@@ -67,13 +66,6 @@ LSE_TYPE = GlobalTensorType(3, Float32Type())
 A_SMEM = SharedBufferType((64, 128), BF16, stages=2, swizzle=128)
 B_SMEM = SharedBufferType((128, 128), BF16, stages=2, swizzle=128)
 SMEM_BYTES = A_SMEM.total_bytes + B_SMEM.total_bytes + 8 * 2
-
-
-def make_context() -> Context:
-    ctx = Context()
-    for dialect in (builtin.Builtin, arith.Arith, math.Math, scf.Scf, CuIR):
-        ctx.load_dialect(dialect)
-    return ctx
 
 
 def to_text(op) -> str:
@@ -179,7 +171,7 @@ def test_built_kernel_verifies_prints_and_reparses():
     module.verify()
     verify_module(module)
     text = to_text(module)
-    reparsed = parse_module(make_context(), text, "built.mlir")
+    reparsed = parse_module(cuir_context(), text, "built.mlir")
     verify_module(reparsed)
     assert to_text(reparsed) == text
     assert reparsed.is_structurally_equivalent(module)
@@ -223,7 +215,7 @@ def test_generic_form_reparses_to_the_same_module():
     Printer(stream=stream, print_generic_format=True).print_op(module)
     generic = stream.getvalue()
     assert '"cuir.kernel"() <{' in generic
-    reparsed = parse_module(make_context(), generic, "generic.mlir")
+    reparsed = parse_module(cuir_context(), generic, "generic.mlir")
     verify_module(reparsed)
     assert to_text(reparsed) == to_text(module)
 
@@ -249,7 +241,7 @@ def test_kernel_argument_and_worker_instances():
 
 def test_parsed_kernel_keeps_names_for_argument_lookup():
     module, _ = build_kernel()
-    reparsed = parse_module(make_context(), to_text(module), "names.mlir")
+    reparsed = parse_module(cuir_context(), to_text(module), "names.mlir")
     kernel = next(op for op in reparsed.walk() if isinstance(op, KernelOp))
     assert kernel.argument("lse").type == LSE_TYPE
     assert [w.instances for w in kernel.workers] == [1, 2]
@@ -399,7 +391,7 @@ def test_type_helpers():
 
 
 def test_cuir_ops_are_all_registered_and_round_tripped():
-    ctx = make_context()
+    ctx = cuir_context()
     for op in CUIR_OPS:
         assert ctx.get_optional_op(op.name) is op
     # every op has an exact printed line checked by the lit round trip
@@ -417,7 +409,7 @@ def test_argument_names_survive_printing():
     kernel.body.block.add_op(WorkerOp("w", (0, 128)))
     text = to_text(ModuleOp([kernel]))
     assert "cuir.kernel @k(%lse_2: !cuir.global<3 x f32, strided>, %scale: f32)" in text
-    reparsed = parse_module(make_context(), text, "names.mlir")
+    reparsed = parse_module(cuir_context(), text, "names.mlir")
     parsed = next(op for op in reparsed.walk() if isinstance(op, KernelOp))
     assert [n.data for n in parsed.arg_names.data] == ["lse_2", "scale"]
     assert parsed.argument("lse_2").type == LSE_TYPE

@@ -3,13 +3,13 @@
 from pathlib import Path
 
 from cubridge.diagnostics import parse_module
-from cubridge.tools.cuir_run import _context
+from cubridge.dialect import cuir_context
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "ir"
 
 
 def parse(text: str, filename: str = "test.mlir"):
-    return parse_module(_context(), text, filename)
+    return parse_module(cuir_context(), text, filename)
 
 
 def load_example(name: str):

@@ -7,7 +7,6 @@ map, its (query row, kv row) origin and whether it still holds mask code.
 
 import numpy as np
 import pytest
-import torch
 
 from cubridge.dialect.cuir import GatherOp, GemmAsyncOp, GemmOp, MapOp
 from cubridge.frontends.spec import load_spec

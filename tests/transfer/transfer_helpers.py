@@ -5,23 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from xdsl.context import Context
-from xdsl.dialects import arith, builtin, math, scf
 from xdsl.dialects.builtin import ModuleOp
 
+from cubridge.dialect import cuir_context
 from cubridge.diagnostics import parse_module
-from cubridge.dialect.cuir import CuIR
 from cubridge.passes.transfer import TransferPass
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = ("sm80", "sm90")
 SPECS = sorted(p.stem for p in (ROOT / "examples" / "specs").glob("*.py"))
-
-
-def context() -> Context:
-    ctx = Context()
-    for dialect in (builtin.Builtin, arith.Arith, math.Math, scf.Scf, CuIR):
-        ctx.load_dialect(dialect)
-    return ctx
 
 
 def spec_path(name: str) -> str:
@@ -30,7 +22,7 @@ def spec_path(name: str) -> str:
 
 def load_program(program: str, text: str | None = None) -> tuple[Context, ModuleOp]:
     path = ROOT / "examples" / "ir" / f"attention_{program}.mlir"
-    ctx = context()
+    ctx = cuir_context()
     return ctx, parse_module(ctx, text if text is not None else path.read_text(), str(path))
 
 
