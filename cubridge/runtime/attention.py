@@ -101,6 +101,23 @@ def _compiled(capability: tuple[int, int]) -> CompiledKernel:
     return compile_cubin(SOURCE, capability)
 
 
+def prepare_launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None,
+                   kernel: str) -> tuple[float, int, tuple[int, int]]:
+    """Check the inputs, the scale and the GPU for `kernel`; return (scale, device index, compute capability).
+
+    The scale defaults to 1/sqrt(D). Raises a CuBridgeRuntimeError subclass on the first problem found.
+    """
+    validate_inputs(q, k, v, kernel=kernel)
+    scale = 1.0 / math.sqrt(q.shape[3]) if scale is None else float(scale)
+    if not scale > 0.0:
+        raise InvalidInputError(f"scale must be positive (masked scores are -inf); got {scale}")
+    validate_device(q, k, v)
+    require_gpu()
+    cuda_driver()
+    device_index = q.device.index if q.device.index is not None else torch.cuda.current_device()
+    return scale, device_index, torch.cuda.get_device_capability(device_index)
+
+
 def attention_sm80(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
                    scale: float | None = None, return_lse: bool = False):
     """softmax(scale * q k^T [+ top-left causal mask]) v for [B, H, S, D] tensors (GQA: HQ = g * HKV).
@@ -109,15 +126,7 @@ def attention_sm80(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
     of the scaled scores, fp32 [B, HQ, SQ]. Causal is top-left aligned (query i sees keys j <= i), as torch
     SDPA's is_causal. Enqueued on torch's current stream; the tensors are ready when that stream reaches it.
     """
-    validate_inputs(q, k, v)
-    scale = 1.0 / math.sqrt(q.shape[3]) if scale is None else float(scale)
-    if not scale > 0.0:
-        raise InvalidInputError(f"scale must be positive (masked scores are -inf); got {scale}")
-    validate_device(q, k, v)
-    require_gpu()
-    cuda_driver()
-    device_index = q.device.index if q.device.index is not None else torch.cuda.current_device()
-    capability = torch.cuda.get_device_capability(device_index)
+    scale, device_index, capability = prepare_launch(q, k, v, scale, kernel="attention_sm80")
     if capability < (8, 0):
         raise UnsupportedArchError(
             f"attention_sm80 needs sm_80 or newer; {torch.cuda.get_device_name(device_index)} is "

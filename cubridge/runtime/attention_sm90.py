@@ -9,10 +9,10 @@ import math
 
 import torch
 
-from cubridge.runtime.attention import DTYPE_NAMES, validate_device, validate_inputs
+from cubridge.runtime.attention import DTYPE_NAMES, prepare_launch
 from cubridge.runtime.compiler import KERNELS_DIR, CompiledKernel, compile_cubin
-from cubridge.runtime.driver import cuda_driver, launch, load_function, require_gpu
-from cubridge.runtime.errors import InvalidInputError, UnsupportedArchError
+from cubridge.runtime.driver import launch, load_function
+from cubridge.runtime.errors import UnsupportedArchError
 from cubridge.runtime.tensor_map import encode_tiled
 
 SOURCE = KERNELS_DIR / "attention_sm90.cu"
@@ -115,15 +115,7 @@ def attention_sm90(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
     the natural-log log-sum-exp of the scaled scores, fp32 [B, HQ, SQ]. Causal is top-left aligned (query i
     sees keys j <= i). Enqueued on torch's current stream.
     """
-    validate_inputs(q, k, v, kernel="attention_sm90")
-    scale = 1.0 / math.sqrt(q.shape[3]) if scale is None else float(scale)
-    if not scale > 0.0:
-        raise InvalidInputError(f"scale must be positive (masked scores are -inf); got {scale}")
-    validate_device(q, k, v)
-    require_gpu()
-    cuda_driver()
-    device_index = q.device.index if q.device.index is not None else torch.cuda.current_device()
-    capability = torch.cuda.get_device_capability(device_index)
+    scale, device_index, capability = prepare_launch(q, k, v, scale, kernel="attention_sm90")
     if capability != (9, 0):
         raise UnsupportedArchError(
             f"attention_sm90 needs an sm_90 (Hopper) GPU; {torch.cuda.get_device_name(device_index)} is "
