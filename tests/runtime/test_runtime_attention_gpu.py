@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from cubridge.runtime import attention_sm80
-from cubridge.runtime.reference import reference_attention
+from attention_checks import assert_close_to_reference, random_qkv
 
 pytestmark = pytest.mark.gpu
 
@@ -18,28 +18,6 @@ SHAPES = [
     (1, 4, 4, 1024, 1024, 128),
     (1, 2, 2, 128, 64, 128),
 ]
-
-
-def random_qkv(shape, dtype, generator):
-    batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_dim = shape
-
-    def draw(heads, seqlen):
-        return torch.randn(batch, heads, seqlen, head_dim, generator=generator, device="cuda").to(dtype)
-
-    return draw(heads_q, seqlen_q), draw(heads_kv, seqlen_k), draw(heads_kv, seqlen_k)
-
-
-def assert_close_to_reference(q, k, v, causal, out, lse, scale=None):
-    """FlashAttention's criterion: error vs float64 at most twice that of eager PyTorch in q's dtype, plus 1e-3."""
-    exact_out, exact_lse = reference_attention(q, k, v, causal, scale)
-    eager_out, _ = reference_attention(q, k, v, causal, scale, compute_dtype=q.dtype)
-    assert torch.isfinite(out).all()
-    ours = (out.double() - exact_out).abs().max().item()
-    eager = (eager_out.double() - exact_out).abs().max().item()
-    assert ours <= 2 * eager + 1e-3, f"max abs error {ours:.2e} vs eager {q.dtype} {eager:.2e}"
-    if lse is not None:
-        assert lse.dtype == torch.float32 and lse.shape == exact_lse.shape
-        assert (lse.double() - exact_lse).abs().max().item() <= 1e-3
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
