@@ -10,7 +10,7 @@ on, or None to let the scheduler switch instances.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from xdsl.ir import Block, Operation, SSAValue
@@ -71,6 +71,38 @@ def region_step(run: Callable, body_suspends: bool) -> Step:
             pass
 
     return Step(run_through)
+
+
+def carried_loop_step(
+    body: CompiledBlock,
+    index_args: Sequence[SSAValue],
+    carried: Sequence[SSAValue],
+    inits: Sequence[SSAValue],
+    results: Sequence[SSAValue],
+    iterations: Callable[[Frame], Iterable[Sequence]],
+) -> Step:
+    """The step of a loop with carried values (scf.for, cuir.for_each_tile).
+
+    Each iteration binds `index_args` to the next tuple of `iterations(frame)` and
+    the carried arguments to the values the body last yielded (the inits at first);
+    the loop's results are the values yielded by the last iteration.
+    """
+    index_args, carried, inits, results = map(list, (index_args, carried, inits, results))
+
+    def run(frame: Frame):
+        values = frame.values
+        current = [values[v] for v in inits]
+        for indices in iterations(frame):
+            for arg, index in zip(index_args, indices):
+                values[arg] = index
+            for arg, value in zip(carried, current):
+                values[arg] = value
+            yield from body.run_suspending(frame)
+            current = body.results(frame)
+        for result, value in zip(results, current):
+            values[result] = value
+
+    return region_step(run, body.suspends)
 
 
 class CompiledBlock:

@@ -28,8 +28,8 @@ from cubridge.interpreter.compiler import (
     Compiler,
     Frame,
     Step,
+    carried_loop_step,
     handles,
-    region_step,
 )
 from cubridge.interpreter.memory import SharedBuffer
 from cubridge.interpreter.numerics import rounding_for
@@ -95,24 +95,14 @@ def dim(op: cuir.DimOp, compiler: Compiler) -> Step:
 
 @handles(cuir.ForEachTileOp)
 def for_each_tile(op: cuir.ForEachTileOp, compiler: Compiler) -> Step:
-    body = compiler.compile_block(op.body.block)
-    coords, carried = op.tile_coords, list(op.carried)
-    inits, results = list(op.iter_args), list(op.res)
-
-    def run(frame: Frame):
-        values = frame.values
-        current = [values[v] for v in inits]
-        for tile in frame.program.tiles:
-            for arg, coordinate in zip(coords, tile):
-                values[arg] = coordinate
-            for arg, value in zip(carried, current):
-                values[arg] = value
-            yield from body.run_suspending(frame)
-            current = body.results(frame)
-        for result, value in zip(results, current):
-            values[result] = value
-
-    return region_step(run, body.suspends)
+    return carried_loop_step(
+        compiler.compile_block(op.body.block),
+        op.tile_coords,
+        op.carried,
+        op.iter_args,
+        op.res,
+        lambda frame: frame.program.tiles,
+    )
 
 
 # ----------------------------------------------------------------------------

@@ -5,31 +5,31 @@ from __future__ import annotations
 
 from xdsl.dialects import scf
 
-from cubridge.interpreter.compiler import PASS_THROUGH, Compiler, Frame, Step, handles, region_step
+from cubridge.interpreter.compiler import (
+    PASS_THROUGH,
+    Compiler,
+    Frame,
+    Step,
+    carried_loop_step,
+    handles,
+    region_step,
+)
 
 PASS_THROUGH.add(scf.ForOp)
 
 
 @handles(scf.ForOp)
 def for_loop(op: scf.ForOp, compiler: Compiler) -> Step:
-    body = compiler.compile_block(op.body.block)
     induction, *carried = op.body.block.args
     lower, upper, stride = op.lb, op.ub, op.step
-    inits, results = list(op.iter_args), list(op.results)
 
-    def run(frame: Frame):
+    def iterations(frame: Frame):
         values = frame.values
-        current = [values[v] for v in inits]
-        for index in range(values[lower], values[upper], values[stride]):
-            values[induction] = index
-            for arg, value in zip(carried, current):
-                values[arg] = value
-            yield from body.run_suspending(frame)
-            current = body.results(frame)
-        for result, value in zip(results, current):
-            values[result] = value
+        return ((index,) for index in range(values[lower], values[upper], values[stride]))
 
-    return region_step(run, body.suspends)
+    return carried_loop_step(
+        compiler.compile_block(op.body.block), (induction,), carried, op.iter_args, op.results, iterations
+    )
 
 
 @handles(scf.IfOp)
