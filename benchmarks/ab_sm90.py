@@ -3,7 +3,10 @@ source with text substitutions, compiled to its own cubin and launched through a
 Variants marked diag compute wrong results on purpose (a stage left out, to see what it costs); the others
 are checked against the shipped kernel's output.
 
-  python3 benchmarks/ab_sm90.py [--seqlen 8192] [--batch 2]
+  python3 benchmarks/ab_sm90.py [--seqlen 8192] [--batch 2] [--variants a,b] [--extra NAME=FILE.cu ...]
+
+--extra adds a variant whose source is a whole file (an earlier version of the kernel, say); it is checked
+against the shipped kernel like the substitution variants.
 """
 
 from __future__ import annotations
@@ -38,8 +41,8 @@ VARIANTS: dict[str, tuple[bool, list[tuple[str, str]]]] = {
 }
 
 
-def variant_source(directory: Path, name: str, substitutions) -> Path:
-    text = SOURCE.read_text()
+def variant_source(directory: Path, name: str, substitutions, base: Path = SOURCE) -> Path:
+    text = base.read_text()
     for old, new in substitutions:
         if old not in text:
             raise SystemExit(f"ab_sm90: variant {name}: pattern not found: {old.strip()[:60]}")
@@ -55,10 +58,19 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--heads", type=int, default=32)
     parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--extra", action="append", default=[], metavar="NAME=FILE",
+                        help="a variant whose source is FILE (repeatable)")
     args = parser.parse_args()
+    extra_files = {}
+    for item in args.extra:
+        name, _, file = item.partition("=")
+        if not name or not Path(file).is_file():
+            raise SystemExit(f"ab_sm90: --extra {item!r}: expected NAME=FILE with an existing file")
+        extra_files[name] = Path(file)
+        VARIANTS[name] = (False, [])
     from triton.testing import do_bench
 
-    names = [n for n in args.variants.split(",") if n]
+    names = [n for n in args.variants.split(",") if n] + list(extra_files)
     generator = torch.Generator(device="cuda").manual_seed(0)
     shape = (args.batch, args.heads, args.seqlen, 128)
     sets = [tuple(torch.randn(shape, generator=generator, device="cuda").bfloat16() for _ in range(3))
@@ -67,7 +79,8 @@ def main() -> int:
     capability = torch.cuda.get_device_capability()
     results = {}
     with tempfile.TemporaryDirectory() as scratch:
-        compiled = {name: compile_cubin(variant_source(Path(scratch), name, VARIANTS[name][1]), capability)
+        compiled = {name: compile_cubin(variant_source(Path(scratch), name, VARIANTS[name][1],
+                                                       extra_files.get(name, SOURCE)), capability)
                     for name in names}
         reference = {}
         # Two passes over the variants, interleaved, to see the run-to-run spread.

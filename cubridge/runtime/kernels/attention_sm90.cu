@@ -21,8 +21,9 @@
 //     barriers 1 and 2 (ping-pong), so one group's softmax overlaps the other's GEMMs;
 //   * epilogue: normalise, pack to 16 bits, stage through swizzled shared memory, TMA store; LSE by row.
 // Beyond the .mlir: empty barriers count one arrival per consumer warp (8), each after that warp's
-// gemm_wait; the mainloop body runs twice per trip over two P register tiles; causal masking and tile bounds;
-// the epilogue's store wait sits before the next overwrite of the staging tile; group 0 takes one last turn
+// gemm_wait; P V is retired at the top of the next step (after its mbarrier waits) rather than right after
+// the softmax, so that ptxas keeps the wgmma wait below the exps; causal masking and tile bounds; the
+// epilogue's store wait sits before the next overwrite of the staging tile; group 0 takes one last turn
 // so that the ping-pong barriers end balanced.
 // Written only with the primitives of cubridge/*.cuh plus plain control flow.
 #include "cubridge/hopper.cuh"
@@ -233,9 +234,8 @@ __device__ __forceinline__ void mask_scores(float (&s)[kScoreRegs], int row0, in
 // Online softmax step: raises the running max with this tile's scores, returns in `alpha` the factor
 // exp2((old max - new max) * scale_log2) that rescales the running sum (done here) and O (done by the
 // caller once the in-flight P V retired), and turns the scores into probabilities packed to 16 bits.
-template <typename T>
 __device__ __forceinline__ void softmax_update(float (&s)[kScoreRegs], RowState& state, float (&alpha)[2],
-                                               uint32_t (&probs)[kProbRegs], float scale_log2) {
+                                               float scale_log2) {
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     float tile_max = state.max[half];
@@ -257,6 +257,11 @@ __device__ __forceinline__ void softmax_update(float (&s)[kScoreRegs], RowState&
       }
     state.sum[half] = state.sum[half] * alpha[half] + sum;
   }
+}
+
+// Packs the probabilities to 16 bits in the register layout of a wgmma A operand.
+template <typename T>
+__device__ __forceinline__ void pack_probs(const float (&s)[kScoreRegs], uint32_t (&probs)[kProbRegs]) {
 #pragma unroll
   for (int j = 0; j < kProbRegs; ++j) probs[j] = convert_pack<T>(s[2 * j], s[2 * j + 1]);
 }
@@ -353,8 +358,7 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
 
     float s[kScoreRegs];
     float o[kHeadDim / 2];
-    uint32_t p_even[kProbRegs];  // P of even kv tiles
-    uint32_t p_odd[kProbRegs];   // P of odd kv tiles
+    uint32_t probs[kProbRegs];
     float alpha[2];
     RowState state = {{kNegInf, kNegInf}, {0.f, 0.f}};
 #pragma unroll
@@ -376,67 +380,64 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       gemm_fence_operand(s);
       release(smem.k_empty(stage), lane);
       if (needs_mask(0)) mask_scores<kCausal>(s, thread_row0, 0, p.seqlen_k, t);
-      softmax_update<T>(s, state, alpha, p_even, p.scale_log2);
+      softmax_update(s, state, alpha, p.scale_log2);
       ++kv.count;
     }
 
+    // Retires P_{j-2} V_{j-2} (if kv tile j-2 exists: `in_flight`), then turns the softmax of S_{j-1} into
+    // the A operand of the next P V and rescales O to its row max. This sits past the mbarrier waits of the
+    // next step, in a later basic block than the softmax: ptxas places a wgmma wait as early as its block
+    // allows, and a wait in the softmax's block would land before the exps and undo the overlap.
+    auto retire_pv = [&](bool in_flight) {
+      const PipelineState retired{kv.count - 2};
+      gemm_wait<0>();
+      gemm_fence_operand(o);
+      gemm_fence_operand(probs);
+      if (in_flight) release(smem.v_empty(retired.stage()), lane);
+      pack_probs<T>(s, probs);
+      rescale_rows(o, alpha);
+    };
+
     // kv tiles 1..n-1: issue S_j = Q K_j^T and O += P_{j-1} V_{j-1}, then the softmax of S_j under P V.
-    // P alternates between two register tiles (the loop body runs twice per trip), so no copy redefines
-    // a wgmma operand register inside the loop; ptxas would otherwise serialize the wgmmas (C7513).
-    auto mainloop_step = [&](int j, uint32_t (&p_in)[kProbRegs], uint32_t (&p_out)[kProbRegs]) {
+    for (int j = 1; j < kv_tiles; ++j) {
       const int stage = kv.stage();
       const PipelineState prev{kv.count - 1};
       mbarrier_wait(smem.k_full(stage), kv.parity());
       mbarrier_wait(smem.v_full(prev.stage()), prev.parity());
+      retire_pv(j > 1);
       begin_gemm_turn(group);
       gemm_fence_operand(s);
       gemm_fence_operand(o);
-      gemm_fence_operand(p_in);
+      gemm_fence_operand(probs);
       gemm_fence();
       gemm_async<kBlockN, kQkSlices, false, T>(s, q_half, Layout::kQPanelBytes, smem.k_tile(stage),
                                                Layout::kKvPanelBytes, false);
-      gemm_async_rs<kHeadDim, kPvSlices, T>(o, p_in, smem.v_tile(prev.stage()), Layout::kKvPanelBytes, true);
+      gemm_async_rs<kHeadDim, kPvSlices, T>(o, probs, smem.v_tile(prev.stage()), Layout::kKvPanelBytes, true);
       end_gemm_turn(group);
       gemm_wait<1>();
       gemm_fence_operand(s);
       release(smem.k_empty(stage), lane);
       if (needs_mask(j)) mask_scores<kCausal>(s, thread_row0, j * kBlockN, p.seqlen_k, t);
-      softmax_update<T>(s, state, alpha, p_out, p.scale_log2);
-      gemm_wait<0>();
-      gemm_fence_operand(o);
-      gemm_fence_operand(p_in);
-      release(smem.v_empty(prev.stage()), lane);
-      rescale_rows(o, alpha);
+      softmax_update(s, state, alpha, p.scale_log2);
       ++kv.count;
-    };
-    // Last P V of the tile, then the epilogue.
-    auto last_pv = [&](uint32_t (&p_in)[kProbRegs]) {
+    }
+    release(smem.q_empty(), lane);
+
+    // Last P V of the tile.
+    {
       const PipelineState last{kv.count - 1};
       mbarrier_wait(smem.v_full(last.stage()), last.parity());
+      retire_pv(kv_tiles > 1);
       begin_gemm_turn(group);
       gemm_fence_operand(o);
-      gemm_fence_operand(p_in);
+      gemm_fence_operand(probs);
       gemm_fence();
-      gemm_async_rs<kHeadDim, kPvSlices, T>(o, p_in, smem.v_tile(last.stage()), Layout::kKvPanelBytes, true);
+      gemm_async_rs<kHeadDim, kPvSlices, T>(o, probs, smem.v_tile(last.stage()), Layout::kKvPanelBytes, true);
       end_gemm_turn(group);
       gemm_wait<0>();
       gemm_fence_operand(o);
-      gemm_fence_operand(p_in);
+      gemm_fence_operand(probs);
       release(smem.v_empty(last.stage()), lane);
-    };
-
-    int j = 1;
-    for (; j + 1 < kv_tiles; j += 2) {
-      mainloop_step(j, p_even, p_odd);
-      mainloop_step(j + 1, p_odd, p_even);
-    }
-    if (j < kv_tiles) {
-      mainloop_step(j, p_even, p_odd);
-      release(smem.q_empty(), lane);
-      last_pv(p_odd);
-    } else {
-      release(smem.q_empty(), lane);
-      last_pv(p_even);
     }
 
     epilogue<T, kHeadDim>(o, state, p, smem, o_map, tile, group, thread_in_group);
