@@ -23,6 +23,7 @@ STAGES = 2
 THREADS = 384  # producer warp group + two consumer warp groups
 PANEL_COLS = 64  # 128-byte swizzle panels of 16-bit elements
 BARRIERS = 2 + 4 * STAGES
+TILE_SLOT_BYTES = 16  # the producer's hand-off of the current tile index
 ALIGN_SLACK = 1024
 MAX_HEAD_CHUNK = 8
 CHUNK_L2_BYTES = 32 * 2**20  # K + V of one scheduler chunk should fit here (H100 / H200 L2: 50 MB)
@@ -33,7 +34,7 @@ class Sm90Params(ctypes.Structure):
     """Mirror of `struct AttentionParams` in attention_sm90.cu (same field order and types)."""
 
     _fields_ = [
-        ("lse", ctypes.c_void_p),
+        ("lse", ctypes.c_void_p), ("tile_counter", ctypes.c_void_p),
         ("batch", ctypes.c_int32), ("num_heads_q", ctypes.c_int32), ("num_heads_kv", ctypes.c_int32),
         ("seqlen_q", ctypes.c_int32), ("seqlen_k", ctypes.c_int32), ("head_chunk", ctypes.c_int32),
         ("scale", ctypes.c_float), ("scale_log2", ctypes.c_float),
@@ -42,10 +43,10 @@ class Sm90Params(ctypes.Structure):
 
 def shared_bytes(head_dim: int) -> int:
     """Dynamic shared memory of one CTA, as SharedLayout<D>::kBytes: Q (two 64-row halves), STAGES K and V
-    tiles, the O staging halves, the mbarriers and 1024 bytes to re-align the block."""
+    tiles, the O staging halves, the mbarriers, the tile slot and 1024 bytes to re-align the block."""
     q_half = CONSUMER_ROWS * head_dim * 2
     kv_tile = BLOCK_N * head_dim * 2
-    return 2 * q_half + 2 * STAGES * kv_tile + 2 * q_half + BARRIERS * 8 + ALIGN_SLACK
+    return 2 * q_half + 2 * STAGES * kv_tile + 2 * q_half + BARRIERS * 8 + TILE_SLOT_BYTES + ALIGN_SLACK
 
 
 def head_chunk(seqlen_k: int, head_dim: int, element_bytes: int = 2) -> int:
@@ -126,7 +127,11 @@ def attention_sm90(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
     out = torch.empty((batch, heads_q, seqlen_q, head_dim), dtype=q.dtype, device=q.device)
     lse = torch.empty((batch, heads_q, seqlen_q), dtype=torch.float32, device=q.device) if return_lse else None
 
-    params = Sm90Params(lse.data_ptr() if return_lse else None, batch, heads_q, heads_kv, seqlen_q, seqlen_k,
+    # Causal tiles differ in length: CTAs claim them from a counter (dynamic schedule). Full tiles are equal
+    # and keep the static stride, with no counter to clear.
+    tile_counter = torch.zeros(1, dtype=torch.int32, device=q.device) if causal else None
+    params = Sm90Params(lse.data_ptr() if return_lse else None,
+                        tile_counter.data_ptr() if causal else None, batch, heads_q, heads_kv, seqlen_q, seqlen_k,
                         head_chunk(seqlen_k, head_dim), scale, scale * _LOG2_E)
     smem = shared_bytes(head_dim)
     function = load_function(_compiled(capability), kernel_name(q.dtype, head_dim, causal), device_index, smem)

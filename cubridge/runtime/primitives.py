@@ -89,7 +89,8 @@ PRIMITIVES: tuple[Primitive, ...] = (
 # Ops that lower to plain C++ structure rather than a device primitive, and what they become.
 PLAIN_CPP_OPS: dict[str, str] = {
     "cuir.kernel": "the `__global__` function, its `__launch_bounds__` and dynamic shared-memory size",
-    "cuir.for_each_tile": "the tile-scheduler loop over (q_tile, head, batch)",
+    "cuir.for_each_tile": "the tile-scheduler loop over (q_tile, head, batch); the producer hands each tile "
+                          "index to the consumers through shared memory between two named barriers",
     "cuir.program_id": "`blockIdx.x`",
     "cuir.dim": "a size field of the kernel's parameter struct",
     "cuir.alloc": "a carve-out of the dynamic shared-memory block",

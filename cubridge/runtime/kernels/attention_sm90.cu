@@ -11,20 +11,21 @@
 // The program is examples/ir/attention_sm90.mlir; the file is organised like FlashAttention-3:
 //   * tile scheduler: a persistent grid (one CTA per SM) walks 128-row query tiles (q_tile, head, batch),
 //     heads grouped in chunks (p.head_chunk) so that CTAs running together share K/V in L2, and inside a
-//     chunk the longest causal tiles first;
+//     chunk the longest causal tiles first. Full masks: a static stride. Causal: CTAs claim tiles from a
+//     global counter, and the producer warp hands each index to the consumers through shared memory;
 //   * pipeline: mbarrier pairs (full: TMA bytes landed; empty: every consumer warp is done reading) for a
 //     single Q buffer and kStages K and V buffers;
-//   * producer warp group (24 registers): one thread issues the TMA loads;
+//   * producer warp group (24 registers): one warp walks the schedule, its lane 0 issues the TMA loads;
 //   * consumer warp groups 1 and 2 (240 registers): each owns 64 query rows of the tile. Per kv tile j it
 //     issues S_j = Q K_j^T and O += P_{j-1} V_{j-1} as async wgmma, then runs the online softmax of S_j
 //     while P V runs (intra-warpgroup overlap). The two groups take turns issuing GEMMs through named
 //     barriers 1 and 2 (ping-pong), so one group's softmax overlaps the other's GEMMs;
 //   * epilogue: normalise, pack to 16 bits, stage through swizzled shared memory, TMA store; LSE by row.
 // Beyond the .mlir: empty barriers count one arrival per consumer warp (8), each after that warp's
-// gemm_wait; P V is retired at the top of the next step (after its mbarrier waits) rather than right after
-// the softmax, so that ptxas keeps the wgmma wait below the exps; causal masking and tile bounds; the
-// epilogue's store wait sits before the next overwrite of the staging tile; group 0 takes one last turn
-// so that the ping-pong barriers end balanced.
+// gemm_wait; P V is retired after the next step's mbarrier waits (so that ptxas keeps the wgmma wait below
+// the exps); Q is released as soon as the tile's last S has read it; the dynamic schedule and its hand-off;
+// causal masking and tile bounds; the epilogue's store wait sits before the next overwrite of the staging
+// tile; group 0 takes one last turn so that the ping-pong barriers end balanced.
 // Written only with the primitives of cubridge/*.cuh plus plain control flow.
 #include "cubridge/hopper.cuh"
 #include "cubridge/math.cuh"
@@ -36,7 +37,8 @@ using namespace cubridge;
 
 // Kernel arguments besides the tensor maps; mirrored by ctypes in cubridge/runtime/attention_sm90.py.
 struct AttentionParams {
-  float* lse;  // nullptr: LSE not written
+  float* lse;           // nullptr: LSE not written
+  int* tile_counter;    // nullptr: static schedule; else a zeroed counter for the dynamic schedule
   int batch;
   int num_heads_q;
   int num_heads_kv;
@@ -62,10 +64,15 @@ constexpr int kScoreRegs = kBlockN / 2;      // fp32 scores per thread (64 x 128
 constexpr int kProbRegs = kBlockN / 4;       // packed 16-bit probabilities per thread
 constexpr float kNegInf = -__builtin_huge_valf();
 
-// Named barriers (0 is __syncthreads): ping-pong turns of consumer groups 0 and 1, then one per group for
-// its epilogue.
+// Named barriers (0 is __syncthreads): ping-pong turns of consumer groups 0 and 1, one per group for its
+// epilogue, then one pair per group for the tile-index hand-off with the producer warp (slot written, slot
+// read). Per-group pairs keep the groups independent: a shared one would line them up at every tile start
+// and undo the ping-pong offset.
 constexpr int kTurnBarrier0 = 1;
 constexpr int kEpilogueBarrier0 = 3;
+constexpr int kTileWrittenBarrier0 = 5;
+constexpr int kTileReadBarrier0 = 7;
+constexpr int kHandoffThreads = 32 + kWarpGroupThreads;  // the producer warp + one consumer group
 
 // ---------------------------------------------------------------------------------------------------------
 // Shared memory: every tile is a sequence of [rows][64] panels, 1024-byte aligned, written by TMA with the
@@ -84,8 +91,9 @@ struct SharedLayout {
   static constexpr int kOOffset = kVOffset + kStages * kKvTileBytes;
   static constexpr int kBarrierOffset = kOOffset + kConsumerGroups * kOHalfBytes;
   static constexpr int kBarriers = 2 + 4 * kStages;
+  static constexpr int kTileSlotOffset = kBarrierOffset + kBarriers * 8;  // the Q buffer's tile index
   static constexpr int kAlignSlack = 1024;  // the dynamic block is re-aligned to 1024 bytes
-  static constexpr int kBytes = kBarrierOffset + kBarriers * 8 + kAlignSlack;
+  static constexpr int kBytes = kTileSlotOffset + 16 + kAlignSlack;
 };
 
 static_assert(SharedLayout<128>::kBytes <= 227 * 1024, "D = 128 tiles exceed the 227 KB shared-memory limit");
@@ -107,6 +115,9 @@ struct SharedStorage {
   __device__ uint64_t* k_empty(int stage) const { return barriers() + 2 + kStages + stage; }
   __device__ uint64_t* v_full(int stage) const { return barriers() + 2 + 2 * kStages + stage; }
   __device__ uint64_t* v_empty(int stage) const { return barriers() + 2 + 3 * kStages + stage; }
+  // Linear index of the tile the consumers start next (or past the end: stop). Written by the producer warp
+  // between kTileReadBarrier and kTileWrittenBarrier, read by the consumers between the two.
+  __device__ int* tile_slot() const { return reinterpret_cast<int*>(base + Layout::kTileSlotOffset); }
 };
 
 // ---------------------------------------------------------------------------------------------------------
@@ -125,11 +136,15 @@ __device__ __forceinline__ void release(uint64_t* empty_barrier, int lane) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Tile scheduler: static persistent schedule (round-robin), linear tile index -> (q_tile, head, batch). Heads
-// run in chunks of p.head_chunk (head, batch) pairs; inside a chunk q tiles go from last to first (longest
-// causal tiles first), heads fastest. The host sizes the chunk so that its K and V fit in about 32 MB of L2:
-// causal tiles of one chunk finish at different times and restart at kv tile 0, so the CTAs of a chunk
-// read all of its K/V at once, not a narrow window of it.
+// Tile scheduler: a persistent grid walks linear tile indices; decode() maps one to (q_tile, head, batch).
+// Heads run in chunks of p.head_chunk (head, batch) pairs; inside a chunk q tiles go from last to first
+// (longest causal tiles first), heads fastest. The host sizes the chunk so that its K and V fit in about
+// 32 MB of L2: causal tiles of one chunk finish at different times and restart at kv tile 0, so the CTAs of
+// a chunk read all of its K/V at once, not a narrow window of it.
+// Each CTA starts at blockIdx.x. The static schedule then strides by gridDim.x (equal tiles: full masks);
+// the dynamic one takes the next unclaimed index from p.tile_counter (causal: tiles differ in length, and
+// claiming in longest-first order balances the CTAs to within one short tile). Only the producer calls
+// next(); it hands each index to the consumers through SharedStorage::tile_slot.
 struct Tile {
   int q_tile;
   int head;
@@ -137,31 +152,31 @@ struct Tile {
 };
 
 struct TileScheduler {
-  int num_q_tiles;
-  int num_head_batch;
-  int num_heads_q;
-  int head_chunk;
-  int total;
+  const AttentionParams& p;  // read from the kernel's parameter bank on every use: no registers held
 
-  __device__ TileScheduler(const AttentionParams& p)
-      : num_q_tiles((p.seqlen_q + kBlockM - 1) / kBlockM),
-        num_head_batch(p.batch * p.num_heads_q),
-        num_heads_q(p.num_heads_q),
-        head_chunk(p.head_chunk),
-        total(num_q_tiles * p.batch * p.num_heads_q) {}
+  __device__ int num_q_tiles() const { return (p.seqlen_q + kBlockM - 1) / kBlockM; }
+  __device__ int total() const { return num_q_tiles() * p.batch * p.num_heads_q; }
 
+  // Dynamic: the producer claims each next tile and hands it to the consumers (SharedStorage::tile_slot);
+  // static: every role walks the same stride on its own.
+  __device__ bool dynamic() const { return p.tile_counter != nullptr; }
   __device__ int first() const { return blockIdx.x; }
-  __device__ int next(int linear) const { return linear + gridDim.x; }
-  __device__ bool valid(int linear) const { return linear < total; }
+  // The index after `linear` for this CTA. Dynamic: one global atomic, issued a tile ahead of its use.
+  __device__ int next(int linear) const {
+    return p.tile_counter == nullptr ? linear + gridDim.x : gridDim.x + atomicAdd(p.tile_counter, 1);
+  }
+  __device__ bool valid(int linear) const { return linear < total(); }
 
   __device__ Tile decode(int linear) const {
-    const int chunk_tiles = head_chunk * num_q_tiles;
+    const int q_tiles = num_q_tiles();
+    const int head_chunk = p.head_chunk;
+    const int chunk_tiles = head_chunk * q_tiles;
     const int chunk = linear / chunk_tiles;
     const int within = linear - chunk * chunk_tiles;
     const int first_pair = chunk * head_chunk;
-    const int width = min(head_chunk, num_head_batch - first_pair);
+    const int width = min(head_chunk, p.batch * p.num_heads_q - first_pair);
     const int pair = first_pair + within % width;
-    return Tile{num_q_tiles - 1 - within / width, pair % num_heads_q, pair / num_heads_q};
+    return Tile{q_tiles - 1 - within / width, pair % p.num_heads_q, pair / p.num_heads_q};
   }
 };
 
@@ -173,41 +188,62 @@ __device__ __forceinline__ int num_kv_tiles(const AttentionParams& p, int q_tile
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Producer: one thread streams Q (two 64-row halves) and the K, V tiles of every scheduled query tile.
+// Producer: one warp; it hands each scheduled tile to the consumers and its lane 0 streams the tile's Q (two
+// 64-row halves), K and V.
 template <typename T, int kHeadDim, bool kCausal>
 __device__ __forceinline__ void producer_mainloop(const SharedStorage<T, kHeadDim>& smem, const AttentionParams& p,
                                                   const CUtensorMap* q_map, const CUtensorMap* k_map,
-                                                  const CUtensorMap* v_map) {
+                                                  const CUtensorMap* v_map, int lane) {
   using Layout = SharedLayout<kHeadDim>;
-  const TileScheduler scheduler(p);
-  const int heads_per_kv_head = p.num_heads_q / p.num_heads_kv;
+  const TileScheduler scheduler{p};
+  const bool leader = lane == 0;
   PipelineState kv;
-  int tile_count = 0;
-  for (int linear = scheduler.first(); scheduler.valid(linear); linear = scheduler.next(linear)) {
-    const Tile tile = scheduler.decode(linear);
-    const int kv_head = tile.head / heads_per_kv_head;
+  int linear = scheduler.first();
+  for (int tile_count = 0;; ++tile_count) {
+    // Hand the tile (or the end of the schedule) to the consumers once they hold the previous one and
+    // released its Q buffer.
     mbarrier_wait(smem.q_empty(), (tile_count & 1) ^ 1);
-    mbarrier_expect_tx(smem.q_full(), kConsumerGroups * Layout::kQHalfBytes);
-    for (int group = 0; group < kConsumerGroups; ++group)
-      for (int panel = 0; panel < Layout::kPanels; ++panel)
-        tma_load_4d(reinterpret_cast<unsigned char*>(smem.q_half(group)) + panel * Layout::kQPanelBytes, q_map,
-                    smem.q_full(), panel * kPanelCols, tile.q_tile * kBlockM + group * kConsumerRows, tile.head,
-                    tile.batch);
+    if (scheduler.dynamic()) {
+      for (int group = 0; group < kConsumerGroups && tile_count > 0; ++group)
+        named_barrier_sync(kTileReadBarrier0 + group, kHandoffThreads);
+      if (leader) *smem.tile_slot() = linear;
+      for (int group = 0; group < kConsumerGroups; ++group)
+        named_barrier_arrive(kTileWrittenBarrier0 + group, kHandoffThreads);
+    }
+    if (!scheduler.valid(linear)) return;
+    const Tile tile = scheduler.decode(linear);
+    int next_linear = 0;
+    if (leader) {
+      mbarrier_expect_tx(smem.q_full(), kConsumerGroups * Layout::kQHalfBytes);
+      for (int group = 0; group < kConsumerGroups; ++group)
+        for (int panel = 0; panel < Layout::kPanels; ++panel)
+          tma_load_4d(reinterpret_cast<unsigned char*>(smem.q_half(group)) + panel * Layout::kQPanelBytes, q_map,
+                      smem.q_full(), panel * kPanelCols, tile.q_tile * kBlockM + group * kConsumerRows, tile.head,
+                      tile.batch);
+      next_linear = scheduler.next(linear);  // in flight while this tile's K and V stream in
+    }
+    // The whole warp walks the K/V pipeline (its mbarrier waits), so that it reaches the next hand-off
+    // converged; lane 0 issues the copies.
+    const int kv_head = tile.head / (p.num_heads_q / p.num_heads_kv);
     const int kv_tiles = num_kv_tiles<kCausal>(p, tile.q_tile);
     for (int j = 0; j < kv_tiles; ++j, ++kv.count) {
       const int stage = kv.stage();
       mbarrier_wait(smem.k_empty(stage), kv.free_parity());
-      mbarrier_expect_tx(smem.k_full(stage), Layout::kKvTileBytes);
-      for (int panel = 0; panel < Layout::kPanels; ++panel)
-        tma_load_4d(reinterpret_cast<unsigned char*>(smem.k_tile(stage)) + panel * Layout::kKvPanelBytes, k_map,
-                    smem.k_full(stage), panel * kPanelCols, j * kBlockN, kv_head, tile.batch);
+      if (leader) {
+        mbarrier_expect_tx(smem.k_full(stage), Layout::kKvTileBytes);
+        for (int panel = 0; panel < Layout::kPanels; ++panel)
+          tma_load_4d(reinterpret_cast<unsigned char*>(smem.k_tile(stage)) + panel * Layout::kKvPanelBytes, k_map,
+                      smem.k_full(stage), panel * kPanelCols, j * kBlockN, kv_head, tile.batch);
+      }
       mbarrier_wait(smem.v_empty(stage), kv.free_parity());
-      mbarrier_expect_tx(smem.v_full(stage), Layout::kKvTileBytes);
-      for (int panel = 0; panel < Layout::kPanels; ++panel)
-        tma_load_4d(reinterpret_cast<unsigned char*>(smem.v_tile(stage)) + panel * Layout::kKvPanelBytes, v_map,
-                    smem.v_full(stage), panel * kPanelCols, j * kBlockN, kv_head, tile.batch);
+      if (leader) {
+        mbarrier_expect_tx(smem.v_full(stage), Layout::kKvTileBytes);
+        for (int panel = 0; panel < Layout::kPanels; ++panel)
+          tma_load_4d(reinterpret_cast<unsigned char*>(smem.v_tile(stage)) + panel * Layout::kKvPanelBytes, v_map,
+                      smem.v_full(stage), panel * kPanelCols, j * kBlockN, kv_head, tile.batch);
+      }
     }
-    ++tile_count;
+    linear = __shfl_sync(0xffffffffu, next_linear, 0);
   }
 }
 
@@ -339,14 +375,21 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
   const int lane = thread_in_group % 32;
   const int g = lane / 4;
   const int t = lane % 4;
-  const TileScheduler scheduler(p);
+  const TileScheduler scheduler{p};
   const T* q_half = smem.q_half(group);
 
   if (group == 1) named_barrier_arrive(kTurnBarrier0, kConsumerGroups * kWarpGroupThreads);  // group 0 starts
 
   PipelineState kv;
-  int tile_count = 0;
-  for (int linear = scheduler.first(); scheduler.valid(linear); linear = scheduler.next(linear), ++tile_count) {
+  int linear = scheduler.first();
+  for (int tile_count = 0;; ++tile_count, linear = scheduler.dynamic() ? 0 : scheduler.next(linear)) {
+    if (scheduler.dynamic()) {
+      named_barrier_sync(kTileWrittenBarrier0 + group, kHandoffThreads);
+      linear = *smem.tile_slot();
+    }
+    if (!scheduler.valid(linear)) break;
+    if (scheduler.dynamic()) named_barrier_arrive(kTileReadBarrier0 + group, kHandoffThreads);
+    mbarrier_wait(smem.q_full(), tile_count & 1);
     const Tile tile = scheduler.decode(linear);
     const int group_row0 = tile.q_tile * kBlockM + group * kConsumerRows;
     const int thread_row0 = group_row0 + 16 * warp + g;
@@ -364,70 +407,67 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
 #pragma unroll
     for (int e = 0; e < kHeadDim / 2; ++e) o[e] = 0.f;
 
-    mbarrier_wait(smem.q_full(), tile_count & 1);
-
-    // kv tile 0: S = Q K^T, then its softmax.
-    {
-      const int stage = kv.stage();
-      mbarrier_wait(smem.k_full(stage), kv.parity());
-      begin_gemm_turn(group);
-      gemm_fence_operand(s);
-      gemm_fence();
-      gemm_async<kBlockN, kQkSlices, false, T>(s, q_half, Layout::kQPanelBytes, smem.k_tile(stage),
-                                               Layout::kKvPanelBytes, false);
-      end_gemm_turn(group);
-      gemm_wait<0>();
-      gemm_fence_operand(s);
-      release(smem.k_empty(stage), lane);
-      if (needs_mask(0)) mask_scores<kCausal>(s, thread_row0, 0, p.seqlen_k, t);
-      softmax_update(s, state, alpha, p.scale_log2);
-      ++kv.count;
-    }
-
-    // Retires P_{j-2} V_{j-2} (if kv tile j-2 exists: `in_flight`), then turns the softmax of S_{j-1} into
-    // the A operand of the next P V and rescales O to its row max. This sits past the mbarrier waits of the
-    // next step, in a later basic block than the softmax: ptxas places a wgmma wait as early as its block
-    // allows, and a wait in the softmax's block would land before the exps and undo the overlap.
-    auto retire_pv = [&](bool in_flight) {
-      const PipelineState retired{kv.count - 2};
+    // After the softmax of kv tile j: wait for the next turn's operands (K_{j+1}, V_j), then retire
+    // P_{j-1} V_{j-1}, pack P_j and rescale O to the new row max. The mbarrier waits put the wgmma wait in a
+    // later basic block than the softmax: ptxas hoists a wgmma wait to the top of its block, and in the
+    // softmax's block it would land before the exps and undo their overlap with P V.
+    auto finish_step = [&](int j) {
+      const PipelineState next{kv.count}, current{kv.count - 1}, retired{kv.count - 2};
+      if (j + 1 < kv_tiles) mbarrier_wait(smem.k_full(next.stage()), next.parity());
+      mbarrier_wait(smem.v_full(current.stage()), current.parity());
       gemm_wait<0>();
       gemm_fence_operand(o);
       gemm_fence_operand(probs);
-      if (in_flight) release(smem.v_empty(retired.stage()), lane);
+      if (j > 0) release(smem.v_empty(retired.stage()), lane);
       pack_probs<T>(s, probs);
       rescale_rows(o, alpha);
     };
 
+    // kv tile 0: S = Q K^T, then its softmax.
+    {
+      const PipelineState current{kv.count};
+      mbarrier_wait(smem.k_full(current.stage()), current.parity());
+      begin_gemm_turn(group);
+      gemm_fence_operand(s);
+      gemm_fence();
+      gemm_async<kBlockN, kQkSlices, false, T>(s, q_half, Layout::kQPanelBytes, smem.k_tile(current.stage()),
+                                               Layout::kKvPanelBytes, false);
+      end_gemm_turn(group);
+      gemm_wait<0>();
+      gemm_fence_operand(s);
+      release(smem.k_empty(current.stage()), lane);
+      if (kv_tiles == 1) release(smem.q_empty(), lane);  // the tile's last S has read Q
+      if (needs_mask(0)) mask_scores<kCausal>(s, thread_row0, 0, p.seqlen_k, t);
+      softmax_update(s, state, alpha, p.scale_log2);
+      ++kv.count;
+      finish_step(0);
+    }
+
     // kv tiles 1..n-1: issue S_j = Q K_j^T and O += P_{j-1} V_{j-1}, then the softmax of S_j under P V.
     for (int j = 1; j < kv_tiles; ++j) {
-      const int stage = kv.stage();
-      const PipelineState prev{kv.count - 1};
-      mbarrier_wait(smem.k_full(stage), kv.parity());
-      mbarrier_wait(smem.v_full(prev.stage()), prev.parity());
-      retire_pv(j > 1);
+      const PipelineState current{kv.count}, prev{kv.count - 1};
       begin_gemm_turn(group);
       gemm_fence_operand(s);
       gemm_fence_operand(o);
       gemm_fence_operand(probs);
       gemm_fence();
-      gemm_async<kBlockN, kQkSlices, false, T>(s, q_half, Layout::kQPanelBytes, smem.k_tile(stage),
+      gemm_async<kBlockN, kQkSlices, false, T>(s, q_half, Layout::kQPanelBytes, smem.k_tile(current.stage()),
                                                Layout::kKvPanelBytes, false);
       gemm_async_rs<kHeadDim, kPvSlices, T>(o, probs, smem.v_tile(prev.stage()), Layout::kKvPanelBytes, true);
       end_gemm_turn(group);
       gemm_wait<1>();
       gemm_fence_operand(s);
-      release(smem.k_empty(stage), lane);
+      release(smem.k_empty(current.stage()), lane);
+      if (j + 1 == kv_tiles) release(smem.q_empty(), lane);  // the tile's last S has read Q
       if (needs_mask(j)) mask_scores<kCausal>(s, thread_row0, j * kBlockN, p.seqlen_k, t);
       softmax_update(s, state, alpha, p.scale_log2);
       ++kv.count;
+      finish_step(j);
     }
-    release(smem.q_empty(), lane);
 
-    // Last P V of the tile.
+    // Last P V of the tile (its V_{n-1} was waited for by finish_step).
     {
       const PipelineState last{kv.count - 1};
-      mbarrier_wait(smem.v_full(last.stage()), last.parity());
-      retire_pv(kv_tiles > 1);
       begin_gemm_turn(group);
       gemm_fence_operand(o);
       gemm_fence_operand(probs);
@@ -474,7 +514,7 @@ __device__ __forceinline__ void attention_forward(const CUtensorMap* q_map, cons
   const int warp_group = threadIdx.x / kWarpGroupThreads;
   if (warp_group == 0) {
     setmaxnreg_dec<kProducerRegisters>();
-    if (threadIdx.x == 0) producer_mainloop<T, kHeadDim, kCausal>(smem, p, q_map, k_map, v_map);
+    if (threadIdx.x < 32) producer_mainloop<T, kHeadDim, kCausal>(smem, p, q_map, k_map, v_map, threadIdx.x);
   } else {
     setmaxnreg_inc<kConsumerRegisters>();
     consumer_mainloop<T, kHeadDim, kCausal>(smem, p, o_map, warp_group - 1,
