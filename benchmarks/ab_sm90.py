@@ -31,7 +31,7 @@ VARIANTS: dict[str, tuple[bool, list[tuple[str, str]]]] = {
     "shipped": (False, []),
     "head-chunk-8": (False, [("const int head_chunk = p.head_chunk;", "const int head_chunk = 8;")]),
     "head-chunk-2": (False, [("const int head_chunk = p.head_chunk;", "const int head_chunk = 2;")]),
-    "static-schedule": (False, [("p.tile_counter == nullptr ? linear", "true ? linear")]),
+    "static-schedule": (False, [("return p.tile_counter != nullptr;", "return false;")]),
     "late-q-release": (False, [
         ("      if (kv_tiles == 1) release(smem.q_empty(), lane);  // the tile's last S has read Q\n", ""),
         ("      if (j + 1 == kv_tiles) release(smem.q_empty(), lane);  // the tile's last S has read Q\n", ""),

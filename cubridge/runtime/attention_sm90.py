@@ -131,8 +131,9 @@ def attention_sm90(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
     # and keep the static stride, with no counter to clear.
     tile_counter = torch.zeros(1, dtype=torch.int32, device=q.device) if causal else None
     params = Sm90Params(lse.data_ptr() if return_lse else None,
-                        tile_counter.data_ptr() if causal else None, batch, heads_q, heads_kv, seqlen_q, seqlen_k,
-                        head_chunk(seqlen_k, head_dim), scale, scale * _LOG2_E)
+                        tile_counter.data_ptr() if tile_counter is not None else None,
+                        batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_chunk(seqlen_k, head_dim),
+                        scale, scale * _LOG2_E)
     smem = shared_bytes(head_dim)
     function = load_function(_compiled(capability), kernel_name(q.dtype, head_dim, causal), device_index, smem)
     tiles = math.ceil(seqlen_q / BLOCK_M) * heads_q * batch

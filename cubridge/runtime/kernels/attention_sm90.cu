@@ -163,7 +163,7 @@ struct TileScheduler {
   __device__ int first() const { return blockIdx.x; }
   // The index after `linear` for this CTA. Dynamic: one global atomic, issued a tile ahead of its use.
   __device__ int next(int linear) const {
-    return p.tile_counter == nullptr ? linear + gridDim.x : gridDim.x + atomicAdd(p.tile_counter, 1);
+    return dynamic() ? gridDim.x + atomicAdd(p.tile_counter, 1) : linear + gridDim.x;
   }
   __device__ bool valid(int linear) const { return linear < total(); }
 
@@ -382,10 +382,12 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
 
   PipelineState kv;
   int linear = scheduler.first();
-  for (int tile_count = 0;; ++tile_count, linear = scheduler.dynamic() ? 0 : scheduler.next(linear)) {
+  for (int tile_count = 0;; ++tile_count) {
     if (scheduler.dynamic()) {
       named_barrier_sync(kTileWrittenBarrier0 + group, kHandoffThreads);
       linear = *smem.tile_slot();
+    } else if (tile_count > 0) {
+      linear = scheduler.next(linear);
     }
     if (!scheduler.valid(linear)) break;
     if (scheduler.dynamic()) named_barrier_arrive(kTileReadBarrier0 + group, kHandoffThreads);
