@@ -32,11 +32,6 @@ VARIANTS: dict[str, tuple[bool, list[tuple[str, str]]]] = {
     "head-chunk-8": (False, [("const int head_chunk = p.head_chunk;", "const int head_chunk = 8;")]),
     "head-chunk-2": (False, [("const int head_chunk = p.head_chunk;", "const int head_chunk = 2;")]),
     "static-schedule": (False, [("return p.tile_counter != nullptr;", "return false;")]),
-    "late-q-release": (False, [
-        ("      if (kv_tiles == 1) release(smem.q_empty(), lane);  // the tile's last S has read Q\n", ""),
-        ("      if (j + 1 == kv_tiles) release(smem.q_empty(), lane);  // the tile's last S has read Q\n", ""),
-        ("    // Last P V of the tile", "    release(smem.q_empty(), lane);\n    // Last P V of the tile"),
-    ]),
     "diag-no-exp2": (True, [("s[e] = fast_exp2(fmaf(s[e], scale_log2, -max_scaled));",
                              "s[e] = fmaf(s[e], scale_log2, -max_scaled);")]),
     "diag-no-pingpong": (True, [

@@ -22,10 +22,10 @@
 //     barriers 1 and 2 (ping-pong), so one group's softmax overlaps the other's GEMMs;
 //   * epilogue: normalise, pack to 16 bits, stage through swizzled shared memory, TMA store; LSE by row.
 // Beyond the .mlir: empty barriers count one arrival per consumer warp (8), each after that warp's
-// gemm_wait; P V is retired after the next step's mbarrier waits (so that ptxas keeps the wgmma wait below
-// the exps); Q is released as soon as the tile's last S has read it; the dynamic schedule and its hand-off;
-// causal masking and tile bounds; the epilogue's store wait sits before the next overwrite of the staging
-// tile; group 0 takes one last turn so that the ping-pong barriers end balanced.
+// gemm_wait; P V is retired at the top of the next step, after its mbarrier waits (so that ptxas keeps the
+// wgmma wait below the exps); the dynamic schedule and its hand-off; causal masking and tile bounds; the
+// epilogue's store wait sits before the next overwrite of the staging tile; group 0 takes one last turn so
+// that the ping-pong barriers end balanced.
 // Written only with the primitives of cubridge/*.cuh plus plain control flow.
 #include "cubridge/hopper.cuh"
 #include "cubridge/math.cuh"
@@ -409,67 +409,70 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
 #pragma unroll
     for (int e = 0; e < kHeadDim / 2; ++e) o[e] = 0.f;
 
-    // After the softmax of kv tile j: wait for the next turn's operands (K_{j+1}, V_j), then retire
-    // P_{j-1} V_{j-1}, pack P_j and rescale O to the new row max. The mbarrier waits put the wgmma wait in a
-    // later basic block than the softmax: ptxas hoists a wgmma wait to the top of its block, and in the
-    // softmax's block it would land before the exps and undo their overlap with P V.
-    auto finish_step = [&](int j) {
-      const PipelineState next{kv.count}, current{kv.count - 1}, retired{kv.count - 2};
-      if (j + 1 < kv_tiles) mbarrier_wait(smem.k_full(next.stage()), next.parity());
-      mbarrier_wait(smem.v_full(current.stage()), current.parity());
-      gemm_wait<0>();
-      gemm_fence_operand(o);
-      gemm_fence_operand(probs);
-      if (j > 0) release(smem.v_empty(retired.stage()), lane);
-      pack_probs<T>(s, probs);
-      rescale_rows(o, alpha);
-    };
+    mbarrier_wait(smem.q_full(), tile_count & 1);
 
     // kv tile 0: S = Q K^T, then its softmax.
     {
-      const PipelineState current{kv.count};
-      mbarrier_wait(smem.k_full(current.stage()), current.parity());
+      const int stage = kv.stage();
+      mbarrier_wait(smem.k_full(stage), kv.parity());
       begin_gemm_turn(group);
       gemm_fence_operand(s);
       gemm_fence();
-      gemm_async<kBlockN, kQkSlices, false, T>(s, q_half, Layout::kQPanelBytes, smem.k_tile(current.stage()),
+      gemm_async<kBlockN, kQkSlices, false, T>(s, q_half, Layout::kQPanelBytes, smem.k_tile(stage),
                                                Layout::kKvPanelBytes, false);
       end_gemm_turn(group);
       gemm_wait<0>();
       gemm_fence_operand(s);
-      release(smem.k_empty(current.stage()), lane);
-      if (kv_tiles == 1) release(smem.q_empty(), lane);  // the tile's last S has read Q
+      release(smem.k_empty(stage), lane);
       if (needs_mask(0)) mask_scores<kCausal>(s, thread_row0, 0, p.seqlen_k, t);
       softmax_update(s, state, alpha, p.scale_log2);
       ++kv.count;
-      finish_step(0);
     }
+
+    // Retires P_{j-2} V_{j-2} (if kv tile j-2 exists: `in_flight`), then turns the softmax of S_{j-1} into
+    // the A operand of the next P V and rescales O to its row max. This sits past the mbarrier waits of the
+    // next step, in a later basic block than the softmax: ptxas places a wgmma wait as early as its block
+    // allows, and a wait in the softmax's block would land before the exps and undo the overlap.
+    auto retire_pv = [&](bool in_flight) {
+      const PipelineState retired{kv.count - 2};
+      gemm_wait<0>();
+      gemm_fence_operand(o);
+      gemm_fence_operand(probs);
+      if (in_flight) release(smem.v_empty(retired.stage()), lane);
+      pack_probs<T>(s, probs);
+      rescale_rows(o, alpha);
+    };
 
     // kv tiles 1..n-1: issue S_j = Q K_j^T and O += P_{j-1} V_{j-1}, then the softmax of S_j under P V.
     for (int j = 1; j < kv_tiles; ++j) {
-      const PipelineState current{kv.count}, prev{kv.count - 1};
+      const int stage = kv.stage();
+      const PipelineState prev{kv.count - 1};
+      mbarrier_wait(smem.k_full(stage), kv.parity());
+      mbarrier_wait(smem.v_full(prev.stage()), prev.parity());
+      retire_pv(j > 1);
       begin_gemm_turn(group);
       gemm_fence_operand(s);
       gemm_fence_operand(o);
       gemm_fence_operand(probs);
       gemm_fence();
-      gemm_async<kBlockN, kQkSlices, false, T>(s, q_half, Layout::kQPanelBytes, smem.k_tile(current.stage()),
+      gemm_async<kBlockN, kQkSlices, false, T>(s, q_half, Layout::kQPanelBytes, smem.k_tile(stage),
                                                Layout::kKvPanelBytes, false);
       gemm_async_rs<kHeadDim, kPvSlices, T>(o, probs, smem.v_tile(prev.stage()), Layout::kKvPanelBytes, true);
       end_gemm_turn(group);
       gemm_wait<1>();
       gemm_fence_operand(s);
-      release(smem.k_empty(current.stage()), lane);
-      if (j + 1 == kv_tiles) release(smem.q_empty(), lane);  // the tile's last S has read Q
+      release(smem.k_empty(stage), lane);
       if (needs_mask(j)) mask_scores<kCausal>(s, thread_row0, j * kBlockN, p.seqlen_k, t);
       softmax_update(s, state, alpha, p.scale_log2);
       ++kv.count;
-      finish_step(j);
     }
+    release(smem.q_empty(), lane);
 
-    // Last P V of the tile (its V_{n-1} was waited for by finish_step).
+    // Last P V of the tile.
     {
       const PipelineState last{kv.count - 1};
+      mbarrier_wait(smem.v_full(last.stage()), last.parity());
+      retire_pv(kv_tiles > 1);
       begin_gemm_turn(group);
       gemm_fence_operand(o);
       gemm_fence_operand(probs);
