@@ -26,6 +26,7 @@ import math
 import re
 from collections.abc import Sequence
 
+from xdsl.dialects import scf
 from xdsl.dialects.builtin import (
     ArrayAttr,
     I64,
@@ -36,7 +37,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     i64,
 )
-from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     IRDLOperation,
@@ -95,7 +96,7 @@ MAX_THREADS_PER_BLOCK = 1024
 MAX_SHARED_BYTES = 232448  # sm_90 opt-in limit per block (227 KiB)
 REGISTER_FILE = 65536
 REGISTER_BUDGETS = range(24, 257, 8)  # what setmaxnreg accepts
-SCHEDULES = ("grid", "persistent")
+SCHEDULES = ("grid", "persistent", "dynamic")
 TILE_ORDERS = ("natural", "longest_first")
 GEMM_LAYOUTS = ("ab", "abt")
 REDUCTIONS = ("max", "sum")
@@ -193,12 +194,18 @@ class KernelOp(IRDLOperation):
     """A thread block program, launched over the work tiles of an attention problem.
 
     A work tile is (q_tile, head, batch): `tile_m` query rows of one head of
-    one batch entry, ceil(SQ / tile_m) * HQ * B tiles in all. With
-    `schedule grid` each program (thread block) runs one tile; with
-    `schedule persistent` there are as many programs as multiprocessors and
-    each iterates its share of the tiles (`longest_first` orders them by
-    decreasing work, for causal masks). The body runs once per program before
-    the workers start: it allocates shared memory and initializes mbarriers.
+    one batch entry, ceil(SQ / tile_m) * HQ * B tiles in all, in schedule
+    order (`longest_first` puts the last query tiles, the longest under a
+    causal mask, first). With `schedule grid` each program (thread block)
+    runs one tile. With `schedule persistent` and `schedule dynamic` there
+    are as many programs as multiprocessors (at most one per tile), program
+    p starts with tile p, and each iterates its share of the tiles:
+    persistent programs stride by the program count; dynamic programs claim
+    the next unclaimed tile when they finish one (a global atomic counter,
+    for tiles of unequal work), so which program runs which tile is decided
+    at run time and results must not depend on it. The body runs once per
+    program before the workers start: it allocates shared memory and
+    initializes mbarriers.
     Its workers then run concurrently; the kernel completes when all have.
     Kernel arguments are bound by name (`arg_names`) at launch.
     """
@@ -554,7 +561,10 @@ class ForEachTileOp(IRDLOperation):
 
     The body receives (q_tile, head, batch) and the carried values; it runs
     once per tile, in schedule order, and the op yields the final carried
-    values. With `schedule grid` it runs exactly once.
+    values. With `schedule grid` it runs exactly once. With `schedule
+    dynamic` the next tile is known only once the program claims it (in
+    CUDA one role claims it and hands it to the others through shared
+    memory); every worker of a program iterates the same tiles.
     """
 
     name = "cuir.for_each_tile"
@@ -1774,7 +1784,12 @@ class GemmFenceOp(IRDLOperation):
 
 @irdl_op_definition
 class GemmWaitOp(IRDLOperation):
-    """Wait until the `cuir.gemm_async` of `token`, and every one issued before it, has completed."""
+    """Wait until the `cuir.gemm_async` of `token`, and every one issued before it, has completed.
+
+    Gemms issued after it stay in flight, so waiting again on a completed token
+    is a no-op. The token may come through loop-carried values (a gemm retired
+    one iteration after its issue).
+    """
 
     name = "cuir.gemm_wait"
 
@@ -1787,11 +1802,47 @@ class GemmWaitOp(IRDLOperation):
 
     def verify_(self) -> None:
         _check_ownership(self)
-        producer = self.token.owner
-        if isinstance(producer, Operation) and not isinstance(producer, GemmAsyncOp):
-            raise VerifyException(
-                f"cuir.gemm_wait waits on a gemm token, but this one comes from '{producer.name}'"
-            )
+        for producer in _defining_ops(self.token):
+            if not isinstance(producer, GemmAsyncOp):
+                raise VerifyException(
+                    f"cuir.gemm_wait waits on a gemm token, but this one comes from '{producer.name}'"
+                )
+
+
+def _carried_sources(op: Operation, index: int) -> list[SSAValue]:
+    """What carried value `index` of a loop (scf.for, cuir.for_each_tile) or result
+    `index` of an scf.if can be: the loop's init and what its body yields, or what
+    either branch yields."""
+    if isinstance(op, scf.IfOp):
+        return [region.block.last_op.operands[index] for region in op.regions if region.blocks]
+    inits = op.iter_args if isinstance(op, scf.ForOp | ForEachTileOp) else ()
+    if index >= len(inits):
+        return []
+    return [inits[index], op.body.block.last_op.operands[index]]
+
+
+def _defining_ops(value: SSAValue) -> list[Operation]:
+    """The ops that define `value`, looking through the values that loops carry and
+    conditionals yield (a token waited one iteration after its gemm_async)."""
+    found: list[Operation] = []
+    pending, seen = [value], set()
+    while pending:
+        current = pending.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if isinstance(current, BlockArgument):
+            loop = current.block.parent_op()
+            skipped = 3 if isinstance(loop, ForEachTileOp) else 1  # tile coordinates, or the index
+            if loop is not None and current.index >= skipped:
+                pending += _carried_sources(loop, current.index - skipped)
+            continue
+        owner = current.owner
+        if isinstance(owner, scf.ForOp | scf.IfOp | ForEachTileOp):
+            pending += _carried_sources(owner, current.index)
+            continue
+        found.append(owner)
+    return found
 
 
 @irdl_op_definition

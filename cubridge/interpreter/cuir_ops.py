@@ -344,7 +344,8 @@ def gemm_async(op: cuir.GemmAsyncOp, compiler: Compiler) -> Step:
 
 @handles(cuir.GemmWaitOp)
 def gemm_wait(op: cuir.GemmWaitOp, compiler: Compiler) -> Step:
-    """Completes the token's gemm_async and every one this instance issued before it."""
+    """Completes the token's gemm_async and every one this instance issued before it;
+    gemms issued after it stay in flight (waiting again on a completed token is a no-op)."""
     token = op.token
 
     def run(frame: Frame):

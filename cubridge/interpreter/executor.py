@@ -11,6 +11,7 @@ instance or landing copy at random.
 
 from __future__ import annotations
 
+import heapq
 import math
 from dataclasses import dataclass
 
@@ -152,12 +153,39 @@ class KernelPlan:
         return tiles
 
     def program_tiles(self, shape: ProblemShape, num_sms: int) -> list[list[tuple[int, int, int]]]:
-        """The tiles each program runs: one each (grid), or a strided share (persistent)."""
+        """The tiles each program runs: one each (grid), a strided share (persistent),
+        or the tiles it would claim first from a shared counter (dynamic)."""
         tiles = self.work_tiles(shape)
         if self.schedule == "grid":
             return [[tile] for tile in tiles]
         programs = min(num_sms, len(tiles))
-        return [tiles[p::programs] for p in range(programs)]
+        if self.schedule == "persistent":
+            return [tiles[p::programs] for p in range(programs)]
+        return self._claimed_tiles(tiles, programs)
+
+    def _claimed_tiles(
+        self, tiles: list[tuple[int, int, int]], programs: int
+    ) -> list[list[tuple[int, int, int]]]:
+        """Dynamic schedule: program p starts with tile p; each further tile, in schedule
+        order, goes to the program that is free first (ties: the lowest program id).
+
+        A program is free once it has run the cost of its tiles. The cost model is
+        the causal one the `longest_first` order is for: a tile visits q_tile + 1 kv
+        tiles (tile_m = BN, diagonal included); in natural order every tile costs 1,
+        which gives the persistent assignment.
+        """
+
+        def cost(tile: tuple[int, int, int]) -> int:
+            return tile[0] + 1 if self.order == "longest_first" else 1
+
+        assigned = [[tile] for tile in tiles[:programs]]
+        free_at = [(cost(tile), p) for p, tile in enumerate(tiles[:programs])]
+        heapq.heapify(free_at)
+        for tile in tiles[programs:]:
+            busy_until, p = heapq.heappop(free_at)
+            assigned[p].append(tile)
+            heapq.heappush(free_at, (busy_until + cost(tile), p))
+        return assigned
 
 
 class Program:

@@ -354,12 +354,14 @@ def bands(mask: Expr | None) -> list[Band]:
 
 @dataclass(frozen=True)
 class TilePlan:
-    """Closed-form kv tile ranges of a query tile (Exprs over q_first, q_last, seqlen_kv)."""
+    """Closed-form kv tile ranges of a query tile (Exprs over q_first, q_last, seqlen_kv);
+    `varies_by_tile`: whether query tiles visit different kv ranges."""
 
     kv_lo: Expr
     kv_hi: Expr
     full_lo: Expr
     full_hi: Expr
+    varies_by_tile: bool
 
 
 def _at_rows(expr: Expr, first: Expr, last: Expr, smallest: bool) -> Expr:
@@ -383,8 +385,12 @@ def tile_plan(mask: Expr | None, block_n: int) -> TilePlan:
         lows.append(Expr("select", (keeps, floordiv(low, block_n), tiles), INT))
         highs.append(Expr("select", (keeps, add(floordiv(high, block_n), _int(1)), _int(0)), INT))
     kv_lo, kv_hi = _fold("min", lows, tiles), _fold("max", highs, _int(0))
+    varies = any(
+        direction(band.lower) or direction(band.upper) or _value(band.row_lo) != 0 or band.row_hi is not None
+        for band in found
+    )
     if len(found) != 1:
-        return TilePlan(kv_lo, kv_hi, _int(0), _int(0))
+        return TilePlan(kv_lo, kv_hi, _int(0), _int(0), varies)
     band = found[0]
     full_lo = ceildiv(_at_rows(band.lower, q_first, q_last, smallest=False), block_n)
     full_hi = floordiv(add(_at_rows(band.upper, q_first, q_last, smallest=True), _int(1)), block_n)
@@ -393,7 +399,7 @@ def tile_plan(mask: Expr | None, block_n: int) -> TilePlan:
         row_checks.append(Expr("le", (q_last, band.row_hi), BOOL))
     if row_checks:  # a tile with rows outside the band's rows has no full kv tile
         full_hi = Expr("select", (_fold("and", row_checks, None), full_hi, full_lo), INT)
-    return TilePlan(kv_lo, kv_hi, full_lo, full_hi)
+    return TilePlan(kv_lo, kv_hi, full_lo, full_hi, varies)
 
 
 def _fold(op: str, values: list[Expr], empty: Expr | None) -> Expr:

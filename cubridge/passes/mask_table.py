@@ -55,9 +55,10 @@ def _entry(name: str, position: Expr) -> Expr:
 
 def list_plan() -> TilePlan:
     """The plan over positions of the work tile's sequence: all of [0, n_partial +
-    n_full) is visited, positions [n_partial, n_partial + n_full) are full tiles."""
+    n_full) is visited, positions [n_partial, n_partial + n_full) are full tiles.
+    Each work tile has its own lists, so the visited range varies by tile."""
     partial, total = _count(NUM_BLOCKS), binary("add", _count(NUM_BLOCKS), _count(FULL_NUM_BLOCKS))
-    return TilePlan(constant(0), total, partial, total)
+    return TilePlan(constant(0), total, partial, total, varies_by_tile=True)
 
 
 def tile_at(position: Expr) -> Expr:

@@ -14,7 +14,10 @@
    block lists built before the kernel (`mask_table`): every kv loop walks
    positions of the work tile's sequence (partial tiles, then full tiles),
    reads each tile index with `cuir.gather`, and the consumer loops split
-   into a masked part (partial list) and a mask-free part (full list).
+   into a masked part (partial list) and a mask-free part (full list);
+7. a persistent kernel whose work tiles then visit different kv ranges
+   (bounds that depend on the tile's rows, or block lists) gets `schedule
+   dynamic`, so that programs claim tiles as they finish them.
 """
 
 from __future__ import annotations
@@ -37,7 +40,13 @@ from cubridge.frontends.lower import ScalarLowering
 from cubridge.frontends.spec import AttentionSpec, load_spec
 from cubridge.passes.mask_analysis import Q_FIRST, Q_LAST, SEQLEN_KV, NotAffine, TilePlan, tile_plan
 from cubridge.passes import mask_table
-from cubridge.passes.transfer_match import AttentionMatch, ScoreSite, enclosing, match_attention
+from cubridge.passes.transfer_match import (
+    AttentionMatch,
+    ScoreSite,
+    carried_copies,
+    enclosing,
+    match_attention,
+)
 
 
 @dataclass(frozen=True)
@@ -72,6 +81,7 @@ def transfer_kernel(kernel: KernelOp, spec: AttentionSpec) -> None:
             for name, rank in mask_table.TABLES.items()
         }
     _specialize_kv_loops(found, plan, unmasked, block_lists)
+    _schedule_unequal_tiles(kernel, plan)
 
 
 # ----------------------------------------------------------------------------
@@ -146,7 +156,11 @@ _ACTIVATIONS = {
 
 
 def _replace_normalization(found: AttentionMatch, normalization: str) -> None:
-    """P = f(score) elementwise: no row max shift, no rescaling, no division by the row sum."""
+    """P = f(score) elementwise: no row max shift, no rescaling, no division by the row sum.
+
+    The rescale factors go, with the loop-carried values that took them to the
+    next step's rescaling.
+    """
     for site in found.sites:
         old = site.probabilities
         score = site.score_map.result
@@ -157,15 +171,40 @@ def _replace_normalization(found: AttentionMatch, normalization: str) -> None:
         new = MapOp([score], [], tile_type, Region(block))
         Rewriter.replace_op(old, new)
         site.probabilities = new
-        factor = site.rescale_factor
-        if factor is None:
-            continue
-        for use in list(factor.result.uses):
-            _forward_first_input(use.operation)
+    factors = [site.rescale_factor for site in found.sites if site.rescale_factor is not None]
+    for rescale in dict.fromkeys(r for site in found.sites for r in site.rescales):
+        _forward_first_input(rescale)
+    slots: dict[scf.ForOp, set[int]] = {}
+    for factor in factors:
+        for value in carried_copies(factor.result):
+            if isinstance(value.owner, scf.ForOp):
+                slots.setdefault(value.owner, set()).add(value.index)
+    for loop, carried in slots.items():
+        found.replace_loop(loop, _without_carried(loop, carried))
+    for site in found.sites:
+        site.rescale_factor, site.rescales = None, []
+    for factor in factors:
         Rewriter.erase_op(factor)
-        site.rescale_factor = None
     for normalize in found.output_normalizations:
         _forward_first_input(normalize)
+
+
+def _without_carried(loop: scf.ForOp, dropped: set[int]) -> scf.ForOp:
+    """`loop` rebuilt without the carried values `dropped`, which nothing reads any more."""
+    kept = [i for i in range(len(loop.iter_args)) if i not in dropped]
+    body = loop.body.block
+    terminator = body.last_op
+    Rewriter.replace_op(terminator, scf.YieldOp(*(terminator.operands[i] for i in kept)))
+    for i in sorted(dropped, reverse=True):
+        body.erase_arg(body.args[i + 1])
+    inits = [loop.iter_args[i] for i in kept]
+    new = scf.ForOp(loop.lb, loop.ub, loop.step, inits, loop.detach_region(loop.body))
+    results: list[SSAValue | None] = [None] * len(loop.results)
+    for position, i in enumerate(kept):
+        results[i] = new.results[position]
+        new.results[position].name_hint = loop.results[i].name_hint
+    Rewriter.replace_op(loop, new, results)
+    return new
 
 
 def _forward_first_input(op: MapOp) -> None:
@@ -187,6 +226,14 @@ class _TileBounds:
     kv_hi: SSAValue
     first_row: SSAValue
     block_lists: bool = False
+
+
+def _schedule_unequal_tiles(kernel: KernelOp, plan: TilePlan) -> None:
+    """A persistent kernel whose work tiles visit different kv ranges (bounds that
+    depend on the tile's rows, or block lists) claims tiles dynamically."""
+    if kernel.schedule.data != "persistent" or not plan.varies_by_tile:
+        return
+    kernel.schedule = StringAttr("dynamic")
 
 
 def _specialize_kv_loops(
@@ -217,8 +264,7 @@ def _specialize_kv_loops(
         lowering = ScalarLowering(insert, {"kv_lo": tile.kv_lo})
         starts_after_first = found.peeled and any(s.kv_loop is loop for s in found.sites)
         lower = E.binary("add", E.argument("kv_lo"), E.constant(1)) if starts_after_first else E.argument("kv_lo")
-        loop.operands[0] = lowering.lower(lower)
-        loop.operands[1] = tile.kv_hi
+        _move_bounds(found, loop, lowering.lower(lower), tile.kv_hi)
         if tile.block_lists:
             _index_tiles_by_position(found, loop, tile)
     if plan.full_lo == plan.full_hi:
@@ -228,6 +274,18 @@ def _specialize_kv_loops(
         tile = bounds_of(loop)
         scores = [(s.score_map, unmasked[id(s)]) for s in sites]
         _split_off_full_tiles(loop, plan, tile, scores, tail=not tile.block_lists)
+
+
+def _move_bounds(found: AttentionMatch, loop: scf.ForOp, lower: SSAValue, upper: SSAValue) -> None:
+    """Give `loop` the bounds [lower, upper); its step tests compare with them instead."""
+    for test, tested in found.step_tests:
+        if tested is not loop:
+            continue
+        if test.lhs is loop.ub:
+            test.operands[0] = upper
+        test.operands[1] = lower
+    loop.operands[0] = lower
+    loop.operands[1] = upper
 
 
 def _emit_tile_bounds(
@@ -266,7 +324,8 @@ def _emit_tile_bounds(
 
 def _index_tiles_by_position(found: AttentionMatch, loop: scf.ForOp, tile: _TileBounds) -> None:
     """The loop index is a position in the block lists: every kv row the body computes
-    from it, `BN * (j + d)`, becomes `BN * tile_at(j + d)` (d = 1: sm80's K prefetch)."""
+    from it, `BN * (j + d)`, becomes `BN * tile_at(j + d)` (d = 1: sm80's K prefetch).
+    Step tests compare positions with the first position and stay as they are."""
     kernel = found.kernel
     position = loop.body.block.args[0]
     rows: list[tuple[Operation, int]] = [
@@ -299,11 +358,12 @@ def _index_tiles_by_position(found: AttentionMatch, loop: scf.ForOp, tile: _Tile
     for op in reversed(traced):
         if op.parent is not None and not any(r.uses for r in op.results):
             Rewriter.erase_op(op)
-    other = next((use.operation for use in position.uses if use.operation not in insert.inserted), None)
+    expected = insert.inserted | {test for test, _ in found.step_tests}
+    other = next((use.operation for use in position.uses if use.operation not in expected), None)
     if other is not None:  # it would still be read as a tile index
         raise CuBridgeError(
-            "transfer: the kv loop index is used other than to compute kv rows; "
-            "cannot iterate block lists",
+            "transfer: the kv loop index is used other than to compute kv rows or in a "
+            "step test; cannot iterate block lists",
             describe_location(other),
         )
 

@@ -9,13 +9,18 @@ Starting from each `cuir.row_reduce max` of a kernel:
   kernel argument `softmax_scale`.
 - softmax chain: the probability map takes (score tile, row max); the row
   sum reduces it; the rescale factor is the row-vector map of the row max,
-  and the rescale maps are its users. The P V gemm is the `ab` gemm whose A
-  operand is the converted probability tile, followed through loop-carried
-  values (software-pipelined loops issue it one iteration later).
+  and the rescale maps are the maps that take it as a later input. The P V
+  gemm is the `ab` gemm whose A operand is the converted probability tile.
+  Both are followed through loop-carried values: software-pipelined loops
+  convert P, rescale O and issue P V one iteration later (or after the loop).
 - kv loops: the `scf.for` around a score map, and every `scf.for` that copies
   into the shared buffer the Q K^T gemm reads B from (the producer's loads).
   A kv operand outside these loops that is the constant 0 is the first kv
   tile (a prefetch before the loop, or a peeled first iteration).
+- step tests: `arith.cmpi` of a kv loop's index (in its body) or of its
+  upper bound (after the loop) against its lower bound, i.e. whether an
+  earlier step ran (sm90's `j > 1` and `n > 1`, which guard the release of
+  the V tile an in-flight P V read). They move with the loop bounds.
 - output normalization: tile maps of the loop result that carries the row sum.
 
 Anything missing is a located `CuBridgeError`: a kernel the matcher does not
@@ -56,6 +61,7 @@ class ScoreSite:
     row_max: RowReduceOp
     probabilities: MapOp
     rescale_factor: MapOp | None
+    rescales: list[MapOp]
     row_sum: RowReduceOp
     kv_loop: scf.ForOp | None
     tile_loop: ForEachTileOp
@@ -69,11 +75,20 @@ class AttentionMatch:
     kv_loops: list[scf.ForOp]
     first_kv_rows: list[tuple[Operation, int]] = field(default_factory=list)
     output_normalizations: list[MapOp] = field(default_factory=list)
+    step_tests: list[tuple[arith.CmpiOp, scf.ForOp]] = field(default_factory=list)
 
     @property
     def peeled(self) -> bool:
         """Whether a score site runs outside any kv loop (the first tile, peeled)."""
         return any(site.kv_loop is None for site in self.sites)
+
+    def replace_loop(self, old: scf.ForOp, new: scf.ForOp) -> None:
+        """Refer to `new` wherever the match referred to the kv loop `old`."""
+        self.kv_loops = [new if loop is old else loop for loop in self.kv_loops]
+        for site in self.sites:
+            if site.kv_loop is old:
+                site.kv_loop = new
+        self.step_tests = [(test, new if loop is old else loop) for test, loop in self.step_tests]
 
 
 def _fail(message: str, op: Operation) -> CuBridgeError:
@@ -155,12 +170,14 @@ def _match_site(kernel: KernelOp, row_max: RowReduceOp) -> ScoreSite:
         for use in row_max.result.uses
         if isinstance(use.operation, MapOp) and isinstance(use.operation.result.type, RowVectorType)
     ]
+    factor = factors[0] if factors else None
     return ScoreSite(
         score_map=score_map,
         scaled=scaled,
         row_max=row_max,
         probabilities=probabilities,
-        rescale_factor=factors[0] if factors else None,
+        rescale_factor=factor,
+        rescales=_rescales(factor) if factor is not None else [],
         row_sum=row_sum,
         kv_loop=enclosing(score_map, scf.ForOp, stop=ForEachTileOp),
         tile_loop=enclosing(score_map, ForEachTileOp),
@@ -196,27 +213,61 @@ def _single_user(value: SSAValue, accept, what: str, near: Operation) -> Operati
     return found[0]
 
 
-def _check_reaches_pv_gemm(probabilities: MapOp) -> None:
-    """The probability tile, converted, is the A operand of an `ab` gemm (maybe one iteration later)."""
-    pending, seen = [probabilities.result], set()
+def carried_copies(value: SSAValue) -> list[SSAValue]:
+    """`value` and the values `scf.for` loops carry it into: the body argument and
+    the result of every loop that it, or one of these, initializes or yields."""
+    copies: list[SSAValue] = []
+    pending = [value]
     while pending:
-        value = pending.pop()
-        if value in seen:
+        current = pending.pop()
+        if current in copies:
             continue
-        seen.add(value)
-        for use in value.uses:
+        copies.append(current)
+        for use in current.uses:
             op = use.operation
-            if isinstance(op, GemmOp | GemmAsyncOp) and op.layout.data == "ab" and op.lhs == value:
-                return
-            if isinstance(op, ConvertOp):
-                pending.append(op.result)
             if isinstance(op, scf.YieldOp) and isinstance(op.parent_op(), scf.ForOp):
                 loop = op.parent_op()
                 pending += [loop.results[use.index], loop.body.block.args[use.index + 1]]
             if isinstance(op, scf.ForOp) and use.index >= 3:  # an iter_args init
                 carried = use.index - 3
                 pending += [op.results[carried], op.body.block.args[carried + 1]]
+    return copies
+
+
+def _is_carry(op: Operation) -> bool:
+    """Whether `op` only passes a value on to a loop-carried one (scf.for init or yield)."""
+    if isinstance(op, scf.YieldOp):
+        return isinstance(op.parent_op(), scf.ForOp)
+    return isinstance(op, scf.ForOp)
+
+
+def _check_reaches_pv_gemm(probabilities: MapOp) -> None:
+    """The probability tile, converted, is the A operand of an `ab` gemm (maybe one iteration later)."""
+    pending = [probabilities.result]
+    while pending:
+        for value in carried_copies(pending.pop()):
+            for use in value.uses:
+                op = use.operation
+                if isinstance(op, GemmOp | GemmAsyncOp) and op.layout.data == "ab" and op.lhs == value:
+                    return
+                if isinstance(op, ConvertOp):
+                    pending.append(op.result)
     raise _fail("the probabilities never reach a P V gemm", probabilities)
+
+
+def _rescales(factor: MapOp) -> list[MapOp]:
+    """The maps that take the rescale factor as a later input (the row sum's and O's
+    rescaling), in its own step or, carried, in the next one or after the loop."""
+    found: dict[MapOp, None] = {}
+    for value in carried_copies(factor.result):
+        for use in value.uses:
+            op = use.operation
+            if _is_carry(op):
+                continue
+            if not isinstance(op, MapOp) or use.index == 0:
+                raise _fail("the rescale factor is used other than as a later input of a map", op)
+            found[op] = None
+    return list(found)
 
 
 def _kv_buffer(site: ScoreSite) -> SSAValue:
@@ -254,7 +305,32 @@ def _match_kv_loops(found: AttentionMatch) -> None:
         lower = 1 if found.peeled and any(s.kv_loop is loop for s in found.sites) else 0
         if not _is_constant(loop.lb, lower):
             raise _fail(f"the kv loop must start at tile {lower}", loop)
+        found.step_tests += [(test, loop) for test in _step_tests(loop, lower)]
     found.kv_loops = list(loops)
+
+
+def _step_tests(loop: scf.ForOp, lower: int) -> list[arith.CmpiOp]:
+    """Comparisons of the loop's index, or of its upper bound after the loop, with the
+    constant lower bound: whether an earlier step ran."""
+    index = loop.body.block.args[0]
+    tests = [
+        use.operation
+        for value in (index, loop.ub)
+        for use in value.uses
+        if isinstance(use.operation, arith.CmpiOp)
+        and use.index == 0
+        and _is_constant(use.operation.rhs, lower)
+    ]
+    for test in tests:
+        if test.lhs is loop.ub and not _after(loop, test):
+            raise _fail("a comparison of the kv loop's bounds must follow the loop", test)
+    return tests
+
+
+def _after(op: Operation, later: Operation) -> bool:
+    """Whether `later` is, or is nested in, an op after `op` in `op`'s block."""
+    ancestor = op.parent_block().find_ancestor_op_in_block(later)
+    return ancestor is not None and op.is_before_in_block(ancestor)
 
 
 def _match_output_normalizations(found: AttentionMatch) -> None:

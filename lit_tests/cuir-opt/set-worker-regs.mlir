@@ -28,9 +28,9 @@
 
 // 128 x 24 + 256 x 248 = 66560 registers
 // OVER-NOT: Traceback
-// OVER:     {{^.*}}attention_sm90.mlir:13:3: error: worker register budgets need 66560 registers, above the 65536-register file
+// OVER:     {{^.*}}attention_sm90.mlir:26:3: error: worker register budgets need 66560 registers, above the 65536-register file
 // OVER-NOT: {{.}}
 
 // BUDGET-NOT: Traceback
-// BUDGET:     {{^.*}}attention_sm90.mlir:31:5: error: worker @producer register budget must be a multiple of 8 in [24, 256], got 20
+// BUDGET:     {{^.*}}attention_sm90.mlir:44:5: error: worker @producer register budget must be a multiple of 8 in [24, 256], got 20
 // BUDGET-NOT: {{.}}

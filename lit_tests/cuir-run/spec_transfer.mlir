@@ -6,8 +6,12 @@
 // RUN: cuir-opt %examples/ir/attention_sm80.mlir -p 'transfer{spec="%examples/specs/document_mask.py"}' | cuir-run - --spec %examples/specs/document_mask.py --schedules 2 | filecheck %s --check-prefix DOCUMENT
 // RUN: cuir-opt %examples/ir/attention_sm90.mlir -p 'transfer{spec="%examples/specs/sigmoid.py"}' | cuir-run - --spec %examples/specs/sigmoid.py | filecheck %s --check-prefix SIGMOID
 // RUN: cuir-opt %examples/ir/attention_sm80.mlir -p 'transfer{spec="%examples/specs/causal.py"}' | not cuir-run - --spec %examples/specs/sliding_window.py | filecheck %s --check-prefix WRONG
+// A causal Hopper kernel claims tiles dynamically; with 3 programs for 24 tiles,
+// each runs several, carrying its pipeline counters and store token across them.
+// RUN: cuir-opt %examples/ir/attention_sm90.mlir -p 'transfer{spec="%examples/specs/causal.py"}' | cuir-run - --spec %examples/specs/causal.py --shape 1,4,2,700,700,128 --num-sms 3 --schedules 2 | filecheck %s --check-prefix CAUSAL
 
 // ALIBI: cuir-run: verified: o rel_frob={{.*}}; lse rel_frob={{.*}} (worst of 3 run(s))
 // DOCUMENT: cuir-run: verified: o rel_frob={{.*}}; lse rel_frob={{.*}} (worst of 6 run(s))
 // SIGMOID: cuir-run: verified: o rel_frob={{[^;]*}} (worst of 3 run(s))
+// CAUSAL: cuir-run: verified: o rel_frob={{.*}}; lse rel_frob={{.*}} (worst of 2 run(s))
 // WRONG: cuir-run: mismatch: o rel_frob={{.*}} at B=2 HQ=4 HKV=2 SQ=200 SKV=300 D=128 seed=0 schedule=round-robin

@@ -295,6 +295,22 @@ cuir.kernel @k() threads 128 smem 24 cluster 1x1x1 tile_m 64 schedule grid {
   }
 }
 
+// -----
+
+cuir.kernel @k() threads 128 smem 0 cluster 1x1x1 tile_m 64 schedule grid {
+  cuir.worker @w threads 0 to 128 (%i) {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %t = cuir.commit_group : !cuir.token<@w>
+    // a loop-carried token is followed to its definitions
+    %last = scf.for %j = %c0 to %c1 step %c1 iter_args(%carried = %t) -> (!cuir.token<@w>) {
+      scf.yield %carried : !cuir.token<@w>
+    }
+    // CHECK-NEXT: {{.*}}invalid-sync.mlir:[[# @LINE + 1]]:5: error: cuir.gemm_wait waits on a gemm token, but this one comes from 'cuir.commit_group'
+    cuir.gemm_wait %last : !cuir.token<@w>
+  }
+}
+
 // Every chunk failed, with exactly one diagnostic each.
 // CHECK-NEXT: // -----
 // CHECK-NOT: error:

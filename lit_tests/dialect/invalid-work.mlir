@@ -27,8 +27,8 @@ cuir.kernel @k() threads 1152 smem 0 cluster 1x1x1 tile_m 64 schedule grid {
 
 // -----
 
-// CHECK-NEXT: {{.*}}invalid-work.mlir:[[# @LINE + 1]]:1: error: schedule must be one of grid, persistent, got 'dynamic'
-cuir.kernel @k() threads 128 smem 0 cluster 1x1x1 tile_m 64 schedule dynamic {
+// CHECK-NEXT: {{.*}}invalid-work.mlir:[[# @LINE + 1]]:1: error: schedule must be one of grid, persistent, dynamic, got 'static'
+cuir.kernel @k() threads 128 smem 0 cluster 1x1x1 tile_m 64 schedule static {
   cuir.worker @w threads 0 to 128 (%i) {
   }
 }

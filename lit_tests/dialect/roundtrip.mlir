@@ -1,8 +1,9 @@
 // Custom <-> generic round trip of every CuIR op and type: the custom form
 // re-parses to itself, and the generic form parses back to the same custom
-// form. Two small kernels: @every_op (a warp-specialized producer/consumer
-// pipeline using all 31 ops) and @plain (grid schedule, default type
-// parameters, and a discardable attribute on every op).
+// form. Three small kernels: @every_op (a warp-specialized producer/consumer
+// pipeline using all 31 ops), @plain (grid schedule, default type
+// parameters, and a discardable attribute on every op) and @claimed (dynamic
+// schedule, a gemm token waited one loop iteration after its gemm_async).
 // RUN: cuir-opt %s | cuir-opt | filecheck %s --match-full-lines
 // RUN: cuir-opt %s --print-op-generic | cuir-opt | filecheck %s --match-full-lines
 // RUN: cuir-opt %s | cuir-opt --print-op-generic | cuir-opt | filecheck %s --match-full-lines
@@ -114,6 +115,22 @@ builtin.module {
       }
     }
   }
+  cuir.kernel @claimed(%t: !cuir.global<2 x f16, strided>) threads 128 smem 8192 cluster 1x1x1 tile_m 64 schedule dynamic longest_first {
+    %buf = cuir.alloc : !cuir.smem<64x64xf16>
+    cuir.worker @all threads 0 to 128 (%w) {
+      %c1 = arith.constant 1 : index
+      %c4 = arith.constant 4 : index
+      cuir.for_each_tile (%qt, %h, %b) {
+        %first, %first_done = cuir.gemm_async abt %buf, %buf : !cuir.smem<64x64xf16>, !cuir.smem<64x64xf16> -> !cuir.tile<64x64xf32, @all>
+        %last, %last_done = scf.for %j = %c1 to %c4 step %c1 iter_args(%acc = %first, %done = %first_done) -> (!cuir.tile<64x64xf32, @all>, !cuir.token<@all>) {
+          cuir.gemm_wait %done : !cuir.token<@all>
+          %next, %next_done = cuir.gemm_async abt %buf, %buf acc %acc : !cuir.smem<64x64xf16>, !cuir.smem<64x64xf16>, !cuir.tile<64x64xf32, @all> -> !cuir.tile<64x64xf32, @all>
+          scf.yield %next, %next_done : !cuir.tile<64x64xf32, @all>, !cuir.token<@all>
+        }
+        cuir.gemm_wait %last_done : !cuir.token<@all>
+      }
+    }
+  }
 }
 
 // CHECK: builtin.module {
@@ -220,6 +237,22 @@ builtin.module {
 // CHECK-NEXT: %d = cuir.dim %[[T]][0] {k} : !cuir.global<3 x f16, strided>
 // CHECK-NEXT: %neg = cuir.fill -2.5e-20 : !cuir.cols<64xf32, @all>
 // CHECK-NEXT: %inf = cuir.fill inf : !cuir.cols<64xf32, @all>
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+// CHECK-NEXT: }
+// CHECK-NEXT: cuir.kernel @claimed(%[[CT:[a-z0-9_]+]]: !cuir.global<2 x f16, strided>) threads 128 smem 8192 cluster 1x1x1 tile_m 64 schedule dynamic longest_first {
+// CHECK-NEXT: %[[CBUF:[a-z0-9_]+]] = cuir.alloc : !cuir.smem<64x64xf16>
+// CHECK-NEXT: cuir.worker @all threads 0 to 128 (%[[CW:[a-z0-9_]+]]) {
+// CHECK-NEXT: %[[C1:[a-z0-9_]+]] = arith.constant 1 : index
+// CHECK-NEXT: %[[C4:[a-z0-9_]+]] = arith.constant 4 : index
+// CHECK-NEXT: cuir.for_each_tile (%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}) {
+// CHECK-NEXT: %first, %[[FIRST_DONE:[a-z0-9_]+]] = cuir.gemm_async abt %[[CBUF]], %[[CBUF]] : !cuir.smem<64x64xf16>, !cuir.smem<64x64xf16> -> !cuir.tile<64x64xf32, @all>
+// CHECK-NEXT: %last, %[[LAST_DONE:[a-z0-9_]+]] = scf.for %j = %[[C1]] to %[[C4]] step %[[C1]] iter_args(%acc = %first, %[[DONE:[a-z0-9_]+]] = %[[FIRST_DONE]]) -> (!cuir.tile<64x64xf32, @all>, !cuir.token<@all>) {
+// CHECK-NEXT: cuir.gemm_wait %[[DONE]] : !cuir.token<@all>
+// CHECK-NEXT: %next, %[[NEXT_DONE:[a-z0-9_]+]] = cuir.gemm_async abt %[[CBUF]], %[[CBUF]] acc %acc : !cuir.smem<64x64xf16>, !cuir.smem<64x64xf16>, !cuir.tile<64x64xf32, @all> -> !cuir.tile<64x64xf32, @all>
+// CHECK-NEXT: scf.yield %next, %[[NEXT_DONE]] : !cuir.tile<64x64xf32, @all>, !cuir.token<@all>
+// CHECK-NEXT: }
+// CHECK-NEXT: cuir.gemm_wait %[[LAST_DONE]] : !cuir.token<@all>
 // CHECK-NEXT: }
 // CHECK-NEXT: }
 // CHECK-NEXT: }

@@ -4,7 +4,11 @@
 // positions [0, kv_hi) of "partial tiles, then full tiles", so the pipeline's
 // stage and phase counters stay in step. The producer runs one loop; a consumer
 // runs the peeled position 0, a masked loop up to full_begin and a mask-free loop.
+// Work tiles have block lists of their own lengths: the kernel claims tiles
+// dynamically. The tests for an in-flight P V compare positions with the
+// consumer loops' first position.
 
+// CHECK:      cuir.kernel @attention_fwd_sm90({{.*}}) threads 384 smem 196688 cluster 1x1x1 tile_m 128 schedule dynamic longest_first {
 // CHECK:      cuir.worker @producer
 // CHECK:        cuir.for_each_tile (%q_tile, %head, %batch)
 // CHECK:          %[[NP:.*]] = cuir.gather %kv_num_blocks[%batch, %head, %q_tile] : !cuir.global<3 x i32, row_major>
@@ -23,10 +27,14 @@
 // CHECK:          cuir.gather %document_id
 // CHECK:          %full_begin = arith.minsi %{{.*}}, %[[KV_HI]] : index
 // Partial tiles: mask code.
-// CHECK:          scf.for %{{.*}} = %{{.*}} to %full_begin step
+// CHECK:          scf.for %[[J1:[a-z0-9_]+]] = %[[FIRST_POS:[a-z0-9_]+]] to %full_begin step
+// CHECK:            %pv_in_flight = arith.cmpi ugt, %[[J1]], %[[FIRST_POS]] : index
 // CHECK:            cuir.gather %document_id
 // Full tiles: no mask code, no bounds check.
-// CHECK:          scf.for %{{.*}} = %full_begin to %[[KV_HI]] step
+// CHECK:          scf.for %[[J2:[a-z0-9_]+]] = %full_begin to %[[KV_HI]] step
+// CHECK-NOT:        document_id
+// CHECK:            %pv_in_flight_1 = arith.cmpi ugt, %[[J2]], %[[FIRST_POS]] : index
 // CHECK-NOT:        document_id
 // CHECK-NOT:        arith.cmpi ult
 // CHECK:          cuir.mbarrier_arrive %q_empty
+// CHECK:          %pv_last_in_flight = arith.cmpi ugt, %[[KV_HI]], %[[FIRST_POS]] : index

@@ -3,7 +3,12 @@
 // Causal sliding window (WINDOW = 100) on the FA3-style kernel. Producer and
 // consumers compute the same kv range from the 128-row work tile, so they
 // visit the same kv tiles in the same order; the consumers' peeled first
-// tile is kv_lo and their loop starts one tile later.
+// tile is kv_lo and their loop starts one tile later. The kv range depends
+// on the query tile, so the kernel claims tiles dynamically. The tests for
+// an in-flight P V (the kernel's `j > 1`, `n > 1`) compare with the moved
+// lower bound kv_lo + 1, in all three consumer loops and after them.
+
+// CHECK:      cuir.kernel @attention_fwd_sm90({{.*}}) threads 384 smem 196688 cluster 1x1x1 tile_m 128 schedule dynamic longest_first {
 
 // Producer: window start max(0, q_first - 99), in 128-column tiles.
 // CHECK:      cuir.worker @producer
@@ -34,11 +39,25 @@
 // CHECK:        %[[LAST_START:.*]] = arith.subi %q_last_1, %{{.*}} : index
 // CHECK:        %[[LAST_LOW:.*]] = arith.maxsi %{{.*}}, %[[LAST_START]] : index
 // CHECK:        %full_lo = arith.ceildivsi %[[LAST_LOW]], %{{.*}} : index
-// CHECK:        scf.for %j_1 = %[[SECOND]] to %full_begin step %c1_1
-// CHECK:        scf.for %j_2 = %full_begin to %full_end step %c1_1
+// The P V of the peeled tile is S_0's token, already complete.
+// CHECK:        %m_last, %l_last, %o_last, %p_last, %alpha_last, %pv_last_done, %count_last = scf.for %j_1 = %[[SECOND]] to %full_begin step %c1_1 iter_args(%m = %m_first, %l = %l_first, %acc = %o_zero, %p_prev = %p_first, %alpha_prev = %alpha_first, %pv_prev_done = %s_first_done, %count_1 = %count_after_first)
+// CHECK:          cuir.gemm_wait %pv_prev_done : !cuir.token<@consumer>
+// CHECK-NEXT:     %pv_in_flight = arith.cmpi ugt, %j_1, %[[SECOND]] : index
+// CHECK-NEXT:     scf.if %pv_in_flight {
+// CHECK:        scf.for %j_2 = %full_begin to %full_end step %c1_1 iter_args(%m_1 = %m_last, %l_1 = %l_last, %acc_1 = %o_last, %p_prev_1 = %p_last, %alpha_prev_1 = %alpha_last, %pv_prev_done_1 = %pv_last_done, %count_2 = %count_last)
+// CHECK:          cuir.gemm_wait %pv_prev_done_1 : !cuir.token<@consumer>
+// CHECK-NEXT:     %pv_in_flight_1 = arith.cmpi ugt, %j_2, %[[SECOND]] : index
+// CHECK-NEXT:     scf.if %pv_in_flight_1 {
 // CHECK:          cuir.gemm_wait %s_done_1 : !cuir.token<@consumer>
 // CHECK-NEXT:     cuir.mbarrier_arrive %k_empty[%{{.*}}]
 // CHECK-NEXT:     %score_tile_1 = cuir.map
 // CHECK-NEXT:       %[[FULL_SCORE:.*]] = arith.mulf %{{.*}}, %softmax_scale : f32
 // CHECK-NEXT:       cuir.yield %[[FULL_SCORE]] : f32
-// CHECK:        scf.for %j_3 = %full_end to %kv_hi_1 step %c1_1
+// CHECK:        %m_last_2, %l_last_2, %o_last_2, %p_last_2, %alpha_last_2, %pv_last_done_2, %count_last_2 = scf.for %j_3 = %full_end to %kv_hi_1 step %c1_1
+// CHECK:          %pv_in_flight_2 = arith.cmpi ugt, %j_3, %[[SECOND]] : index
+// CHECK:        cuir.mbarrier_arrive %q_empty : !cuir.mbarrier<1>
+// CHECK:        cuir.gemm_wait %pv_last_done_2 : !cuir.token<@consumer>
+// CHECK-NEXT:   %pv_last_in_flight = arith.cmpi ugt, %kv_hi_1, %[[SECOND]] : index
+// CHECK-NEXT:   scf.if %pv_last_in_flight {
+// CHECK:        %p_last_bf16 = cuir.convert %p_last_2 : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xbf16, @consumer>
+// CHECK-NEXT:   %o_rescaled = cuir.map %o_last_2, %alpha_last_2

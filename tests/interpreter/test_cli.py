@@ -27,7 +27,7 @@ def test_race_example_exits_one_with_located_diagnostic(capsys):
     # the race is in the kv loop, which runs from the second kv tile on
     assert main([str(EXAMPLES / "attention_sm90_race.mlir"), "--shape", "1,2,1,150,129,128"]) == 1
     race, verdict = capsys.readouterr().out.splitlines()
-    assert "attention_sm90_race.mlir:139:11: error: race: cuir.map at" in race
+    assert "attention_sm90_race.mlir:167:11: error: race: cuir.map at" in race
     assert verdict.startswith("cuir-run: race: 1 diagnostic(s) at B=1 HQ=2 HKV=1 SQ=150 SKV=129")
 
 

@@ -2,9 +2,11 @@
 
 import numpy as np
 import pytest
+from xdsl.dialects.builtin import StringAttr
 
-from cubridge.interpreter import ProblemShape, StandardAttention, verify
-from cubridge.interpreter.verify import DEFAULT_SIZES
+from cubridge.interpreter import KernelPlan, ProblemShape, StandardAttention, execute, verify
+from cubridge.interpreter.executor import find_kernel
+from cubridge.interpreter.verify import DEFAULT_SIZES, random_inputs
 
 EXAMPLES = ("attention_sm80.mlir", "attention_sm90.mlir")
 
@@ -51,6 +53,24 @@ def test_persistent_schedule_with_several_tiles_per_program(example):
     assert result.ok, result.summary()
 
 
+def test_dynamic_schedule_gives_the_persistent_results(example):
+    """Which program runs which tile must not matter: the Hopper example claiming tiles
+    dynamically (longest first) writes exactly what the persistent stride writes."""
+    shape = ProblemShape(2, 3, 1, 700, 500, 128)
+    persistent = example("attention_sm90.mlir")
+    dynamic = example("attention_sm90.mlir")
+    kernel = find_kernel(dynamic)
+    kernel.schedule, kernel.order = StringAttr("dynamic"), StringAttr("longest_first")
+    plans = [KernelPlan(find_kernel(m)) for m in (persistent, dynamic)]
+    assert plans[0].program_tiles(shape, 5) != plans[1].program_tiles(shape, 5)
+    inputs = random_inputs(plans[0], shape, seed=3)
+    runs = [execute(plan, shape, inputs, 0.1, num_sms=5) for plan in plans]
+    assert not runs[0].log and not runs[1].log
+    for name in ("o", "lse"):
+        np.testing.assert_array_equal(runs[0].outputs[name], runs[1].outputs[name])
+    assert verify(dynamic, shapes=[shape], schedules=2, num_sms=5).ok
+
+
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_wrong_spec_is_a_mismatch(example, name):
     shape = ProblemShape(1, 2, 2, 100, 100, 128)
@@ -66,8 +86,8 @@ def test_race_example_names_the_map_and_the_gemm_async(example):
     assert result.verdict == "race"
     (diagnostic,) = result.diagnostics
     text = str(diagnostic)
-    assert "race: cuir.map at " in text and "attention_sm90_race.mlir:139:11" in text
-    assert "the result of cuir.gemm_async at " in text and "attention_sm90_race.mlir:136:11" in text
+    assert "race: cuir.map at " in text and "attention_sm90_race.mlir:167:11" in text
+    assert "the result of cuir.gemm_async at " in text and "attention_sm90_race.mlir:164:11" in text
     assert text.endswith("before its cuir.gemm_wait")
 
 

@@ -100,3 +100,69 @@ def test_persistent_programs_stride_over_longest_first_tiles():
     assert programs[0] == [(2, 0, 0), (0, 0, 0)]
     assert programs[1] == [(2, 1, 0), (0, 1, 0)]
     assert [tile[0] for tiles in programs for tile in tiles].count(2) == 2
+
+
+def _dynamic_plan(order: str = " longest_first") -> KernelPlan:
+    return KernelPlan(find_kernel(parse(PROBE.replace("schedule grid", "schedule dynamic" + order))))
+
+
+def test_dynamic_programs_claim_tiles_by_the_causal_cost_model():
+    # 4 query tiles, longest first, cost q_tile + 1: program 0 runs tile 3 (cost 4), program 1
+    # tile 2 (cost 3); program 1 is free first and claims tile 1, then program 0 claims tile 0.
+    programs = _dynamic_plan().program_tiles(ProblemShape(1, 1, 1, 256, 10, 32), num_sms=2)
+    assert programs == [[(3, 0, 0), (0, 0, 0)], [(2, 0, 0), (1, 0, 0)]]
+
+
+def test_dynamic_assignment_is_a_partition_that_starts_with_tile_p():
+    plan = _dynamic_plan()
+    for shape, num_sms in [(ProblemShape(2, 3, 1, 700, 10, 32), 5), (ProblemShape(1, 2, 1, 130, 10, 32), 7)]:
+        tiles = plan.work_tiles(shape)
+        programs = plan.program_tiles(shape, num_sms)
+        assert len(programs) == min(num_sms, len(tiles))
+        assert [p[0] for p in programs] == tiles[: len(programs)]
+        claimed = [tile for p in programs for tile in p]
+        assert sorted(claimed) == sorted(tiles)
+
+
+def test_dynamic_in_natural_order_claims_the_persistent_stride():
+    persistent = KernelPlan(find_kernel(parse(PROBE.replace("schedule grid", "schedule persistent"))))
+    shape = ProblemShape(2, 3, 1, 300, 10, 32)
+    assert _dynamic_plan("").program_tiles(shape, 4) == persistent.program_tiles(shape, 4)
+
+
+REWAIT = """
+builtin.module {
+  cuir.kernel @rewait(%q: !cuir.global<4 x bf16, strided>, %k: !cuir.global<4 x bf16, strided>, %v: !cuir.global<4 x bf16, strided>, %o: !cuir.global<4 x f32, strided>) threads 128 smem 8192 cluster 1x1x1 tile_m 64 schedule grid {
+    %q_smem = cuir.alloc : !cuir.smem<64x64xbf16>
+    cuir.worker @w threads 0 to 128 (%index) {
+      %c0 = arith.constant 0 : index
+      %c64 = arith.constant 64 : index
+      cuir.for_each_tile (%q_tile, %head, %batch) {
+        %row = arith.muli %q_tile, %c64 : index
+        cuir.copy %q[%batch, %head, %row, %c0] -> %q_smem : !cuir.global<4 x bf16, strided> -> !cuir.smem<64x64xbf16>
+        cuir.fence_async_shared
+        %s1, %t1 = cuir.gemm_async abt %q_smem, %q_smem : !cuir.smem<64x64xbf16>, !cuir.smem<64x64xbf16> -> !cuir.tile<64x64xf32, @w>
+        cuir.gemm_wait %t1 : !cuir.token<@w>
+        %s2, %t2 = cuir.gemm_async abt %q_smem, %q_smem acc %s1 : !cuir.smem<64x64xbf16>, !cuir.smem<64x64xbf16>, !cuir.tile<64x64xf32, @w> -> !cuir.tile<64x64xf32, @w>
+        cuir.gemm_wait %t1 : !cuir.token<@w>
+        STORE_THEN_WAIT
+      }
+    }
+  }
+}
+"""
+_STORE = "cuir.store %s2 -> %o[%batch, %head, %row, %c0] : !cuir.tile<64x64xf32, @w> -> !cuir.global<4 x f32, strided>"
+_WAIT = "cuir.gemm_wait %t2 : !cuir.token<@w>"
+
+
+def test_waiting_again_on_a_completed_gemm_token_completes_nothing_more():
+    """The sm90 kv loop's first step waits on S_0's token a second time: that must be a no-op."""
+    shape = ProblemShape(1, 1, 1, 64, 1, 64)
+    _, _, early = _run(REWAIT.replace("STORE_THEN_WAIT", f"{_STORE}\n        {_WAIT}"), shape)
+    (diagnostic,) = early.log.diagnostics
+    assert diagnostic.category == "race"
+    assert "reads the result of cuir.gemm_async" in diagnostic.message
+    _, inputs, late = _run(REWAIT.replace("STORE_THEN_WAIT", f"{_WAIT}\n        {_STORE}"), shape)
+    assert not late.log, late.log.diagnostics
+    q = inputs["q"][0, 0].astype(np.float64)
+    np.testing.assert_allclose(late.outputs["o"][0, 0], 2 * q @ q.T, rtol=1e-5, atol=1e-4)

@@ -135,3 +135,34 @@ def test_kernel_without_softmax_is_an_error():
     ctx, module = load_program("sm90", text.replace("row_reduce max", "row_reduce sum"))
     with pytest.raises(CuBridgeError, match="no softmax row max"):
         TransferPass(spec_path("causal")).apply(ctx, module)
+
+
+def _sm90_error(edit) -> tuple[str, str]:
+    """The transfer error for the Hopper example edited by `edit`, and the edited text."""
+    text = edit((ROOT / "examples" / "ir" / "attention_sm90.mlir").read_text())
+    ctx, module = load_program("sm90", text)
+    with pytest.raises(CuBridgeError) as error:
+        TransferPass(spec_path("causal")).apply(ctx, module)
+    return str(error.value), text
+
+
+def _line_of(text: str, fragment: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if fragment in line)
+
+
+def test_rescale_factor_used_other_than_to_rescale_is_a_located_error():
+    message, text = _sm90_error(lambda t: t.replace("cuir.map %m_last, %l_last", "cuir.map %alpha_last, %l_last"))
+    assert f"attention_sm90.mlir:{_line_of(text, '%row_lse = cuir.map')}:9: error: transfer:" in message
+    assert "the rescale factor is used other than as a later input of a map" in message
+
+
+def test_bound_comparison_before_the_kv_loop_is_a_located_error():
+    test = "        %pv_last_in_flight = arith.cmpi ugt, %num_kv_tiles, %c1 : index\n"
+
+    def hoist(t: str) -> str:
+        loop = "        // kv tiles 1..n-1"
+        return t.replace(test, "").replace(loop, test + loop)
+
+    message, text = _sm90_error(hoist)
+    assert f"attention_sm90.mlir:{_line_of(text, '%pv_last_in_flight = arith.cmpi')}:9: error: transfer:" in message
+    assert "a comparison of the kv loop's bounds must follow the loop" in message

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from cubridge.frontends.spec import MASK_MOD_ARGS, load_spec
 from cubridge.frontends.trace import Tracer
 from cubridge.passes.mask_analysis import EMPTY, FULL, PARTIAL, NotAffine, classify_tiles, tile_plan
+from cubridge.passes import mask_table
 from cubridge.passes.mask_table import build_block_lists
 
 from transfer_helpers import spec_path
@@ -159,6 +160,27 @@ def test_affine_masks_classify_soundly(formula, sizes):
         return
     classes = classify_tiles(plan, *sizes)
     assert_sound(classes, brute_force(mask_mod, block_m, block_n, seqlen_q, seqlen_kv))
+
+
+@settings(max_examples=200, deadline=None)
+@given(formulas, tiles)
+def test_a_plan_that_does_not_vary_by_tile_visits_the_same_kv_tiles_everywhere(formula, sizes):
+    try:
+        plan = tile_plan(trace_mask(general_mask(formula)), sizes[1])
+    except NotAffine:
+        return
+    if plan.varies_by_tile:
+        return
+    visited = classify_tiles(plan, *sizes) != EMPTY
+    assert (visited == visited[0]).all()
+
+
+def test_plans_tell_whether_query_tiles_visit_different_kv_tiles():
+    assert not tile_plan(None, 128).varies_by_tile
+    assert not tile_plan(trace_mask(lambda b, h, q, kv: kv < 100), 128).varies_by_tile
+    assert tile_plan(trace_mask(lambda b, h, q, kv: q >= kv), 128).varies_by_tile
+    assert tile_plan(trace_mask(lambda b, h, q, kv: (q >= 200) & (kv < 100)), 128).varies_by_tile
+    assert mask_table.list_plan().varies_by_tile
 
 
 def list_classes(tables: dict[str, torch.Tensor], kv_tiles: int) -> np.ndarray:

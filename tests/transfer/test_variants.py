@@ -32,3 +32,24 @@ def test_verification_tells_variants_apart(program):
     module = transferred(program, spec_path("sliding_window"))
     result = verify(module, load_spec(spec_path("causal")), shapes=SHAPES[:1])
     assert result.verdict == "mismatch"
+
+
+@pytest.mark.parametrize("name", ["causal", "sliding_window", "document_mask", "sigmoid"])
+def test_hopper_variant_verifies_with_several_tiles_per_program(name):
+    """Two programs run all tiles, so each carries its pipeline counters from tile to
+    tile: the tests for an in-flight P V must follow the moved kv loop bounds."""
+    module = transferred("sm90", spec_path(name))
+    shape = ProblemShape(1, 2, 1, 500, 500, 128)
+    result = verify(module, load_spec(spec_path(name)), shapes=[shape], num_sms=2, schedules=2)
+    assert result.ok, result.summary()
+
+
+@pytest.mark.parametrize(
+    "name, schedule",
+    [("causal", "dynamic"), ("sliding_window", "dynamic"), ("document_mask", "dynamic"), ("softcap", "persistent")],
+)
+def test_persistent_kernel_claims_tiles_dynamically_when_their_kv_ranges_differ(name, schedule):
+    kernels = [op for op in transferred("sm90", spec_path(name)).walk() if op.name == "cuir.kernel"]
+    assert [k.schedule.data for k in kernels] == [schedule]
+    grid = [op for op in transferred("sm80", spec_path(name)).walk() if op.name == "cuir.kernel"]
+    assert [k.schedule.data for k in grid] == ["grid"]

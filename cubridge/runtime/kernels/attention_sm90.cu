@@ -21,11 +21,14 @@
 //     while P V runs (intra-warpgroup overlap). The two groups take turns issuing GEMMs through named
 //     barriers 1 and 2 (ping-pong), so one group's softmax overlaps the other's GEMMs;
 //   * epilogue: normalise, pack to 16 bits, stage through swizzled shared memory, TMA store; LSE by row.
-// Beyond the .mlir: empty barriers count one arrival per consumer warp (8), each after that warp's
-// gemm_wait; P V is retired at the top of the next step, after its mbarrier waits (so that ptxas keeps the
-// wgmma wait below the exps); the dynamic schedule and its hand-off; causal masking and tile bounds; the
-// epilogue's store wait sits before the next overwrite of the staging tile; group 0 takes one last turn so
-// that the ping-pong barriers end balanced.
+// The .mlir shows every wait, release, GEMM turn and async op of this file in this order (it is the full-mask
+// instance; causal masking, tile bounds and the dynamic schedule come from cuir-opt --transfer). Lowering
+// conventions it leaves to the CUDA side (docs/architecture.md): a consumer's mbarrier arrival is one per
+// warp (counts x4); the producer is one warp whose lane 0 issues; the score scale is folded into the exp2
+// FFMA (max over raw scores: the same function for scale > 0); row sums stay per thread until the epilogue;
+// bounds and causal masks run only on the kv tiles that need them; the dynamic schedule's claim and hand-off
+// (tile slot, named barriers 5-8) are cuir.for_each_tile's lowering; heads are visited in chunks sized to
+// L2; the empty store group before the first tile is a bulk-store commit.
 // Written only with the primitives of cubridge/*.cuh plus plain control flow.
 #include "cubridge/hopper.cuh"
 #include "cubridge/math.cuh"
@@ -379,6 +382,9 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
   const T* q_half = smem.q_half(group);
 
   if (group == 1) named_barrier_arrive(kTurnBarrier0, kConsumerGroups * kWarpGroupThreads);  // group 0 starts
+  // An empty TMA-store group: the first epilogue's store wait, like every later one, has a group to wait for
+  // (the .mlir carries the store token from tile to tile).
+  if (thread_in_group == 0) store_async_commit();
 
   PipelineState kv;
   int linear = scheduler.first();
@@ -391,7 +397,6 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
     }
     if (!scheduler.valid(linear)) break;
     if (scheduler.dynamic()) named_barrier_arrive(kTileReadBarrier0 + group, kHandoffThreads);
-    mbarrier_wait(smem.q_full(), tile_count & 1);
     const Tile tile = scheduler.decode(linear);
     const int group_row0 = tile.q_tile * kBlockM + group * kConsumerRows;
     const int thread_row0 = group_row0 + 16 * warp + g;

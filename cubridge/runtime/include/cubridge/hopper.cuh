@@ -124,6 +124,11 @@ __device__ __forceinline__ uint64_t make_smem_desc_sw128(const void* smem, uint3
          (uint64_t((stride_bytes >> 4) & 0x3FFF) << 32) | (uint64_t(1) << 62);
 }
 
+// The descriptor of the tile `bytes` past the one `desc` describes (bytes a multiple of 16): the start
+// address sits in bits 0-13 as address >> 4, and any address inside shared memory (< 256 KB) keeps the sum
+// inside that field. One add per k slice, where a fresh descriptor costs four integer instructions.
+__device__ __forceinline__ uint64_t advance_smem_desc(uint64_t desc, uint32_t bytes) { return desc + (bytes >> 4); }
+
 // cuir.gemm_fence: wgmma.fence. Returns once this warp's earlier register and shared-memory accesses
 // are ordered before the wgmma.mma_async operations issued after it; required before the first wgmma
 // that reads accumulators written by ordinary instructions.
@@ -200,17 +205,16 @@ __device__ __forceinline__ void gemm_async(float (&acc)[kN / 2], const T* a_tile
   constexpr uint32_t kAtomBytes = 1024;       // 8 rows x 128 bytes
   constexpr uint32_t kKSliceBytes = 32;       // 16 elements of one 128-byte row
   constexpr uint32_t kMnMajorSliceBytes = 2048;  // 16 rows x 128 bytes
-  const char* a_bytes = reinterpret_cast<const char*>(a_tile);
-  const char* b_bytes = reinterpret_cast<const char*>(b_tile);
+  const uint64_t desc_a0 = make_smem_desc_sw128(a_tile, 16, kAtomBytes);
+  const uint64_t desc_b0 = make_smem_desc_sw128(b_tile, kBMnMajor ? b_panel_bytes : 16, kAtomBytes);
 #pragma unroll
   for (int slice = 0; slice < kKSlices; ++slice) {
     const uint32_t k_major_offset_a = (slice % 4) * kKSliceBytes + (slice / 4) * a_panel_bytes;
-    const uint64_t desc_a = make_smem_desc_sw128(a_bytes + k_major_offset_a, 16, kAtomBytes);
-    const uint64_t desc_b =
-        kBMnMajor ? make_smem_desc_sw128(b_bytes + slice * kMnMajorSliceBytes, b_panel_bytes, kAtomBytes)
-                  : make_smem_desc_sw128(b_bytes + (slice % 4) * kKSliceBytes + (slice / 4) * b_panel_bytes, 16,
-                                         kAtomBytes);
-    Wgmma<kN, T>::template issue<kBMnMajor ? 1 : 0>(acc, desc_a, desc_b, (accumulate || slice > 0) ? 1 : 0);
+    const uint32_t offset_b = kBMnMajor ? slice * kMnMajorSliceBytes
+                                        : (slice % 4) * kKSliceBytes + (slice / 4) * b_panel_bytes;
+    Wgmma<kN, T>::template issue<kBMnMajor ? 1 : 0>(acc, advance_smem_desc(desc_a0, k_major_offset_a),
+                                                    advance_smem_desc(desc_b0, offset_b),
+                                                    (accumulate || slice > 0) ? 1 : 0);
   }
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 }
@@ -289,12 +293,12 @@ __device__ __forceinline__ void gemm_async_rs(float (&acc)[kN / 2], const uint32
                                               const T* b_tile, uint32_t b_panel_bytes, bool accumulate) {
   constexpr uint32_t kAtomBytes = 1024;
   constexpr uint32_t kMnMajorSliceBytes = 2048;
-  const char* b_bytes = reinterpret_cast<const char*>(b_tile);
+  const uint64_t desc_b0 = make_smem_desc_sw128(b_tile, b_panel_bytes, kAtomBytes);
 #pragma unroll
   for (int slice = 0; slice < kKSlices; ++slice) {
-    const uint64_t desc_b = make_smem_desc_sw128(b_bytes + slice * kMnMajorSliceBytes, b_panel_bytes, kAtomBytes);
     const uint32_t a_slice[4] = {a[4 * slice], a[4 * slice + 1], a[4 * slice + 2], a[4 * slice + 3]};
-    WgmmaRegA<kN, T>::issue(acc, a_slice, desc_b, (accumulate || slice > 0) ? 1 : 0);
+    WgmmaRegA<kN, T>::issue(acc, a_slice, advance_smem_desc(desc_b0, slice * kMnMajorSliceBytes),
+                            (accumulate || slice > 0) ? 1 : 0);
   }
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 }
