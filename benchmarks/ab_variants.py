@@ -31,12 +31,12 @@ _sm90 = importlib.import_module("cubridge.runtime.attention_sm90")
 
 # Rescale O only when some row of the warp raised its max (alpha != 1): bit-identical results, since
 # alpha == exp2(0) == 1 exactly when the max did not move.
-_SM90_CONDITIONAL_RESCALE = ("      rescale_rows(o, alpha);\n",
-                             "      if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) rescale_rows(o, alpha);\n")
-_SM80_CONDITIONAL_RESCALE = (
-    "#pragma unroll\n      for (int dt = 0; dt < kHeadDim / 8; ++dt) {\n        out[mt][dt][2 * half] *= correction;",
-    "if (__any_sync(0xffffffffu, correction != 1.f))\n#pragma unroll\n      for (int dt = 0; dt < kHeadDim / 8; ++dt) {\n"
-    "        out[mt][dt][2 * half] *= correction;")
+_SM90_CONDITIONAL_RESCALE = (
+    "      rescale_rows(o, alpha);\n",
+    "      if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) "
+    "rescale_rows(o, alpha);\n")
+_SM80_LOOP = "#pragma unroll\n      for (int dt = 0; dt < kHeadDim / 8; ++dt) {\n        out[mt][dt][2 * half] *= correction;"
+_SM80_CONDITIONAL_RESCALE = (_SM80_LOOP, "if (__any_sync(0xffffffffu, correction != 1.f))\n" + _SM80_LOOP)
 
 # kernel -> name -> (diag, [(old, new), ...])
 VARIANTS: dict[str, dict[str, tuple[bool, list[tuple[str, str]]]]] = {
