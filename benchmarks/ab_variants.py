@@ -35,7 +35,8 @@ _SM90_CONDITIONAL_RESCALE = (
     "      rescale_rows(o, alpha);\n",
     "      if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) "
     "rescale_rows(o, alpha);\n")
-_SM80_LOOP = "#pragma unroll\n      for (int dt = 0; dt < kHeadDim / 8; ++dt) {\n        out[mt][dt][2 * half] *= correction;"
+_SM80_LOOP = ("#pragma unroll\n      for (int dt = 0; dt < kHeadDim / 8; ++dt) {\n"
+              "        out[mt][dt][2 * half] *= correction;")
 _SM80_CONDITIONAL_RESCALE = (_SM80_LOOP, "if (__any_sync(0xffffffffu, correction != 1.f))\n" + _SM80_LOOP)
 
 # kernel -> name -> (diag, [(old, new), ...])
