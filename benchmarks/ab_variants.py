@@ -39,6 +39,17 @@ _SM80_LOOP = ("#pragma unroll\n      for (int dt = 0; dt < kHeadDim / 8; ++dt) {
               "        out[mt][dt][2 * half] *= correction;")
 _SM80_CONDITIONAL_RESCALE = (_SM80_LOOP, "if (__any_sync(0xffffffffu, correction != 1.f))\n" + _SM80_LOOP)
 
+def _sm90_skip_loads_after_fill(operand: str) -> tuple[str, str]:
+    """The producer loads K or V only until the stages are filled, then arrives on the full barrier without a
+    copy: the consumers reuse stale tiles, and no bytes of that operand leave L2."""
+    issue = (f"mbarrier_expect_tx(smem.{operand}_full(stage), Layout::kKvTileBytes);\n"
+             "        for (int panel = 0; panel < Layout::kPanels; ++panel)")
+    skip = (f"if (kv.count >= kStages) mbarrier_arrive(smem.{operand}_full(stage));\n"
+            f"        else mbarrier_expect_tx(smem.{operand}_full(stage), Layout::kKvTileBytes);\n"
+            "        for (int panel = 0; kv.count < kStages && panel < Layout::kPanels; ++panel)")
+    return issue, skip
+
+
 # kernel -> name -> (diag, [(old, new), ...])
 VARIANTS: dict[str, dict[str, tuple[bool, list[tuple[str, str]]]]] = {
     "sm90": {
@@ -48,6 +59,9 @@ VARIANTS: dict[str, dict[str, tuple[bool, list[tuple[str, str]]]]] = {
         "static-schedule": (False, [("return p.tile_counter != nullptr;", "return false;")]),
         "diag-no-exp2": (True, [("s[e] = fast_exp2(fmaf(s[e], scale_log2, -max_scaled));",
                                  "s[e] = fmaf(s[e], scale_log2, -max_scaled);")]),
+        "diag-no-kv-loads": (True, [_sm90_skip_loads_after_fill("k"), _sm90_skip_loads_after_fill("v")]),
+        "diag-no-k-loads": (True, [_sm90_skip_loads_after_fill("k")]),
+        "diag-no-v-loads": (True, [_sm90_skip_loads_after_fill("v")]),
         "diag-no-pingpong": (True, [
             ("  named_barrier_sync(kTurnBarrier0 + group, kConsumerGroups * kWarpGroupThreads);\n", ""),
             ("  named_barrier_arrive(kTurnBarrier0 + (1 - group), kConsumerGroups * kWarpGroupThreads);\n", ""),
