@@ -96,6 +96,14 @@ MAX_THREADS_PER_BLOCK = 1024
 MAX_SHARED_BYTES = 232448  # sm_90 opt-in limit per block (227 KiB)
 REGISTER_FILE = 65536
 REGISTER_BUDGETS = range(24, 257, 8)  # what setmaxnreg accepts
+
+
+def launch_registers(threads: int) -> int:
+    """Registers a block of `threads` holds from launch: its per-thread cap (the register file over the
+    threads, in setmaxnreg's steps of 8, at most 256) times the threads. setmaxnreg.inc draws only on what
+    the block's own warps gave back with setmaxnreg.dec, so the worker budgets must fit in this."""
+    per_thread = min(REGISTER_BUDGETS[-1], REGISTER_FILE // threads // 8 * 8)
+    return per_thread * threads
 SCHEDULES = ("grid", "persistent", "dynamic")
 TILE_ORDERS = ("natural", "longest_first")
 GEMM_LAYOUTS = ("ab", "abt")
@@ -352,10 +360,12 @@ class KernelOp(IRDLOperation):
             claimed.append((begin, end, worker.sym_name.data))
             if worker.regs is not None:
                 registers += worker.regs.value.data * (end - begin)
-        if registers > REGISTER_FILE:
+        available = launch_registers(threads)
+        if registers > available:
             raise VerifyException(
-                f"worker register budgets need {registers} registers, above the "
-                f"{REGISTER_FILE}-register file"
+                f"worker register budgets need {registers} registers, above the {available} a "
+                f"{threads}-thread block holds from launch ({available // threads} per thread; "
+                "setmaxnreg only moves registers between its warps)"
             )
 
     def _pin_argument_names(self, printer: Printer) -> None:

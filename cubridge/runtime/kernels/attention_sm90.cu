@@ -62,6 +62,13 @@ constexpr int kThreads = kWarpGroupThreads * (1 + kConsumerGroups);
 constexpr int kConsumerWarps = kConsumerGroups * 4;
 constexpr int kProducerRegisters = 24;
 constexpr int kConsumerRegisters = 240;
+// setmaxnreg.inc draws only on the registers this CTA's own warps gave back with setmaxnreg.dec: the role
+// budgets must fit in what the CTA holds from launch (the __launch_bounds__ cap, 168 per thread at 384
+// threads), not merely in the 64K register file, or the consumers wait forever (run 36 hung with 32 / 240).
+constexpr int kLaunchRegisters = 65536 / kThreads / 8 * 8;
+static_assert(kProducerRegisters * kWarpGroupThreads + kConsumerRegisters * kConsumerGroups * kWarpGroupThreads <=
+                  kLaunchRegisters * kThreads,
+              "warp-group register budgets exceed the CTA's launch allocation");
 constexpr int kPanelCols = 64;               // 128-byte swizzle panels of 16-bit elements
 constexpr int kScoreRegs = kBlockN / 2;      // fp32 scores per thread (64 x 128 tile over 128 threads)
 constexpr int kProbRegs = kBlockN / 4;       // packed 16-bit probabilities per thread
