@@ -14,7 +14,7 @@ from cubridge.dialect.cuir import WorkerOp
 class SetWorkerRegsPass(ModulePass):
     """Set `regs` on every `cuir.worker @worker` (the setmaxnreg budget).
 
-    The kernel verifier then checks the budgets still fit the register file.
+    The kernel verifier then checks the budgets still fit what the block holds from launch.
     """
 
     name = "cuir-set-worker-regs"
