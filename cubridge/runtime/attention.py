@@ -118,6 +118,15 @@ def prepare_launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: flo
     return scale, device_index, torch.cuda.get_device_capability(device_index)
 
 
+def empty_outputs(q: torch.Tensor, return_lse: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The kernels' outputs, unwritten: out [B, HQ, SQ, D] contiguous in q's dtype, and the fp32 LSE [B, HQ, SQ]
+    when asked for (else None)."""
+    batch, heads_q, seqlen_q, head_dim = q.shape
+    out = torch.empty((batch, heads_q, seqlen_q, head_dim), dtype=q.dtype, device=q.device)
+    lse = torch.empty((batch, heads_q, seqlen_q), dtype=torch.float32, device=q.device) if return_lse else None
+    return out, lse
+
+
 def attention_sm80(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
                    scale: float | None = None, return_lse: bool = False):
     """softmax(scale * q k^T [+ top-left causal mask]) v for [B, H, S, D] tensors (GQA: HQ = g * HKV).
@@ -134,8 +143,7 @@ def attention_sm80(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
         )
     batch, heads_q, seqlen_q, head_dim = q.shape
     heads_kv, seqlen_k = k.shape[1], k.shape[2]
-    out = torch.empty((batch, heads_q, seqlen_q, head_dim), dtype=q.dtype, device=q.device)
-    lse = torch.empty((batch, heads_q, seqlen_q), dtype=torch.float32, device=q.device) if return_lse else None
+    out, lse = empty_outputs(q, return_lse)
 
     params = AttentionParams(
         q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), lse.data_ptr() if return_lse else None,

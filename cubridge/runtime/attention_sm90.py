@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from cubridge.runtime.attention import DTYPE_NAMES, prepare_launch
+from cubridge.runtime.attention import DTYPE_NAMES, empty_outputs, prepare_launch
 from cubridge.runtime.compiler import KERNELS_DIR, CompiledKernel, compile_cubin
 from cubridge.runtime.driver import launch, load_function
 from cubridge.runtime.errors import UnsupportedArchError
@@ -124,8 +124,7 @@ def attention_sm90(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
         )
     batch, heads_q, seqlen_q, head_dim = q.shape
     heads_kv, seqlen_k = k.shape[1], k.shape[2]
-    out = torch.empty((batch, heads_q, seqlen_q, head_dim), dtype=q.dtype, device=q.device)
-    lse = torch.empty((batch, heads_q, seqlen_q), dtype=torch.float32, device=q.device) if return_lse else None
+    out, lse = empty_outputs(q, return_lse)
 
     # Causal tiles differ in length: CTAs claim them from a counter (dynamic schedule). Full tiles are equal
     # and keep the static stride, with no counter to clear.

@@ -200,6 +200,17 @@ __device__ __forceinline__ int num_kv_tiles(const AttentionParams& p, int q_tile
 // ---------------------------------------------------------------------------------------------------------
 // Producer: one warp; it hands each scheduled tile to the consumers and its lane 0 streams the tile's Q (two
 // 64-row halves), K and V.
+// One K or V tile (kBlockN rows from kv_row, every panel) into `tile`, counted on `full`; returns once issued.
+template <int kHeadDim, typename T>
+__device__ __forceinline__ void load_kv_tile(T* tile, const CUtensorMap* map, uint64_t* full, int kv_row, int kv_head,
+                                             int batch) {
+  using Layout = SharedLayout<kHeadDim>;
+  mbarrier_expect_tx(full, Layout::kKvTileBytes);
+  for (int panel = 0; panel < Layout::kPanels; ++panel)
+    tma_load_4d(reinterpret_cast<unsigned char*>(tile) + panel * Layout::kKvPanelBytes, map, full, panel * kPanelCols,
+                kv_row, kv_head, batch);
+}
+
 template <typename T, int kHeadDim, bool kCausal>
 __device__ __forceinline__ void producer_mainloop(const SharedStorage<T, kHeadDim>& smem, const AttentionParams& p,
                                                   const CUtensorMap* q_map, const CUtensorMap* k_map,
@@ -239,19 +250,9 @@ __device__ __forceinline__ void producer_mainloop(const SharedStorage<T, kHeadDi
     for (int j = 0; j < kv_tiles; ++j, ++kv.count) {
       const int stage = kv.stage();
       mbarrier_wait(smem.k_empty(stage), kv.free_parity());
-      if (leader) {
-        mbarrier_expect_tx(smem.k_full(stage), Layout::kKvTileBytes);
-        for (int panel = 0; panel < Layout::kPanels; ++panel)
-          tma_load_4d(reinterpret_cast<unsigned char*>(smem.k_tile(stage)) + panel * Layout::kKvPanelBytes, k_map,
-                      smem.k_full(stage), panel * kPanelCols, j * kBlockN, kv_head, tile.batch);
-      }
+      if (leader) load_kv_tile<kHeadDim>(smem.k_tile(stage), k_map, smem.k_full(stage), j * kBlockN, kv_head, tile.batch);
       mbarrier_wait(smem.v_empty(stage), kv.free_parity());
-      if (leader) {
-        mbarrier_expect_tx(smem.v_full(stage), Layout::kKvTileBytes);
-        for (int panel = 0; panel < Layout::kPanels; ++panel)
-          tma_load_4d(reinterpret_cast<unsigned char*>(smem.v_tile(stage)) + panel * Layout::kKvPanelBytes, v_map,
-                      smem.v_full(stage), panel * kPanelCols, j * kBlockN, kv_head, tile.batch);
-      }
+      if (leader) load_kv_tile<kHeadDim>(smem.v_tile(stage), v_map, smem.v_full(stage), j * kBlockN, kv_head, tile.batch);
     }
     linear = __shfl_sync(0xffffffffu, next_linear, 0);
   }
