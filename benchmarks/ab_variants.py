@@ -42,9 +42,9 @@ _SM80_CONDITIONAL_RESCALE = (_SM80_LOOP, "if (__any_sync(0xffffffffu, correction
 def _sm90_skip_loads_after_fill(operand: str) -> tuple[str, str]:
     """The producer loads K or V only until the stages are filled, then arrives on the full barrier without a
     copy: the consumers reuse stale tiles, and no bytes of that operand leave L2."""
-    issue = f"      if (leader) load_kv_tile<kHeadDim>(smem.{operand}_tile(stage)"
+    issue = f"      if (leader)\n        load_kv_tile<kHeadDim>(smem.{operand}_tile(stage)"
     skip = (f"      if (leader && kv.count >= kStages) mbarrier_arrive(smem.{operand}_full(stage));\n"
-            f"      else if (leader) load_kv_tile<kHeadDim>(smem.{operand}_tile(stage)")
+            f"      else if (leader)\n        load_kv_tile<kHeadDim>(smem.{operand}_tile(stage)")
     return issue, skip
 
 

@@ -1,5 +1,6 @@
-"""Small attention_sm80 / attention_sm90 launches for compute-sanitizer (memcheck finds out-of-bounds accesses, racecheck
-shared-memory races): odd SQ/SKV, GQA, both dtypes, both head dims, causal and full. GPU-only.
+"""Small attention_sm80 / attention_sm90 launches for compute-sanitizer (memcheck finds out-of-bounds accesses,
+racecheck shared-memory races): odd SQ/SKV, GQA, both dtypes, every head dim the kernel takes, causal and full.
+GPU-only.
 
   compute-sanitizer --tool racecheck --error-exitcode 1 python3 benchmarks/sanitize_attention.py [sm80|sm90]
 """
@@ -14,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cubridge.runtime import attention_sm80, attention_sm90  # noqa: E402
 
-KERNELS = {"sm80": attention_sm80, "sm90": attention_sm90}
+KERNELS = {"sm80": (attention_sm80, (64, 128)), "sm90": (attention_sm90, (64, 128, 256))}
 
 SHAPES = [(1, 2, 1, 1, 1), (1, 2, 2, 17, 200), (1, 4, 2, 200, 17), (1, 2, 2, 130, 130)]
 
@@ -27,9 +28,9 @@ def main() -> int:
     if name not in KERNELS:
         print(f"sanitize_attention: unknown kernel {name!r}; choose from {sorted(KERNELS)}", file=sys.stderr)
         return 2
-    attention = KERNELS[name]
+    attention, head_dims = KERNELS[name]
     generator = torch.Generator(device="cuda").manual_seed(0)
-    cases = itertools.product(SHAPES, (torch.bfloat16, torch.float16), (64, 128), (False, True))
+    cases = itertools.product(SHAPES, (torch.bfloat16, torch.float16), head_dims, (False, True))
     for (batch, heads_q, heads_kv, seqlen_q, seqlen_k), dtype, head_dim, causal in cases:
         def draw(heads, seqlen):
             return torch.randn(batch, heads, seqlen, head_dim, generator=generator, device="cuda").to(dtype)

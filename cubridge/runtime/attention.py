@@ -47,10 +47,11 @@ def kernel_name(dtype: torch.dtype, head_dim: int, causal: bool) -> str:
     return f"attention_sm80_{DTYPE_NAMES[dtype]}_d{head_dim}_{'causal' if causal else 'full'}"
 
 
-def validate_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kernel: str = "attention_sm80") -> None:
+def validate_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kernel: str = "attention_sm80",
+                    head_dims: tuple[int, ...] = tuple(BLOCK_N)) -> None:
     """InvalidInputError (one line) unless q, k, v are [B, H, S, D] bf16/fp16 tensors that the kernel takes:
-    same dtype, D in {64, 128}, HQ a multiple of HKV, no empty dim, contiguous last dim, 16-byte aligned rows.
-    `kernel` names the entry point in the messages."""
+    same dtype, D in `head_dims` (attention_sm80's: 64, 128), HQ a multiple of HKV, no empty dim, contiguous
+    last dim, 16-byte aligned rows. `kernel` names the entry point in the messages."""
     tensors = {"q": q, "k": k, "v": v}
     for name, tensor in tensors.items():
         if not isinstance(tensor, torch.Tensor):
@@ -70,8 +71,9 @@ def validate_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kernel: s
     if q.shape[3] != k.shape[3]:
         raise InvalidInputError(f"head dims differ: q has {q.shape[3]}, k/v have {k.shape[3]}")
     head_dim = q.shape[3]
-    if head_dim not in BLOCK_N:
-        raise InvalidInputError(f"head dim {head_dim} is not supported; {kernel} takes 64 or 128")
+    if head_dim not in head_dims:
+        raise InvalidInputError(f"head dim {head_dim} is not supported; {kernel} takes "
+                                f"{', '.join(map(str, head_dims[:-1]))} or {head_dims[-1]}")
     if q.shape[1] % k.shape[1] != 0:
         raise InvalidInputError(f"query heads ({q.shape[1]}) must be a multiple of key/value heads ({k.shape[1]})")
     for name, tensor in tensors.items():
@@ -101,13 +103,14 @@ def _compiled(capability: tuple[int, int]) -> CompiledKernel:
     return compile_cubin(SOURCE, capability)
 
 
-def prepare_launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None,
-                   kernel: str) -> tuple[float, int, tuple[int, int]]:
-    """Check the inputs, the scale and the GPU for `kernel`; return (scale, device index, compute capability).
+def prepare_launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None, kernel: str,
+                   head_dims: tuple[int, ...] = tuple(BLOCK_N)) -> tuple[float, int, tuple[int, int]]:
+    """Check the inputs (D in `head_dims`), the scale and the GPU for `kernel`; return (scale, device index,
+    compute capability).
 
     The scale defaults to 1/sqrt(D). Raises a CuBridgeRuntimeError subclass on the first problem found.
     """
-    validate_inputs(q, k, v, kernel=kernel)
+    validate_inputs(q, k, v, kernel=kernel, head_dims=head_dims)
     scale = 1.0 / math.sqrt(q.shape[3]) if scale is None else float(scale)
     if not scale > 0.0:
         raise InvalidInputError(f"scale must be positive (masked scores are -inf); got {scale}")

@@ -17,7 +17,7 @@ from cubridge.runtime.tensor_map import encode_tiled
 
 SOURCE = KERNELS_DIR / "attention_sm90.cu"
 BLOCK_M = 128  # query rows per tile (two consumer warp groups of 64)
-BLOCK_N = 128  # keys per kv tile
+BLOCK_N = {64: 128, 128: 128, 256: 80}  # keys per kv tile, by head dim (kBlockN<D>)
 CONSUMER_ROWS = 64
 STAGES = 2
 THREADS = 384  # producer warp group + two consumer warp groups
@@ -43,10 +43,12 @@ class Sm90Params(ctypes.Structure):
 
 def shared_bytes(head_dim: int) -> int:
     """Dynamic shared memory of one CTA, as SharedLayout<D>::kBytes: Q (two 64-row halves), STAGES K and V
-    tiles, the O staging halves, the mbarriers, the tile slot and 1024 bytes to re-align the block."""
+    tiles, the O staging halves (none at D = 256: O is staged in Q's), the mbarriers, the tile slot and 1024
+    bytes to re-align the block."""
     q_half = CONSUMER_ROWS * head_dim * 2
-    kv_tile = BLOCK_N * head_dim * 2
-    return 2 * q_half + 2 * STAGES * kv_tile + 2 * q_half + BARRIERS * 8 + TILE_SLOT_BYTES + ALIGN_SLACK
+    kv_tile = BLOCK_N[head_dim] * head_dim * 2
+    o_halves = 0 if head_dim == 256 else 2 * q_half
+    return 2 * q_half + 2 * STAGES * kv_tile + o_halves + BARRIERS * 8 + TILE_SLOT_BYTES + ALIGN_SLACK
 
 
 def head_chunk(seqlen_k: int, head_dim: int, element_bytes: int = 2) -> int:
@@ -91,9 +93,10 @@ def cached_map(tensor: torch.Tensor, box: tuple[int, ...]):
 
 
 def tensor_maps(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor):
-    """Tensor maps of the kernel, in its parameter order: Q and O boxes [1, 1, 64, 64], K and V [1, 1, 128, 64]."""
+    """Tensor maps of the kernel, in its parameter order: Q and O boxes [1, 1, 64, 64], K and V [1, 1, kv tile
+    rows (BLOCK_N), 64]."""
     q_box = (1, 1, CONSUMER_ROWS, PANEL_COLS)
-    kv_box = (1, 1, BLOCK_N, PANEL_COLS)
+    kv_box = (1, 1, BLOCK_N[q.shape[3]], PANEL_COLS)
     return [cached_map(q, q_box), cached_map(k, kv_box), cached_map(v, kv_box), cached_map(out, q_box)]
 
 
@@ -112,11 +115,12 @@ def attention_sm90(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
     """softmax(scale * q k^T [+ top-left causal mask]) v for [B, H, S, D] tensors (GQA: HQ = g * HKV) on a
     Hopper GPU (sm_90: wgmma, TMA, warp specialisation).
 
-    Same contract as attention_sm80: returns out [B, HQ, SQ, D] (contiguous, q's dtype) and, with return_lse,
-    the natural-log log-sum-exp of the scaled scores, fp32 [B, HQ, SQ]. Causal is top-left aligned (query i
-    sees keys j <= i). Enqueued on torch's current stream.
+    Same contract as attention_sm80, with D = 256 besides 64 and 128: returns out [B, HQ, SQ, D] (contiguous,
+    q's dtype) and, with return_lse, the natural-log log-sum-exp of the scaled scores, fp32 [B, HQ, SQ]. Causal
+    is top-left aligned (query i sees keys j <= i). Enqueued on torch's current stream.
     """
-    scale, device_index, capability = prepare_launch(q, k, v, scale, kernel="attention_sm90")
+    scale, device_index, capability = prepare_launch(q, k, v, scale, kernel="attention_sm90",
+                                                     head_dims=tuple(BLOCK_N))
     if capability != (9, 0):
         raise UnsupportedArchError(
             f"attention_sm90 needs an sm_90 (Hopper) GPU; {torch.cuda.get_device_name(device_index)} is "

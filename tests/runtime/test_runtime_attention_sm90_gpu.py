@@ -21,6 +21,9 @@ SHAPES = [
     (2, 16, 16, 1024, 1024, 128),  # more tiles than SMs: several tiles per CTA, pipeline phases wrap
     (2, 8, 2, 333, 517, 64),       # head dim 64
     (1, 4, 4, 1024, 1024, 64),
+    (2, 8, 2, 333, 517, 256),      # head dim 256: 80-key kv tiles, O staged in Q's buffer
+    (1, 2, 1, 200, 1000, 256),
+    (2, 16, 16, 1024, 1024, 256),  # several tiles per CTA: Q released after each epilogue's store
 ]
 
 

@@ -40,9 +40,11 @@ def test_invalid_inputs_raise_one_line_errors(mutate, message):
     assert "\n" not in str(raised.value)
 
 
-def test_unsupported_head_dim():
-    with pytest.raises(InvalidInputError, match="head dim 96 is not supported"):
-        attention_sm80(*qkv(head_dim=96))
+@pytest.mark.parametrize("head_dim", [96, 256])  # 256 is attention_sm90's alone
+def test_unsupported_head_dim(head_dim):
+    message = f"head dim {head_dim} is not supported; attention_sm80 takes 64 or 128"
+    with pytest.raises(InvalidInputError, match=message):
+        attention_sm80(*qkv(head_dim=head_dim))
 
 
 def test_non_positive_scale():

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from cubridge.runtime import InvalidInputError, attention_sm90
-from cubridge.runtime.attention_sm90 import SOURCE, head_chunk, kernel_name, shared_bytes, tma_view
+from cubridge.runtime.attention_sm90 import BLOCK_N, SOURCE, head_chunk, kernel_name, shared_bytes, tma_view
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -16,7 +16,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 def test_kernel_names_exist_in_the_source():
     text = SOURCE.read_text()
     for dtype in (torch.bfloat16, torch.float16):
-        for head_dim in (64, 128):
+        for head_dim in (64, 128, 256):
             for causal in (False, True):
                 assert f"CUBRIDGE_ATTENTION_SM90_ENTRY({kernel_name(dtype, head_dim, causal)}," in text
 
@@ -24,9 +24,12 @@ def test_kernel_names_exist_in_the_source():
 def test_shared_bytes_mirror_the_kernel_layout():
     text = SOURCE.read_text()
     constants = {name: int(value) for name, value in re.findall(r"constexpr int (k\w+) = (\d+);", text)}
-    assert (constants["kBlockM"], constants["kBlockN"], constants["kStages"]) == (128, 128, 2)
+    assert (constants["kBlockM"], constants["kStages"]) == (128, 2)
+    assert "constexpr int kBlockN = kHeadDim == 256 ? 80 : 128;" in text
+    assert BLOCK_N == {64: 128, 128: 128, 256: 80}
     assert shared_bytes(128) == 197728 and shared_bytes(64) == 99424
-    assert shared_bytes(128) <= 227 * 1024
+    assert shared_bytes(256) == 2 * 32768 + 4 * 40960 + 10 * 8 + 16 + 1024  # O staged in Q's buffer
+    assert max(shared_bytes(d) for d in BLOCK_N) <= 227 * 1024
 
 
 def test_tma_view_fixes_size_one_strides_only():
@@ -41,7 +44,7 @@ def test_tma_view_fixes_size_one_strides_only():
 
 def test_input_errors_name_the_sm90_entry_point():
     q = torch.empty(1, 2, 16, 96, dtype=torch.bfloat16)
-    with pytest.raises(InvalidInputError, match="attention_sm90 takes 64 or 128"):
+    with pytest.raises(InvalidInputError, match="attention_sm90 takes 64, 128 or 256"):
         attention_sm90(q, q, q)
     with pytest.raises(InvalidInputError, match="must be CUDA tensors"):
         attention_sm90(*(torch.empty(1, 2, 16, 128, dtype=torch.bfloat16),) * 3)

@@ -21,8 +21,12 @@
 //     while P V runs (intra-warpgroup overlap). The two groups take turns issuing GEMMs through named
 //     barriers 1 and 2 (ping-pong), so one group's softmax overlaps the other's GEMMs;
 //   * epilogue: normalise, pack to 16 bits, stage through swizzled shared memory, TMA store; LSE by row.
-// The .mlir shows every wait, release, GEMM turn and async op of this file in this order (it is the full-mask
-// instance; causal masking, tile bounds and the dynamic schedule come from cuir-opt --transfer). Lowering
+// Head dims 64, 128 and 256. D = 256 takes 80-key kv tiles (O alone is 128 registers a thread) and stages O
+// in the group's own Q half, so Q is released after the epilogue's store has read it rather than after the
+// last Q K^T.
+// The .mlir shows every wait, release, GEMM turn and async op of this file in this order (it is the bf16
+// D = 128 full-mask instance; causal masking, tile bounds and the dynamic schedule come from cuir-opt
+// --transfer). Lowering
 // conventions it leaves to the CUDA side (docs/architecture.md): a consumer's mbarrier arrival is one per
 // warp (counts x4); the producer is one warp whose lane 0 issues; the score scale is folded into the exp2
 // FFMA (max over raw scores: the same function for scale > 0); row sums stay per thread until the epilogue;
@@ -53,7 +57,6 @@ struct AttentionParams {
 };
 
 constexpr int kBlockM = 128;                 // query rows per tile
-constexpr int kBlockN = 128;                 // keys per kv tile
 constexpr int kConsumerRows = 64;            // query rows per consumer warp group
 constexpr int kConsumerGroups = kBlockM / kConsumerRows;
 constexpr int kStages = 2;                   // K and V buffers
@@ -70,8 +73,14 @@ static_assert(kProducerRegisters * kWarpGroupThreads + kConsumerRegisters * kCon
                   kLaunchRegisters * kThreads,
               "warp-group register budgets exceed the CTA's launch allocation");
 constexpr int kPanelCols = 64;               // 128-byte swizzle panels of 16-bit elements
-constexpr int kScoreRegs = kBlockN / 2;      // fp32 scores per thread (64 x 128 tile over 128 threads)
-constexpr int kProbRegs = kBlockN / 4;       // packed 16-bit probabilities per thread
+// Keys per kv tile: 128, or 80 at D = 256, where a consumer's O takes 128 registers a thread and two K and
+// two V stages of 40 KB fit beside Q only with O staged in Q's buffer (SharedLayout::kOInQ).
+template <int kHeadDim>
+constexpr int kBlockN = kHeadDim == 256 ? 80 : 128;
+template <int kHeadDim>
+constexpr int kScoreRegs = kBlockN<kHeadDim> / 2;  // fp32 scores per thread (64 x kBlockN over 128 threads)
+template <int kHeadDim>
+constexpr int kProbRegs = kBlockN<kHeadDim> / 4;   // packed 16-bit probabilities per thread
 constexpr float kNegInf = -__builtin_huge_valf();
 
 // Named barriers (0 is __syncthreads): ping-pong turns of consumer groups 0 and 1, one per group for its
@@ -91,15 +100,18 @@ template <int kHeadDim>
 struct SharedLayout {
   static constexpr int kPanels = kHeadDim / kPanelCols;
   static constexpr int kQPanelBytes = kConsumerRows * kPanelCols * 2;  // [64][64]
-  static constexpr int kKvPanelBytes = kBlockN * kPanelCols * 2;       // [128][64]
-  static constexpr int kQHalfBytes = kQPanelBytes * kPanels;           // one consumer's 64 rows of Q
+  static constexpr int kKvPanelBytes = kBlockN<kHeadDim> * kPanelCols * 2;  // [kBlockN][64]
+  static constexpr int kQHalfBytes = kQPanelBytes * kPanels;               // one consumer's 64 rows of Q
   static constexpr int kKvTileBytes = kKvPanelBytes * kPanels;
   static constexpr int kOHalfBytes = kQHalfBytes;
+  // D = 256: each group stages its O in its own Q half, which its last Q K^T has finished reading; the
+  // group releases Q only once the TMA store has read the staged O.
+  static constexpr bool kOInQ = kHeadDim == 256;
   static constexpr int kQOffset = 0;
   static constexpr int kKOffset = kQOffset + kConsumerGroups * kQHalfBytes;
   static constexpr int kVOffset = kKOffset + kStages * kKvTileBytes;
-  static constexpr int kOOffset = kVOffset + kStages * kKvTileBytes;
-  static constexpr int kBarrierOffset = kOOffset + kConsumerGroups * kOHalfBytes;
+  static constexpr int kOOffset = kOInQ ? kQOffset : kVOffset + kStages * kKvTileBytes;
+  static constexpr int kBarrierOffset = kVOffset + kStages * kKvTileBytes + (kOInQ ? 0 : kConsumerGroups * kOHalfBytes);
   static constexpr int kBarriers = 2 + 4 * kStages;
   static constexpr int kTileSlotOffset = kBarrierOffset + kBarriers * 8;  // the Q buffer's tile index
   static constexpr int kAlignSlack = 1024;  // the dynamic block is re-aligned to 1024 bytes
@@ -108,6 +120,7 @@ struct SharedLayout {
 
 static_assert(SharedLayout<128>::kBytes <= 227 * 1024, "D = 128 tiles exceed the 227 KB shared-memory limit");
 static_assert(SharedLayout<64>::kBytes <= 227 * 1024, "D = 64 tiles exceed the 227 KB shared-memory limit");
+static_assert(SharedLayout<256>::kBytes <= 227 * 1024, "D = 256 tiles exceed the 227 KB shared-memory limit");
 
 template <typename T, int kHeadDim>
 struct SharedStorage {
@@ -191,16 +204,17 @@ struct TileScheduler {
 };
 
 // kv tiles a query tile visits: all of them, or (causal) those holding a key <= the tile's last row.
-template <bool kCausal>
+template <int kHeadDim, bool kCausal>
 __device__ __forceinline__ int num_kv_tiles(const AttentionParams& p, int q_tile) {
   const int kv_end = kCausal ? min(p.seqlen_k, (q_tile + 1) * kBlockM) : p.seqlen_k;
-  return (kv_end + kBlockN - 1) / kBlockN;
+  return (kv_end + kBlockN<kHeadDim> - 1) / kBlockN<kHeadDim>;
 }
 
 // ---------------------------------------------------------------------------------------------------------
 // Producer: one warp; it hands each scheduled tile to the consumers and its lane 0 streams the tile's Q (two
 // 64-row halves), K and V.
-// One K or V tile (kBlockN rows from kv_row, every panel) into `tile`, counted on `full`; returns once issued.
+// One K or V tile (kBlockN<kHeadDim> rows from kv_row, every panel) into `tile`, counted on `full`; returns
+// once issued.
 template <int kHeadDim, typename T>
 __device__ __forceinline__ void load_kv_tile(T* tile, const CUtensorMap* map, uint64_t* full, int kv_row, int kv_head,
                                              int batch) {
@@ -246,13 +260,15 @@ __device__ __forceinline__ void producer_mainloop(const SharedStorage<T, kHeadDi
     // The whole warp walks the K/V pipeline (its mbarrier waits), so that it reaches the next hand-off
     // converged; lane 0 issues the copies.
     const int kv_head = tile.head / (p.num_heads_q / p.num_heads_kv);
-    const int kv_tiles = num_kv_tiles<kCausal>(p, tile.q_tile);
+    const int kv_tiles = num_kv_tiles<kHeadDim, kCausal>(p, tile.q_tile);
     for (int j = 0; j < kv_tiles; ++j, ++kv.count) {
       const int stage = kv.stage();
       mbarrier_wait(smem.k_empty(stage), kv.free_parity());
-      if (leader) load_kv_tile<kHeadDim>(smem.k_tile(stage), k_map, smem.k_full(stage), j * kBlockN, kv_head, tile.batch);
+      if (leader)
+        load_kv_tile<kHeadDim>(smem.k_tile(stage), k_map, smem.k_full(stage), j * kBlockN<kHeadDim>, kv_head, tile.batch);
       mbarrier_wait(smem.v_empty(stage), kv.free_parity());
-      if (leader) load_kv_tile<kHeadDim>(smem.v_tile(stage), v_map, smem.v_full(stage), j * kBlockN, kv_head, tile.batch);
+      if (leader)
+        load_kv_tile<kHeadDim>(smem.v_tile(stage), v_map, smem.v_full(stage), j * kBlockN<kHeadDim>, kv_head, tile.batch);
     }
     linear = __shfl_sync(0xffffffffu, next_linear, 0);
   }
@@ -268,10 +284,10 @@ struct RowState {
 };
 
 // Sets to -inf the scores of keys >= seqlen_k and, when causal, of keys after the query row.
-template <bool kCausal>
-__device__ __forceinline__ void mask_scores(float (&s)[kScoreRegs], int row0, int n0, int seqlen_k, int t) {
+template <bool kCausal, int kCount>
+__device__ __forceinline__ void mask_scores(float (&s)[kCount], int row0, int n0, int seqlen_k, int t) {
 #pragma unroll
-  for (int e = 0; e < kScoreRegs; ++e) {
+  for (int e = 0; e < kCount; ++e) {
     const int row = row0 + 8 * ((e >> 1) & 1);
     const int col = n0 + 8 * (e >> 2) + 2 * t + (e & 1);
     if (col >= seqlen_k || (kCausal && col > row)) s[e] = kNegInf;
@@ -281,13 +297,14 @@ __device__ __forceinline__ void mask_scores(float (&s)[kScoreRegs], int row0, in
 // Online softmax step: raises the running max with this tile's scores, returns in `alpha` the factor
 // exp2((old max - new max) * scale_log2) that rescales the running sum (done here) and O (done by the
 // caller once the in-flight P V retired), and turns the scores into probabilities packed to 16 bits.
-__device__ __forceinline__ void softmax_update(float (&s)[kScoreRegs], RowState& state, float (&alpha)[2],
+template <int kCount>
+__device__ __forceinline__ void softmax_update(float (&s)[kCount], RowState& state, float (&alpha)[2],
                                                float scale_log2) {
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     float tile_max = state.max[half];
 #pragma unroll
-    for (int i = 0; i < kScoreRegs / 4; ++i)
+    for (int i = 0; i < kCount / 4; ++i)
       tile_max = fmaxf(tile_max, fmaxf(s[4 * i + 2 * half], s[4 * i + 2 * half + 1]));
     const float new_max = row_reduce_max(tile_max);
     // A row with no visible key so far keeps max -inf; subtract 0 then, so exp2 sees -inf, not NaN.
@@ -296,7 +313,7 @@ __device__ __forceinline__ void softmax_update(float (&s)[kScoreRegs], RowState&
     state.max[half] = new_max;
     float sum = 0.f;
 #pragma unroll
-    for (int i = 0; i < kScoreRegs / 4; ++i)
+    for (int i = 0; i < kCount / 4; ++i)
 #pragma unroll
       for (int e = 4 * i + 2 * half; e < 4 * i + 2 * half + 2; ++e) {
         s[e] = fast_exp2(fmaf(s[e], scale_log2, -max_scaled));
@@ -307,10 +324,10 @@ __device__ __forceinline__ void softmax_update(float (&s)[kScoreRegs], RowState&
 }
 
 // Packs the probabilities to 16 bits in the register layout of a wgmma A operand.
-template <typename T>
-__device__ __forceinline__ void pack_probs(const float (&s)[kScoreRegs], uint32_t (&probs)[kProbRegs]) {
+template <typename T, int kCount>
+__device__ __forceinline__ void pack_probs(const float (&s)[2 * kCount], uint32_t (&probs)[kCount]) {
 #pragma unroll
-  for (int j = 0; j < kProbRegs; ++j) probs[j] = convert_pack<T>(s[2 * j], s[2 * j + 1]);
+  for (int j = 0; j < kCount; ++j) probs[j] = convert_pack<T>(s[2 * j], s[2 * j + 1]);
 }
 
 template <int kCount>
@@ -372,6 +389,11 @@ __device__ __forceinline__ void epilogue(float (&o)[kHeadDim / 2], const RowStat
                    tile.batch);
     store_async_commit();
   }
+  if constexpr (Layout::kOInQ) {  // O was staged in this group's Q half: Q is free once the store read it
+    if (issuer) store_async_wait<0>();
+    named_barrier_sync(kEpilogueBarrier0 + group, kWarpGroupThreads);
+    release(smem.q_empty(), lane);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -381,7 +403,8 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
                                                   const CUtensorMap* o_map, int group, int thread_in_group) {
   using Layout = SharedLayout<kHeadDim>;
   constexpr int kQkSlices = kHeadDim / 16;
-  constexpr int kPvSlices = kBlockN / 16;
+  constexpr int kBlockKv = kBlockN<kHeadDim>;
+  constexpr int kPvSlices = kBlockKv / 16;
   const int warp = thread_in_group / 32;
   const int lane = thread_in_group % 32;
   const int g = lane / 4;
@@ -408,15 +431,15 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
     const Tile tile = scheduler.decode(linear);
     const int group_row0 = tile.q_tile * kBlockM + group * kConsumerRows;
     const int thread_row0 = group_row0 + 16 * warp + g;
-    const int kv_tiles = num_kv_tiles<kCausal>(p, tile.q_tile);
+    const int kv_tiles = num_kv_tiles<kHeadDim, kCausal>(p, tile.q_tile);
     // Does kv tile j need masking for this group's rows (sequence tail, or keys past the first row)?
     auto needs_mask = [&](int j) {
-      return (j + 1) * kBlockN > p.seqlen_k || (kCausal && (j + 1) * kBlockN - 1 > group_row0);
+      return (j + 1) * kBlockKv > p.seqlen_k || (kCausal && (j + 1) * kBlockKv - 1 > group_row0);
     };
 
-    float s[kScoreRegs];
+    float s[kScoreRegs<kHeadDim>];
     float o[kHeadDim / 2];
-    uint32_t probs[kProbRegs];
+    uint32_t probs[kProbRegs<kHeadDim>];
     float alpha[2];
     RowState state = {{kNegInf, kNegInf}, {0.f, 0.f}};
 #pragma unroll
@@ -431,7 +454,7 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       begin_gemm_turn(group);
       gemm_fence_operand(s);
       gemm_fence();
-      gemm_async<kBlockN, kQkSlices, false, T>(s, q_half, Layout::kQPanelBytes, smem.k_tile(stage),
+      gemm_async<kBlockKv, kQkSlices, false, T>(s, q_half, Layout::kQPanelBytes, smem.k_tile(stage),
                                                Layout::kKvPanelBytes, false);
       end_gemm_turn(group);
       gemm_wait<0>();
@@ -468,18 +491,18 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       gemm_fence_operand(o);
       gemm_fence_operand(probs);
       gemm_fence();
-      gemm_async<kBlockN, kQkSlices, false, T>(s, q_half, Layout::kQPanelBytes, smem.k_tile(stage),
+      gemm_async<kBlockKv, kQkSlices, false, T>(s, q_half, Layout::kQPanelBytes, smem.k_tile(stage),
                                                Layout::kKvPanelBytes, false);
       gemm_async_rs<kHeadDim, kPvSlices, T>(o, probs, smem.v_tile(prev.stage()), Layout::kKvPanelBytes, true);
       end_gemm_turn(group);
       gemm_wait<1>();
       gemm_fence_operand(s);
       release(smem.k_empty(stage), lane);
-      if (needs_mask(j)) mask_scores<kCausal>(s, thread_row0, j * kBlockN, p.seqlen_k, t);
+      if (needs_mask(j)) mask_scores<kCausal>(s, thread_row0, j * kBlockKv, p.seqlen_k, t);
       softmax_update(s, state, alpha, p.scale_log2);
       ++kv.count;
     }
-    release(smem.q_empty(), lane);
+    if constexpr (!Layout::kOInQ) release(smem.q_empty(), lane);
 
     // Last P V of the tile.
     {
@@ -561,3 +584,7 @@ CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d64_full, __nv_bfloat16, 64, f
 CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d64_causal, __nv_bfloat16, 64, true)
 CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d64_full, __half, 64, false)
 CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d64_causal, __half, 64, true)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d256_full, __nv_bfloat16, 256, false)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d256_causal, __nv_bfloat16, 256, true)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d256_full, __half, 256, false)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d256_causal, __half, 256, true)
