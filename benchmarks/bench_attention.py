@@ -62,6 +62,8 @@ PRESETS = {
     # B * S = 16k tokens, 32 heads, D = 128: the H200 target sweep.
     "h200-target": [Config(16384 // s, 32, 32, s, s, 128) for s in (512, 1024, 2048, 4096, 8192, 16384)],
     "h200-8k": [Config(2, 32, 32, 8192, 8192, 128)],
+    # D = 64, B * S = 16k tokens, 32 heads (a 2048-wide model).
+    "h200-d64": [Config(16384 // s, 32, 32, s, s, 64) for s in (1024, 4096, 16384)],
     # D = 256 (attention_sm90 only), B * S = 16k tokens, 16 heads (a 4096-wide model).
     "h200-d256": [Config(16384 // s, 16, 16, s, s, 256) for s in (1024, 4096, 16384)],
     "mixed": [Config(4, 32, 8, 2048, 2048, 128), Config(8, 16, 16, 2048, 2048, 64),
