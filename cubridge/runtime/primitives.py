@@ -42,8 +42,9 @@ PRIMITIVES: tuple[Primitive, ...] = (
               "hopper.cuh", "4-D map"),
     Primitive("cuir.commit_group", "store_async_commit", "cp.async.bulk.commit_group", "hopper.cuh",
               "group of TMA stores (cuir.store_async)"),
-    Primitive("cuir.wait_group", "store_async_wait", "cp.async.bulk.wait_group N", "hopper.cuh",
-              "group of TMA stores; template <int N>; waits for the stores' global writes"),
+    Primitive("cuir.wait_group", "store_async_wait", "cp.async.bulk.wait_group.read N", "hopper.cuh",
+              "group of TMA stores; template <int N>; waits until the stores have read their shared-memory source "
+              "(global writes complete by the kernel's end)"),
     Primitive("cuir.mbarrier_init", "mbarrier_init", "mbarrier.init.shared::cta.b64", "hopper.cuh"),
     Primitive("cuir.mbarrier_arrive", "mbarrier_arrive", "mbarrier.arrive.shared::cta.b64", "hopper.cuh"),
     Primitive("cuir.mbarrier_expect_tx", "mbarrier_expect_tx", "mbarrier.arrive.expect_tx.shared::cta.b64",

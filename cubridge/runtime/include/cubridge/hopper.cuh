@@ -108,11 +108,12 @@ __device__ __forceinline__ void tma_store_4d(const CUtensorMap* tensor_map, cons
 // bulk group; returns at once.
 __device__ __forceinline__ void store_async_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 
-// cuir.store_async (wait): cp.async.bulk.wait_group N. Returns once at most kPending of this thread's bulk
-// groups are unfinished; the older groups' writes to global memory are complete.
+// cuir.store_async (wait): cp.async.bulk.wait_group.read N. Returns once at most kPending of this thread's
+// bulk groups still read shared memory: the older groups' source tiles may be overwritten. Their writes to
+// global memory complete by the end of the kernel.
 template <int kPending>
 __device__ __forceinline__ void store_async_wait() {
-  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(kPending) : "memory");
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(kPending) : "memory");
 }
 
 // Shared-memory matrix descriptor for wgmma, 128-byte swizzle: start address, leading and stride byte
