@@ -24,6 +24,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cubridge.runtime.compiler import compile_cubin  # noqa: E402
+from cubridge.runtime.reference import causal_density  # noqa: E402
 
 # The host modules (cubridge.runtime re-exports their launch functions under the same names).
 _sm80 = importlib.import_module("cubridge.runtime.attention")
@@ -38,6 +39,7 @@ _SM90_CONDITIONAL_RESCALE = (
 _SM80_LOOP = ("#pragma unroll\n      for (int dt = 0; dt < kHeadDim / 8; ++dt) {\n"
               "        out[mt][dt][2 * half] *= correction;")
 _SM80_CONDITIONAL_RESCALE = (_SM80_LOOP, "if (__any_sync(0xffffffffu, correction != 1.f))\n" + _SM80_LOOP)
+
 
 def _sm90_skip_loads_after_fill(operand: str) -> tuple[str, str]:
     """The producer loads K or V only until the stages are filled, then arrives on the full barrier without a
@@ -139,7 +141,7 @@ def main() -> int:
             rotation = itertools.cycle(sets)
             ms = do_bench(lambda: run(*next(rotation), causal=causal), warmup=50, rep=200,
                           return_mode="median")
-            density = (args.seqlen + 1) / (2 * args.seqlen) if causal else 1.0
+            density = causal_density(args.seqlen, args.seqlen) if causal else 1.0
             results.setdefault((name, causal), []).append(flops_full * density / ms / 1e9)
     print(f"\n| {args.kernel} variant | full TFLOP/s | causal TFLOP/s |  "
           f"(B{args.batch} H{args.heads} S{args.seqlen} D128 bf16)")

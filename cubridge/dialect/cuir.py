@@ -96,6 +96,10 @@ MAX_THREADS_PER_BLOCK = 1024
 MAX_SHARED_BYTES = 232448  # sm_90 opt-in limit per block (227 KiB)
 REGISTER_FILE = 65536
 REGISTER_BUDGETS = range(24, 257, 8)  # what setmaxnreg accepts
+SCHEDULES = ("grid", "persistent", "dynamic")
+TILE_ORDERS = ("natural", "longest_first")
+GEMM_LAYOUTS = ("ab", "abt")
+REDUCTIONS = ("max", "sum")
 
 
 def launch_registers(threads: int) -> int:
@@ -104,10 +108,6 @@ def launch_registers(threads: int) -> int:
     the block's own warps gave back with setmaxnreg.dec, so the worker budgets must fit in this."""
     per_thread = min(REGISTER_BUDGETS[-1], REGISTER_FILE // threads // 8 * 8)
     return per_thread * threads
-SCHEDULES = ("grid", "persistent", "dynamic")
-TILE_ORDERS = ("natural", "longest_first")
-GEMM_LAYOUTS = ("ab", "abt")
-REDUCTIONS = ("max", "sum")
 
 
 def _int(value: int) -> IntegerAttr:

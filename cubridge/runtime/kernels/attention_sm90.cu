@@ -110,8 +110,9 @@ struct SharedLayout {
   static constexpr int kQOffset = 0;
   static constexpr int kKOffset = kQOffset + kConsumerGroups * kQHalfBytes;
   static constexpr int kVOffset = kKOffset + kStages * kKvTileBytes;
-  static constexpr int kOOffset = kOInQ ? kQOffset : kVOffset + kStages * kKvTileBytes;
-  static constexpr int kBarrierOffset = kVOffset + kStages * kKvTileBytes + (kOInQ ? 0 : kConsumerGroups * kOHalfBytes);
+  static constexpr int kKvEnd = kVOffset + kStages * kKvTileBytes;
+  static constexpr int kOOffset = kOInQ ? kQOffset : kKvEnd;
+  static constexpr int kBarrierOffset = kKvEnd + (kOInQ ? 0 : kConsumerGroups * kOHalfBytes);
   static constexpr int kBarriers = 2 + 4 * kStages;
   static constexpr int kTileSlotOffset = kBarrierOffset + kBarriers * 8;  // the Q buffer's tile index
   static constexpr int kAlignSlack = 1024;  // the dynamic block is re-aligned to 1024 bytes
