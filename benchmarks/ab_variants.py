@@ -3,8 +3,13 @@
 through that kernel's host code. Variants marked diag compute wrong results on purpose (a stage left out, to
 see what it costs); the others are checked against the shipped kernel's output.
 
-  python3 benchmarks/ab_variants.py [--kernel sm90] [--seqlen 8192] [--batch 2] [--variants a,b] [--passes 2]
+  python3 benchmarks/ab_variants.py [--kernel sm90] [--seqlen 8192] [--batch 2] [--variants a,b] [--rounds 60]
                                     [--extra NAME=FILE.cu ...]
+
+Timing is paired (benchmarks/timing.py): each variant is reported against the first by the per-round ratio of
+their times (median and quartiles). Naming a variant twice (--variants shipped,shipped) adds an A/A control:
+the spread of its ratio is the method's resolution. Host variants (HOST_VARIANTS) launch the shipped kernel
+differently.
 
 --extra adds a variant whose source is a whole file (an earlier version of the kernel, say); it is checked
 against the shipped kernel like the substitution variants.
@@ -15,6 +20,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import itertools
+import math
 import sys
 import tempfile
 from pathlib import Path
@@ -23,6 +29,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.timing import quartiles, speedup, time_paired  # noqa: E402
 from cubridge.runtime.compiler import compile_cubin  # noqa: E402
 from cubridge.runtime.reference import causal_density  # noqa: E402
 
@@ -50,11 +57,80 @@ def _sm90_skip_loads_after_fill(operand: str) -> tuple[str, str]:
     return issue, skip
 
 
+# The producer prefetches the next tile's Q into L2 once it has issued this tile's last K/V loads (about two kv
+# steps before the consumers need Q): Q is read once, so its load at the tile boundary otherwise comes from HBM.
+_SM90_Q_PREFETCH = [
+    ("template <typename T, int kHeadDim, bool kCausal>\n__device__ __forceinline__ void producer_mainloop(",
+     "__device__ __forceinline__ void tma_prefetch_l2_4d(const CUtensorMap* map, int c0, int c1, int c2, int c3) {\n"
+     "  asm volatile(\"cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];\\n\" ::\"l\"(map), "
+     "\"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(c3) : \"memory\");\n}\n\n"
+     "template <typename T, int kHeadDim, bool kCausal>\n__device__ __forceinline__ void producer_mainloop("),
+    ("    linear = __shfl_sync(0xffffffffu, next_linear, 0);\n",
+     "    if (leader && scheduler.valid(next_linear)) {\n"
+     "      const Tile next = scheduler.decode(next_linear);\n"
+     "      for (int group = 0; group < kConsumerGroups; ++group)\n"
+     "        for (int panel = 0; panel < Layout::kPanels; ++panel)\n"
+     "          tma_prefetch_l2_4d(q_map, panel * kPanelCols, next.q_tile * kBlockM + group * kConsumerRows, next.head,\n"
+     "                             next.batch);\n"
+     "    }\n"
+     "    linear = __shfl_sync(0xffffffffu, next_linear, 0);\n"),
+]
+# The consumer's group index broadcast from lane 0, so that ptxas knows it is warp-uniform and keeps the Q
+# descriptors in uniform registers (run 26: 16 R2UR fewer per kv step).
+_SM90_UNIFORM_GROUP = ("consumer_mainloop<T, kHeadDim, kCausal>(smem, p, o_map, warp_group - 1,",
+                       "consumer_mainloop<T, kHeadDim, kCausal>(smem, p, o_map, __shfl_sync(0xffffffffu, warp_group - 1, 0),")
+
+# The row max and row sum of a softmax step as pairwise trees instead of one running chain each: the same
+# operations, a dependency chain of log2(n) instead of n (the max is exact either way; the sum's rounding
+# order changes).
+_SM90_MAX_TREE = (
+    "    float tile_max = state.max[half];\n"
+    "#pragma unroll\n"
+    "    for (int i = 0; i < kCount / 4; ++i)\n"
+    "      tile_max = fmaxf(tile_max, fmaxf(s[4 * i + 2 * half], s[4 * i + 2 * half + 1]));\n"
+    "    const float new_max = row_reduce_max(tile_max);\n",
+    "    float partial[kCount / 4];\n"
+    "#pragma unroll\n"
+    "    for (int i = 0; i < kCount / 4; ++i) partial[i] = fmaxf(s[4 * i + 2 * half], s[4 * i + 2 * half + 1]);\n"
+    "#pragma unroll\n"
+    "    for (int stride = 1; stride < kCount / 4; stride *= 2)\n"
+    "#pragma unroll\n"
+    "      for (int i = 0; i + stride < kCount / 4; i += 2 * stride) partial[i] = fmaxf(partial[i], partial[i + stride]);\n"
+    "    const float new_max = row_reduce_max(fmaxf(state.max[half], partial[0]));\n")
+_SM90_SUM_TREE = (
+    "    float sum = 0.f;\n"
+    "#pragma unroll\n"
+    "    for (int i = 0; i < kCount / 4; ++i)\n"
+    "#pragma unroll\n"
+    "      for (int e = 4 * i + 2 * half; e < 4 * i + 2 * half + 2; ++e) {\n"
+    "        s[e] = fast_exp2(fmaf(s[e], scale_log2, -max_scaled));\n"
+    "        sum += s[e];\n"
+    "      }\n"
+    "    state.sum[half] = state.sum[half] * alpha[half] + sum;\n",
+    "    float sums[kCount / 4];\n"
+    "#pragma unroll\n"
+    "    for (int i = 0; i < kCount / 4; ++i) {\n"
+    "      const int e = 4 * i + 2 * half;\n"
+    "      s[e] = fast_exp2(fmaf(s[e], scale_log2, -max_scaled));\n"
+    "      s[e + 1] = fast_exp2(fmaf(s[e + 1], scale_log2, -max_scaled));\n"
+    "      sums[i] = s[e] + s[e + 1];\n"
+    "    }\n"
+    "#pragma unroll\n"
+    "    for (int stride = 1; stride < kCount / 4; stride *= 2)\n"
+    "#pragma unroll\n"
+    "      for (int i = 0; i + stride < kCount / 4; i += 2 * stride) sums[i] += sums[i + stride];\n"
+    "    state.sum[half] = state.sum[half] * alpha[half] + sums[0];\n")
+
 # kernel -> name -> (diag, [(old, new), ...])
 VARIANTS: dict[str, dict[str, tuple[bool, list[tuple[str, str]]]]] = {
     "sm90": {
         "shipped": (False, []),
         "conditional-rescale": (False, [_SM90_CONDITIONAL_RESCALE]),
+        "q-prefetch-l2": (False, _SM90_Q_PREFETCH),
+        "uniform-group": (False, [_SM90_UNIFORM_GROUP]),
+        "q-prefetch-l2+uniform-group": (False, [*_SM90_Q_PREFETCH, _SM90_UNIFORM_GROUP]),
+        "max-tree": (False, [_SM90_MAX_TREE]),
+        "max-sum-tree": (False, [_SM90_MAX_TREE, _SM90_SUM_TREE]),
         "head-chunk-8": (False, [("const int head_chunk = p.head_chunk;", "const int head_chunk = 8;")]),
         "static-schedule": (False, [("return p.tile_counter != nullptr;", "return false;")]),
         "diag-no-exp2": (True, [("s[e] = fast_exp2(fmaf(s[e], scale_log2, -max_scaled));",
@@ -77,6 +153,18 @@ VARIANTS: dict[str, dict[str, tuple[bool, list[tuple[str, str]]]]] = {
 KERNELS = {"sm80": (_sm80, _sm80.attention_sm80), "sm90": (_sm90, _sm90.attention_sm90)}
 
 
+def balanced_grid(tiles: int, sms: int) -> int:
+    """The fewest CTAs that run `tiles` equal tiles in as many rounds as one CTA per SM (4096 tiles on 132 SMs:
+    128 CTAs of 32 tiles): the idle SMs' share of the power cap goes to the busy ones."""
+    rounds = math.ceil(tiles / sms)
+    return math.ceil(tiles / rounds)
+
+
+# Variants of the host launch with the shipped kernel: kernel -> name -> what it changes. grid-balanced applies
+# to full masks only (causal tiles are claimed dynamically, one CTA per SM).
+HOST_VARIANTS = {"sm90": {"grid-balanced": balanced_grid}}
+
+
 def variant_source(directory: Path, name: str, substitutions, base: Path) -> Path:
     text = base.read_text()
     for old, new in substitutions:
@@ -88,14 +176,30 @@ def variant_source(directory: Path, name: str, substitutions, base: Path) -> Pat
     return path
 
 
+def unique_names(chosen: list[str]) -> list[str]:
+    """Variant names in order, a repeated name suffixed #2, #3 ... (an A/A control of the same source)."""
+    seen: dict[str, int] = {}
+    names = []
+    for name in chosen:
+        seen[name] = seen.get(name, 0) + 1
+        names.append(name if seen[name] == 1 else f"{name}#{seen[name]}")
+    return names
+
+
+def base_name(name: str) -> str:
+    return name.partition("#")[0]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kernel", choices=sorted(VARIANTS), default="sm90")
     parser.add_argument("--seqlen", type=int, default=8192)
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--heads", type=int, default=32)
-    parser.add_argument("--passes", type=int, default=2, help="interleaved passes over the variants")
-    parser.add_argument("--variants", default=None, help="comma-separated (default: all of the kernel's)")
+    parser.add_argument("--rounds", type=int, default=60, help="timed rounds (each launches every variant once)")
+    parser.add_argument("--warmup-rounds", type=int, default=5)
+    parser.add_argument("--variants", default=None,
+                        help="comma-separated, the first is the baseline (default: all of the kernel's)")
     parser.add_argument("--extra", action="append", default=[], metavar="NAME=FILE",
                         help="a variant whose source is FILE (repeatable)")
     args = parser.parse_args()
@@ -108,11 +212,12 @@ def main() -> int:
             raise SystemExit(f"ab_variants: --extra {item!r}: expected NAME=FILE with an existing file")
         extra_files[name] = Path(file)
         variants[name] = (False, [])
-    from triton.testing import do_bench
+    host_variants = HOST_VARIANTS.get(args.kernel, {})
+    variants.update({name: (False, []) for name in host_variants})
 
     chosen = args.variants.split(",") if args.variants is not None else list(VARIANTS[args.kernel])
-    names = [n for n in chosen if n] + list(extra_files)
-    unknown = [n for n in names if n not in variants]
+    names = unique_names([n for n in chosen if n] + list(extra_files))
+    unknown = sorted({base_name(n) for n in names} - set(variants))
     if unknown:
         raise SystemExit(f"ab_variants: no {args.kernel} variant named {', '.join(unknown)}")
     generator = torch.Generator(device="cuda").manual_seed(0)
@@ -121,35 +226,51 @@ def main() -> int:
             for _ in range(3)]
     flops_full = 4.0 * args.batch * args.heads * args.seqlen * args.seqlen * 128
     capability = torch.cuda.get_device_capability()
-    results = {}
+    baseline = names[0]
+    sm_count = host._sm_count if host_variants else None
+    rows = {name: [] for name in names}
     with tempfile.TemporaryDirectory() as scratch:
-        compiled = {name: compile_cubin(variant_source(Path(scratch), name, variants[name][1],
-                                                       extra_files.get(name, host.SOURCE)), capability)
-                    for name in names}
-        reference = {}
-        # Passes over the variants, interleaved, to see the run-to-run spread.
-        for repetition, name, causal in itertools.product(range(args.passes), names, (False, True)):
-            host._compiled = lambda capability, kernel=compiled[name]: kernel
-            q, k, v = sets[0]
-            out = run(q, k, v, causal=causal)
-            if name == "shipped":
-                reference[causal] = out
-            elif not variants[name][0] and causal in reference:
-                error = (out.float() - reference[causal].float()).abs().max().item()
+        compiled = {}
+        for name in names:
+            source = extra_files.get(name, host.SOURCE)
+            substitutions = variants[base_name(name)][1]
+            compiled[name] = compile_cubin(variant_source(Path(scratch), base_name(name), substitutions, source),
+                                           capability)
+        for causal in (False, True):
+            rotation = itertools.cycle(sets)
+
+            def launcher(name, inputs=None, causal=causal, rotation=rotation):
+                grid = host_variants.get(base_name(name)) if not causal else None
+                tiles = math.ceil(args.seqlen / host.BLOCK_M) * args.heads * args.batch
+
+                def launch():
+                    host._compiled = lambda capability, kernel=compiled[name]: kernel
+                    if host_variants:
+                        host._sm_count = sm_count if grid is None else lambda index: grid(tiles, sm_count(index))
+                    return run(*(inputs or next(rotation)), causal=causal)
+                return launch
+
+            reference = launcher("shipped", sets[0])() if "shipped" in names else None
+            for name in names:
+                if variants[base_name(name)][0] or reference is None or base_name(name) == "shipped":
+                    continue
+                error = (launcher(name, sets[0])().float() - reference.float()).abs().max().item()
                 if error > 0:
                     print(f"{name} causal={causal}: differs from shipped by {error:.2e}")
-            rotation = itertools.cycle(sets)
-            ms = do_bench(lambda: run(*next(rotation), causal=causal), warmup=50, rep=200,
-                          return_mode="median")
+            launchers = {name: launcher(name) for name in names}
+            times = time_paired(launchers, args.rounds, args.warmup_rounds)
             density = causal_density(args.seqlen, args.seqlen) if causal else 1.0
-            results.setdefault((name, causal), []).append(flops_full * density / ms / 1e9)
-    print(f"\n| {args.kernel} variant | full TFLOP/s | causal TFLOP/s |  "
-          f"(B{args.batch} H{args.heads} S{args.seqlen} D128 bf16)")
-    print("|---|---|---|")
+            for name in names:
+                tflops = flops_full * density / quartiles(times[name])[1] / 1e9
+                low, mid, high = speedup(times, baseline, name)
+                rows[name].append(f"{tflops:.1f} | {100 * (mid - 1):+.2f}% [{100 * (low - 1):+.2f}, "
+                                  f"{100 * (high - 1):+.2f}]")
+    print(f"\n{args.rounds} paired rounds, B{args.batch} H{args.heads} S{args.seqlen} D128 bf16; speed-up against "
+          f"{baseline}: median of per-round time ratios [quartiles]")
+    print(f"| {args.kernel} variant | full TFLOP/s | full vs {baseline} | causal TFLOP/s | causal vs {baseline} |")
+    print("|---|---|---|---|---|")
     for name in names:
-        full = " / ".join(f"{x:.1f}" for x in results[(name, False)])
-        causal = " / ".join(f"{x:.1f}" for x in results[(name, True)])
-        print(f"| {name}{' (diag)' if variants[name][0] else ''} | {full} | {causal} |")
+        print(f"| {name}{' (diag)' if variants[base_name(name)][0] else ''} | {' | '.join(rows[name])} |")
     return 0
 
 

@@ -4,8 +4,10 @@ For each config (B, HQ, HKV, SQ, SKV, D), variant (full, causal) and provider:
   1. correctness: on batch 0, first and last query head (and their key/value heads), max |out - float64
      reference| must be <= 2 * that of eager PyTorch in the same dtype + 1e-3 (FlashAttention's criterion with
      an absolute slack for outputs whose eager error rounds to 0). A provider that fails is not timed.
-  2. time: triton.testing.do_bench median (it warms up and clears L2 before each call); inputs rotate over
-     enough sets that one rotation is >= 3x the L2, so no call finds its inputs in cache.
+  2. time: the providers that passed are timed together, paired (benchmarks/timing.py: every round launches
+     each once, in a rotating order, after an L2 flush, so power-cap drift reaches all alike); each reports
+     its median and its speed-up against the first provider (median and quartiles of per-round ratios).
+     Inputs rotate over enough sets that one rotation is >= 3x the L2, so no call finds its inputs in cache.
   3. TFLOPS = 4 * B * HQ * SQ * SKV * D * density / time, density = exact fraction of kept (q, kv) pairs
      (top-left causal: sum_i min(i + 1, SKV) / (SQ * SKV)).
 Writes results.json, results.md and results.png to --out. GPU-only.
@@ -29,6 +31,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.timing import quartiles, speedup, time_paired  # noqa: E402
 from cubridge.runtime import attention_sm80, attention_sm90  # noqa: E402
 from cubridge.runtime.reference import causal_density, reference_attention  # noqa: E402
 
@@ -37,6 +40,8 @@ L2_ROTATION_FACTOR = 3
 MAX_ROTATION_SETS = 8
 EAGER_MAX_SCORES = 2**32  # B * HQ * SQ * SKV above this: eager skipped (tens of GB of scores, minutes per call)
 VARIANTS = ("full", "causal")
+TIMING_BUDGET_MS = 1000.0  # paired rounds per (config, variant): about this much launch time in all
+MIN_ROUNDS, MAX_ROUNDS, WARMUP_ROUNDS = 10, 100, 3
 
 
 @dataclass(frozen=True)
@@ -163,7 +168,6 @@ def check_correctness(run, config: Config, causal: bool, q, k, v, exact, eager_e
 def run_benchmark(configs: list[Config], variants: list[str], provider_names: list[str], dtype: torch.dtype,
                   out_dir: Path) -> list[dict]:
     from rich.progress import Progress
-    from triton.testing import do_bench
 
     results = []
     generator = torch.Generator(device="cuda").manual_seed(0)
@@ -178,6 +182,7 @@ def run_benchmark(configs: list[Config], variants: list[str], provider_names: li
             eager_sub, _ = reference_attention(q_sub, k_sub, v_sub, causal, compute_dtype=dtype, return_lse=False)
             eager_error = (eager_sub.double() - exact).abs().max().item()
             del eager_sub
+            records, runs = {}, {}
             for name in provider_names:
                 progress.update(task, description=f"{name} {variant} {config.label}")
                 record = {"provider": name, "variant": variant, "config": asdict(config), "label": config.label,
@@ -185,35 +190,61 @@ def run_benchmark(configs: list[Config], variants: list[str], provider_names: li
                 scores = config.batch * config.heads_q * config.seqlen_q * config.seqlen_k
                 if name == "eager" and scores > EAGER_MAX_SCORES:
                     record["skipped"] = f"eager skipped: {scores:.2e} scores > {EAGER_MAX_SCORES:.2e}"
-                    progress.console.print(f"[yellow]{record['skipped']} ({variant} {config.label})")
                 else:
-                    record.update(measure(PROVIDERS[name](config, causal), config, causal, sets, exact,
-                                          eager_error, do_bench))
-                    progress.console.print(summary_line(record))
-                results.append(record)
+                    run = PROVIDERS[name](config, causal)
+                    record.update(check_provider(run, config, causal, sets[0], exact, eager_error))
+                    if "skipped" not in record:
+                        runs[name] = run
+                records[name] = record
                 progress.advance(task)
-            del sets, q, k, v, q_sub, k_sub, v_sub, exact
+            if runs:
+                progress.update(task, description=f"timing {variant} {config.label}")
+                for name, record in time_providers(runs, sets, config, causal).items():
+                    records[name].update(record)
+            for record in records.values():
+                progress.console.print(summary_line(record))
+            results.extend(records.values())
+            del sets, q, k, v, q_sub, k_sub, v_sub, exact, runs
             torch.cuda.empty_cache()
     return results
 
 
-def measure(run, config: Config, causal: bool, sets, exact, eager_error, do_bench) -> dict:
+def check_provider(run, config: Config, causal: bool, inputs, exact, eager_error) -> dict:
+    """The correctness record of one provider; "skipped" says why it is not timed."""
     try:
-        q, k, v = sets[0]
-        record = check_correctness(run, config, causal, q, k, v, exact, eager_error)
+        record = check_correctness(run, config, causal, *inputs, exact, eager_error)
     except Exception as error:  # a provider that cannot run this config is reported, not fatal
         return {"skipped": f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"}
     if not record["passed"]:
         return record | {"skipped": "failed correctness; not timed"}
-    rotation = itertools.cycle(sets)
-    milliseconds = do_bench(lambda: run(*next(rotation)), warmup=50, rep=200, return_mode="median")
-    return record | {"ms": milliseconds, "tflops": config.flops(causal) / (milliseconds * 1e-3) / 1e12}
+    return record
+
+
+def time_providers(runs: dict, sets, config: Config, causal: bool) -> dict[str, dict]:
+    """Paired timing of the providers in `runs` (the first is the speed-up baseline); rounds sized so that
+    the timed launches take about TIMING_BUDGET_MS."""
+    rotations = {name: itertools.cycle(sets) for name in runs}
+    launchers = {name: (lambda run=run, rotation=rotations[name]: run(*next(rotation))) for name, run in runs.items()}
+    probe = time_paired(launchers, rounds=1, warmup_rounds=1)
+    round_ms = sum(times[0] for times in probe.values())
+    rounds = max(MIN_ROUNDS, min(MAX_ROUNDS, math.ceil(TIMING_BUDGET_MS / round_ms)))
+    times = time_paired(launchers, rounds, WARMUP_ROUNDS)
+    baseline = next(iter(runs))
+    records = {}
+    for name in runs:
+        milliseconds = quartiles(times[name])[1]
+        records[name] = {"ms": milliseconds, "tflops": config.flops(causal) / (milliseconds * 1e-3) / 1e12,
+                         "rounds": rounds, "speedup_baseline": baseline,
+                         "speedup_quartiles": list(speedup(times, baseline, name))}
+    return records
 
 
 def summary_line(record: dict) -> str:
     head = f"{record['provider']:>14} {record['variant']:>6} {record['label']}"
     if "tflops" in record:
-        return f"{head}: {record['ms']:.3f} ms  {record['tflops']:.1f} TFLOPS  err {record['max_abs_error']:.2e}"
+        low, mid, high = record["speedup_quartiles"]
+        return (f"{head}: {record['ms']:.3f} ms  {record['tflops']:.1f} TFLOPS  x{mid:.3f} [{low:.3f}, {high:.3f}] "
+                f"vs {record['speedup_baseline']}  err {record['max_abs_error']:.2e}")
     return f"{head}: {record['skipped']}"
 
 
@@ -229,6 +260,17 @@ def write_markdown(results: list[dict], provider_names: list[str], path: Path, h
         lines.append(f"| {variant} | {label} | " + " | ".join(cells.get(n, "") for n in provider_names) + " |")
     lines += ["", "TFLOPS (median); FAIL = failed the correctness check (not timed); skip = not run, reason below.",
               ""]
+    speedups: dict[tuple[str, str], dict[str, str]] = {}
+    for record in results:
+        if "speedup_quartiles" in record:
+            low, mid, high = record["speedup_quartiles"]
+            speedups.setdefault((record["variant"], record["label"]), {})[record["provider"]] = (
+                f"x{mid:.3f} [{low:.3f}, {high:.3f}]")
+    lines += ["| variant | config | " + " | ".join(provider_names) + " |", "|---|---|" + "---|" * len(provider_names)]
+    for (variant, label), cells in speedups.items():
+        lines.append(f"| {variant} | {label} | " + " | ".join(cells.get(n, "") for n in provider_names) + " |")
+    lines += ["", "Speed-up against the first provider timed: median [quartiles] of per-round time ratios (paired "
+              "timing, benchmarks/timing.py).", ""]
     lines += [f"- skip: {r['provider']} {r['variant']} {r['label']}: {r['skipped']}" for r in results
               if "skipped" in r and r.get("passed") is not False]
     path.write_text("\n".join(lines) + "\n")

@@ -9,12 +9,12 @@
 // 2-stage mbarrier pipeline; two consumer warp groups each own 64 query rows.
 // A consumer's kv tile 0 issues S_0 = Q K_0^T, waits for it and runs the
 // online softmax from running max -inf and running sum 0. Step j = 1..n-1
-// waits for K_j and V_{j-1}, then retires P_{j-2} V_{j-2}: its gemm_wait
-// (at j = 1 the carried token is S_0's, already complete), the release of
-// V_{j-2} (j > 1), P_{j-1} converted to bf16 and O rescaled by alpha_{j-1}.
-// It then issues S_j = Q K_j^T and O += P_{j-1} V_{j-1} as async wgmma, waits
-// for S_j only and runs the softmax of S_j while P V runs. After the loop Q
-// is released and the last P V is retired and issued the same way.
+// waits for V_{j-1}, then K_j (issue order), and retires P_{j-2} V_{j-2}: its
+// gemm_wait (at j = 1 the token is S_0's, complete), the release of V_{j-2}
+// (j > 1), P_{j-1} converted to bf16 and O rescaled by alpha_{j-1}. It then
+// issues S_j = Q K_j^T and O += P_{j-1} V_{j-1} as async wgmma, waits for S_j
+// only, runs the softmax of S_j while P V runs and releases K_j. After the
+// loop Q is released and the last P V is retired and issued the same way.
 // The two consumers take turns issuing GEMMs (ping-pong) through named
 // barriers 1 and 2, so one group's softmax overlaps the other's GEMMs.
 // Epilogue: the log-sum-exp (natural log) per row; O / row sum in bf16 goes
@@ -164,8 +164,8 @@ builtin.module {
           %prev_round = arith.divui %prev_count, %c2 : index
           %prev_parity = arith.remui %prev_round, %c2 : index
           %kv_row = arith.muli %j, %c128 : index
-          cuir.mbarrier_wait %k_full[%stage], %parity : !cuir.mbarrier<2>
           cuir.mbarrier_wait %v_full[%prev_stage], %prev_parity : !cuir.mbarrier<2>
+          cuir.mbarrier_wait %k_full[%stage], %parity : !cuir.mbarrier<2>
           cuir.gemm_wait %pv_prev_done : !cuir.token<@consumer>
           %pv_in_flight = arith.cmpi ugt, %j, %c1 : index
           scf.if %pv_in_flight {
@@ -184,7 +184,6 @@ builtin.module {
           %acc_pv, %pv_done = cuir.gemm_async ab %p_prev_bf16, %v_smem[%prev_stage] acc %acc_rescaled : !cuir.tile<64x128xbf16, @consumer>, !cuir.smem<128x128xbf16, stages 2, swizzle 128>, !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
           cuir.named_barrier_arrive %other_turn, 256
           cuir.gemm_wait %s_done : !cuir.token<@consumer>
-          cuir.mbarrier_arrive %k_empty[%stage] : !cuir.mbarrier<2>
           %score_tile = cuir.map %s at [%q_row, %kv_row] (%x: f32, %qi: index, %ki: index) {
             %scaled = arith.mulf %x, %softmax_scale : f32
             %in_bounds = arith.cmpi ult, %ki, %seqlen_kv : index
@@ -213,6 +212,7 @@ builtin.module {
             cuir.yield %scaled_sum : f32
           } : !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
           %l_new = cuir.row_reduce sum %p init %l_rescaled : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
+          cuir.mbarrier_arrive %k_empty[%stage] : !cuir.mbarrier<2>
           %next_count = arith.addi %count, %c1 : index
           scf.yield %m_new, %l_new, %acc_pv, %p, %alpha, %pv_done, %next_count : !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.token<@consumer>, index
         }

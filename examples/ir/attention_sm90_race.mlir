@@ -145,8 +145,8 @@ builtin.module {
           %prev_round = arith.divui %prev_count, %c2 : index
           %prev_parity = arith.remui %prev_round, %c2 : index
           %kv_row = arith.muli %j, %c128 : index
-          cuir.mbarrier_wait %k_full[%stage], %parity : !cuir.mbarrier<2>
           cuir.mbarrier_wait %v_full[%prev_stage], %prev_parity : !cuir.mbarrier<2>
+          cuir.mbarrier_wait %k_full[%stage], %parity : !cuir.mbarrier<2>
           cuir.gemm_wait %pv_prev_done : !cuir.token<@consumer>
           %pv_in_flight = arith.cmpi ugt, %j, %c1 : index
           scf.if %pv_in_flight {
@@ -171,7 +171,6 @@ builtin.module {
             cuir.yield %score : f32
           } : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
           cuir.gemm_wait %s_done : !cuir.token<@consumer>
-          cuir.mbarrier_arrive %k_empty[%stage] : !cuir.mbarrier<2>
           %m_new = cuir.row_reduce max %score_tile init %m : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
           %alpha = cuir.map %m, %m_new (%old_max: f32, %new_max: f32, %r: index) {
             %empty_row = arith.cmpf oeq, %new_max, %neg_inf : f32
@@ -194,6 +193,7 @@ builtin.module {
             cuir.yield %scaled_sum : f32
           } : !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
           %l_new = cuir.row_reduce sum %p init %l_rescaled : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
+          cuir.mbarrier_arrive %k_empty[%stage] : !cuir.mbarrier<2>
           %next_count = arith.addi %count, %c1 : index
           scf.yield %m_new, %l_new, %acc_pv, %p, %alpha, %pv_done, %next_count : !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.token<@consumer>, index
         }

@@ -59,9 +59,10 @@
 // SM90:          %[[L0:[a-z0-9_]+]] = cuir.row_reduce sum %[[P0]] init %[[L0_RESCALED]] : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
 // The loop carries max, sum, O, the f32 P and alpha of the last softmax, and the in-flight P V token (S_0's at first).
 // SM90:          %[[M_LAST:[a-z0-9_]+]], %[[L_LAST:[a-z0-9_]+]], %[[O_LAST:[a-z0-9_]+]], %[[P_LAST:[a-z0-9_]+]], %[[ALPHA_LAST:[a-z0-9_]+]], %[[PV_LAST_DONE:[a-z0-9_]+]], %[[COUNT_LAST:[a-z0-9_]+]] = scf.for %[[J:[a-z0-9_]+]] = %[[C1:[a-z0-9_]+]] to %[[NUM_KV_TILES:[a-z0-9_]+]] step %[[C1]] iter_args(%[[M:[a-z0-9_]+]] = %[[M0]], %[[L:[a-z0-9_]+]] = %[[L0]], %[[ACC:[a-z0-9_]+]] = %[[O_ZERO]], %[[P_PREV:[a-z0-9_]+]] = %[[P0]], %[[ALPHA_PREV:[a-z0-9_]+]] = %[[ALPHA0]], %[[PV_PREV_DONE:[a-z0-9_]+]] = %[[S0_DONE]], %{{[a-z0-9_]+}} = %{{[a-z0-9_]+}}) -> (!cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.token<@consumer>, index) {
-// Step j: wait for K_j and V_{j-1}, retire P_{j-2} V_{j-2} (V_{j-2} released for j > 1), P_{j-1} to bf16, O rescaled.
-// SM90:            cuir.mbarrier_wait %k_full[%[[STAGE:[a-z0-9_]+]]], %{{[a-z0-9_]+}} : !cuir.mbarrier<2>
-// SM90-NEXT:       cuir.mbarrier_wait %v_full[%[[PREV_STAGE:[a-z0-9_]+]]], %{{[a-z0-9_]+}} : !cuir.mbarrier<2>
+// Step j: wait for V_{j-1}, then K_j (issue order), retire P_{j-2} V_{j-2} (V_{j-2} released for j > 1), P_{j-1} to
+// bf16, O rescaled.
+// SM90:            cuir.mbarrier_wait %v_full[%[[PREV_STAGE:[a-z0-9_]+]]], %{{[a-z0-9_]+}} : !cuir.mbarrier<2>
+// SM90-NEXT:       cuir.mbarrier_wait %k_full[%[[STAGE:[a-z0-9_]+]]], %{{[a-z0-9_]+}} : !cuir.mbarrier<2>
 // SM90-NEXT:       cuir.gemm_wait %[[PV_PREV_DONE]] : !cuir.token<@consumer>
 // SM90-NEXT:       %[[IN_FLIGHT:[a-z0-9_]+]] = arith.cmpi ugt, %[[J]], %[[C1]] : index
 // SM90-NEXT:       scf.if %[[IN_FLIGHT]] {
@@ -78,13 +79,14 @@
 // SM90-NEXT:       %[[ACC_PV:[a-z0-9_]+]], %[[PV_DONE:[a-z0-9_]+]] = cuir.gemm_async ab %[[P_BF16]], %[[V_SMEM]][%[[PREV_STAGE]]] acc %[[ACC_RESCALED]] : !cuir.tile<64x128xbf16, @consumer>, !cuir.smem<128x128xbf16, stages 2, swizzle 128>, !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
 // SM90-NEXT:       cuir.named_barrier_arrive %{{.+}}, 256
 // SM90-NEXT:       cuir.gemm_wait %[[S_DONE]] : !cuir.token<@consumer>
-// SM90-NEXT:       cuir.mbarrier_arrive %k_empty[%[[STAGE]]] : !cuir.mbarrier<2>
 // SM90-NEXT:       %[[SCORE:[a-z0-9_]+]] = cuir.map %[[S]] at
 // SM90:            %[[M_NEW:[a-z0-9_]+]] = cuir.row_reduce max %[[SCORE]] init %[[M]] : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
 // SM90-NEXT:       %[[ALPHA:[a-z0-9_]+]] = cuir.map %[[M]], %[[M_NEW]] (
 // SM90:            %[[P:[a-z0-9_]+]] = cuir.map %[[SCORE]], %[[M_NEW]] (
 // SM90:            %[[L_RESCALED:[a-z0-9_]+]] = cuir.map %[[L]], %[[ALPHA]] (
 // SM90:            %[[L_NEW:[a-z0-9_]+]] = cuir.row_reduce sum %[[P]] init %[[L_RESCALED]] : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
+// K_j's stage is released after the softmax of S_j.
+// SM90-NEXT:       cuir.mbarrier_arrive %k_empty[%[[STAGE]]] : !cuir.mbarrier<2>
 // SM90:            scf.yield %[[M_NEW]], %[[L_NEW]], %[[ACC_PV]], %[[P]], %[[ALPHA]], %[[PV_DONE]], %{{[a-z0-9_]+}} :
 // SM90-NEXT:     }
 // SM90-NEXT:     cuir.mbarrier_arrive %q_empty : !cuir.mbarrier<1>
@@ -137,4 +139,4 @@
 // RACE-NEXT:     %{{.+}} = cuir.map %[[S]] at
 // RACE:          } : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
 // RACE-NEXT:     cuir.gemm_wait %[[S_DONE]] : !cuir.token<@consumer>
-// RACE-NEXT:     cuir.mbarrier_arrive %k_empty[%{{.+}}] : !cuir.mbarrier<2>
+// RACE-NEXT:     %{{.+}} = cuir.row_reduce max %{{.+}} init

@@ -49,10 +49,11 @@
 // CHECK-NEXT:     %pv_in_flight_1 = arith.cmpi ugt, %j_2, %[[SECOND]] : index
 // CHECK-NEXT:     scf.if %pv_in_flight_1 {
 // CHECK:          cuir.gemm_wait %s_done_1 : !cuir.token<@consumer>
-// CHECK-NEXT:     cuir.mbarrier_arrive %k_empty[%{{.*}}]
 // CHECK-NEXT:     %score_tile_1 = cuir.map
 // CHECK-NEXT:       %[[FULL_SCORE:.*]] = arith.mulf %{{.*}}, %softmax_scale : f32
 // CHECK-NEXT:       cuir.yield %[[FULL_SCORE]] : f32
+// CHECK:          %l_new_1 = cuir.row_reduce sum
+// CHECK-NEXT:     cuir.mbarrier_arrive %k_empty[%{{.*}}]
 // CHECK:        %m_last_2, %l_last_2, %o_last_2, %p_last_2, %alpha_last_2, %pv_last_done_2, %count_last_2 = scf.for %j_3 = %full_end to %kv_hi_1 step %c1_1
 // CHECK:          %pv_in_flight_2 = arith.cmpi ugt, %j_3, %[[SECOND]] : index
 // CHECK:        cuir.mbarrier_arrive %q_empty : !cuir.mbarrier<1>

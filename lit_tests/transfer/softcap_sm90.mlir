@@ -19,7 +19,6 @@
 // In the kv loop: after the retire of the previous P V and the wait for S_j.
 // CHECK:      cuir.gemm_wait %pv_prev_done : !cuir.token<@consumer>
 // CHECK:      cuir.gemm_wait %s_done : !cuir.token<@consumer>
-// CHECK-NEXT: cuir.mbarrier_arrive %k_empty
 // CHECK-NEXT: %score_tile = cuir.map %s
 // CHECK-NEXT:   %scaled_1 = arith.mulf %x_2, %softmax_scale : f32
 // CHECK-NEXT:   %[[CAP_1:.*]] = arith.constant 2.000000e+00 : f32

@@ -481,11 +481,14 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
     };
 
     // kv tiles 1..n-1: issue S_j = Q K_j^T and O += P_{j-1} V_{j-1}, then the softmax of S_j under P V.
+    // V_{j-1} is waited for before K_j, the order the producer issued them, and K_j's stage is released
+    // after the softmax rather than right after the S wait: together +1.0-1.2% non-causal, causal level
+    // (runs 53-54; ptxas schedules the step differently, same instruction count).
     for (int j = 1; j < kv_tiles; ++j) {
       const int stage = kv.stage();
       const PipelineState prev{kv.count - 1};
-      mbarrier_wait(smem.k_full(stage), kv.parity());
       mbarrier_wait(smem.v_full(prev.stage()), prev.parity());
+      mbarrier_wait(smem.k_full(stage), kv.parity());
       retire_pv(j > 1);
       begin_gemm_turn(group);
       gemm_fence_operand(s);
@@ -498,9 +501,9 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       end_gemm_turn(group);
       gemm_wait<1>();
       gemm_fence_operand(s);
-      release(smem.k_empty(stage), lane);
       if (needs_mask(j)) mask_scores<kCausal>(s, thread_row0, j * kBlockKv, p.seqlen_k, t);
       softmax_update(s, state, alpha, p.scale_log2);
+      release(smem.k_empty(stage), lane);
       ++kv.count;
     }
     if constexpr (!Layout::kOInQ) release(smem.q_empty(), lane);

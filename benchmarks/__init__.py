@@ -1,0 +1,1 @@
+"""Benchmarks (GPU-only scripts); `benchmarks.timing` is shared by them."""
