@@ -7,6 +7,8 @@ For each config (B, HQ, HKV, SQ, SKV, D), variant (full, causal) and provider:
   2. time: the providers that passed are timed together, paired (benchmarks/timing.py: every round launches
      each once, in a rotating order, after an L2 flush, so power-cap drift reaches all alike); each reports
      its median and its speed-up against the first provider (median and quartiles of per-round ratios).
+     Absolute figures depend on what is interleaved: a slower, lower-power provider lets the chip run further
+     from its power cap (docs/performance.md, run 56), so compare providers by their speed-ups.
      Inputs rotate over enough sets that one rotation is >= 3x the L2, so no call finds its inputs in cache.
   3. TFLOPS = 4 * B * HQ * SQ * SKV * D * density / time, density = exact fraction of kept (q, kv) pairs
      (top-left causal: sum_i min(i + 1, SKV) / (SQ * SKV)).

@@ -2,7 +2,11 @@
 racecheck shared-memory races): odd SQ/SKV, GQA, both dtypes, every head dim the kernel takes, causal and full.
 GPU-only.
 
-  compute-sanitizer --tool racecheck --error-exitcode 1 python3 benchmarks/sanitize_attention.py [sm80|sm90]
+  compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 \
+      python3 benchmarks/sanitize_attention.py [sm80|sm90]
+
+(without --report-api-errors no, memcheck also counts the CUDA API errors that libraries provoke while they
+probe the driver, none of them in a kernel)
 """
 
 import itertools
