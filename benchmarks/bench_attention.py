@@ -244,33 +244,43 @@ def time_providers(runs: dict, sets, config: Config, causal: bool) -> dict[str, 
 def summary_line(record: dict) -> str:
     head = f"{record['provider']:>14} {record['variant']:>6} {record['label']}"
     if "tflops" in record:
-        low, mid, high = record["speedup_quartiles"]
-        return (f"{head}: {record['ms']:.3f} ms  {record['tflops']:.1f} TFLOPS  x{mid:.3f} [{low:.3f}, {high:.3f}] "
+        return (f"{head}: {record['ms']:.3f} ms  {record['tflops']:.1f} TFLOPS  {speedup_cell(record)} "
                 f"vs {record['speedup_baseline']}  err {record['max_abs_error']:.2e}")
     return f"{head}: {record['skipped']}"
 
 
-def write_markdown(results: list[dict], provider_names: list[str], path: Path, header: str) -> None:
-    lines = [header, "", "| variant | config | " + " | ".join(provider_names) + " |",
-             "|---|---|" + "---|" * len(provider_names)]
+def markdown_table(results: list[dict], provider_names: list[str], cell) -> list[str]:
+    """One row per (variant, config), one column per provider; cell(record) is the text, None for no cell."""
     rows: dict[tuple[str, str], dict[str, str]] = {}
     for record in results:
-        cell = f"{record['tflops']:.1f}" if "tflops" in record else (
-            "FAIL" if record.get("passed") is False else "skip")
-        rows.setdefault((record["variant"], record["label"]), {})[record["provider"]] = cell
+        text = cell(record)
+        if text is not None:
+            rows.setdefault((record["variant"], record["label"]), {})[record["provider"]] = text
+    lines = ["| variant | config | " + " | ".join(provider_names) + " |", "|---|---|" + "---|" * len(provider_names)]
     for (variant, label), cells in rows.items():
         lines.append(f"| {variant} | {label} | " + " | ".join(cells.get(n, "") for n in provider_names) + " |")
+    return lines
+
+
+def tflops_cell(record: dict) -> str:
+    if "tflops" in record:
+        return f"{record['tflops']:.1f}"
+    return "FAIL" if record.get("passed") is False else "skip"
+
+
+def speedup_cell(record: dict) -> str | None:
+    if "speedup_quartiles" not in record:
+        return None
+    low, mid, high = record["speedup_quartiles"]
+    return f"x{mid:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def write_markdown(results: list[dict], provider_names: list[str], path: Path, header: str) -> None:
+    lines = [header, ""]
+    lines += markdown_table(results, provider_names, tflops_cell)
     lines += ["", "TFLOPS (median); FAIL = failed the correctness check (not timed); skip = not run, reason below.",
               ""]
-    speedups: dict[tuple[str, str], dict[str, str]] = {}
-    for record in results:
-        if "speedup_quartiles" in record:
-            low, mid, high = record["speedup_quartiles"]
-            speedups.setdefault((record["variant"], record["label"]), {})[record["provider"]] = (
-                f"x{mid:.3f} [{low:.3f}, {high:.3f}]")
-    lines += ["| variant | config | " + " | ".join(provider_names) + " |", "|---|---|" + "---|" * len(provider_names)]
-    for (variant, label), cells in speedups.items():
-        lines.append(f"| {variant} | {label} | " + " | ".join(cells.get(n, "") for n in provider_names) + " |")
+    lines += markdown_table(results, provider_names, speedup_cell)
     lines += ["", "Speed-up against the first provider timed: median [quartiles] of per-round time ratios (paired "
               "timing, benchmarks/timing.py).", ""]
     lines += [f"- skip: {r['provider']} {r['variant']} {r['label']}: {r['skipped']}" for r in results
