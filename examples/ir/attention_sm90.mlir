@@ -7,8 +7,8 @@
 // `schedule dynamic`, the CUDA kernel's schedule for causal masks.
 // Roles: one producer warp group issues TMA loads of Q, K and V through a
 // 2-stage mbarrier pipeline; two consumer warp groups each own 64 query rows.
-// A consumer's kv tile 0 issues S_0 = Q K_0^T, waits for it and runs the
-// online softmax from running max -inf and running sum 0. Step j = 1..n-1
+// A consumer's kv tile 0 issues S_0 = Q K_0^T, waits for it, runs the online
+// softmax from running max -inf and sum 0, and releases K_0. Step j = 1..n-1
 // waits for V_{j-1}, then K_j (issue order), and retires P_{j-2} V_{j-2}: its
 // gemm_wait (at j = 1 the token is S_0's, complete), the release of V_{j-2}
 // (j > 1), P_{j-1} converted to bf16 and O rescaled by alpha_{j-1}. It then
@@ -122,7 +122,6 @@ builtin.module {
         %s_first, %s_first_done = cuir.gemm_async abt %q_smem[%group], %k_smem[%first_stage] : !cuir.smem<64x128xbf16, stages 2, swizzle 128>, !cuir.smem<128x128xbf16, stages 2, swizzle 128> -> !cuir.tile<64x128xf32, @consumer>
         cuir.named_barrier_arrive %other_turn, 256
         cuir.gemm_wait %s_first_done : !cuir.token<@consumer>
-        cuir.mbarrier_arrive %k_empty[%first_stage] : !cuir.mbarrier<2>
         %score_first = cuir.map %s_first at [%q_row, %c0] (%x: f32, %qi: index, %ki: index) {
           %scaled = arith.mulf %x, %softmax_scale : f32
           %in_bounds = arith.cmpi ult, %ki, %seqlen_kv : index
@@ -151,6 +150,7 @@ builtin.module {
           cuir.yield %scaled_sum : f32
         } : !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
         %l_first = cuir.row_reduce sum %p_first init %l_first_rescaled : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
+        cuir.mbarrier_arrive %k_empty[%first_stage] : !cuir.mbarrier<2>
         %count_after_first = arith.addi %kv_count, %c1 : index
 
         // kv tiles 1..n-1: retire P_{j-2} V_{j-2}, issue S_j and P_{j-1} V_{j-1}, then the

@@ -103,7 +103,6 @@ builtin.module {
         %s_first, %s_first_done = cuir.gemm_async abt %q_smem[%group], %k_smem[%first_stage] : !cuir.smem<64x128xbf16, stages 2, swizzle 128>, !cuir.smem<128x128xbf16, stages 2, swizzle 128> -> !cuir.tile<64x128xf32, @consumer>
         cuir.named_barrier_arrive %other_turn, 256
         cuir.gemm_wait %s_first_done : !cuir.token<@consumer>
-        cuir.mbarrier_arrive %k_empty[%first_stage] : !cuir.mbarrier<2>
         %score_first = cuir.map %s_first at [%q_row, %c0] (%x: f32, %qi: index, %ki: index) {
           %scaled = arith.mulf %x, %softmax_scale : f32
           %in_bounds = arith.cmpi ult, %ki, %seqlen_kv : index
@@ -132,6 +131,7 @@ builtin.module {
           cuir.yield %scaled_sum : f32
         } : !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
         %l_first = cuir.row_reduce sum %p_first init %l_first_rescaled : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
+        cuir.mbarrier_arrive %k_empty[%first_stage] : !cuir.mbarrier<2>
         %count_after_first = arith.addi %kv_count, %c1 : index
 
         // kv tiles 1..n-1: retire P_{j-2} V_{j-2}, issue S_j and P_{j-1} V_{j-1}, then the

@@ -50,13 +50,14 @@
 // SM90:          %[[S0:[a-z0-9_]+]], %[[S0_DONE:[a-z0-9_]+]] = cuir.gemm_async abt %[[Q_SMEM]][%[[GROUP]]], %[[K_SMEM]][%{{.+}}] : !cuir.smem<64x128xbf16, stages 2, swizzle 128>, !cuir.smem<128x128xbf16, stages 2, swizzle 128> -> !cuir.tile<64x128xf32, @consumer>
 // SM90-NEXT:     cuir.named_barrier_arrive %{{.+}}, 256
 // SM90-NEXT:     cuir.gemm_wait %[[S0_DONE]] : !cuir.token<@consumer>
-// SM90-NEXT:     cuir.mbarrier_arrive %k_empty[%{{.+}}] : !cuir.mbarrier<2>
 // SM90-NEXT:     %[[SCORE0:[a-z0-9_]+]] = cuir.map %[[S0]] at
 // SM90:          %[[M0:[a-z0-9_]+]] = cuir.row_reduce max %[[SCORE0]] init %[[M_INIT]] : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
 // SM90-NEXT:     %[[ALPHA0:[a-z0-9_]+]] = cuir.map %[[M_INIT]], %[[M0]] (
 // SM90:          %[[P0:[a-z0-9_]+]] = cuir.map %[[SCORE0]], %[[M0]] (
 // SM90:          %[[L0_RESCALED:[a-z0-9_]+]] = cuir.map %[[L_INIT]], %[[ALPHA0]] (
 // SM90:          %[[L0:[a-z0-9_]+]] = cuir.row_reduce sum %[[P0]] init %[[L0_RESCALED]] : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
+// K_0's stage is released after its softmax, as in the loop.
+// SM90-NEXT:     cuir.mbarrier_arrive %k_empty[%{{.+}}] : !cuir.mbarrier<2>
 // The loop carries max, sum, O, the f32 P and alpha of the last softmax, and the in-flight P V token (S_0's at first).
 // SM90:          %[[M_LAST:[a-z0-9_]+]], %[[L_LAST:[a-z0-9_]+]], %[[O_LAST:[a-z0-9_]+]], %[[P_LAST:[a-z0-9_]+]], %[[ALPHA_LAST:[a-z0-9_]+]], %[[PV_LAST_DONE:[a-z0-9_]+]], %[[COUNT_LAST:[a-z0-9_]+]] = scf.for %[[J:[a-z0-9_]+]] = %[[C1:[a-z0-9_]+]] to %[[NUM_KV_TILES:[a-z0-9_]+]] step %[[C1]] iter_args(%[[M:[a-z0-9_]+]] = %[[M0]], %[[L:[a-z0-9_]+]] = %[[L0]], %[[ACC:[a-z0-9_]+]] = %[[O_ZERO]], %[[P_PREV:[a-z0-9_]+]] = %[[P0]], %[[ALPHA_PREV:[a-z0-9_]+]] = %[[ALPHA0]], %[[PV_PREV_DONE:[a-z0-9_]+]] = %[[S0_DONE]], %{{[a-z0-9_]+}} = %{{[a-z0-9_]+}}) -> (!cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.token<@consumer>, index) {
 // Step j: wait for V_{j-1}, then K_j (issue order), retire P_{j-2} V_{j-2} (V_{j-2} released for j > 1), P_{j-1} to
