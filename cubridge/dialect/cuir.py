@@ -215,7 +215,9 @@ class KernelOp(IRDLOperation):
     program before the workers start: it allocates shared memory and
     initializes mbarriers.
     Its workers then run concurrently; the kernel completes when all have.
-    Kernel arguments are bound by name (`arg_names`) at launch.
+    Kernel arguments are bound by name (`arg_names`) at launch. `source`
+    names the reference CUDA kernel (a file of cubridge/runtime/kernels) that
+    the program mirrors: the file `cuir-opt --lower` patches.
     """
 
     name = "cuir.kernel"
@@ -228,6 +230,7 @@ class KernelOp(IRDLOperation):
     tile_m = prop_def(IntegerAttr[I64])
     schedule = prop_def(StringAttr)
     order = prop_def(StringAttr)
+    source = opt_prop_def(StringAttr)
 
     body = region_def("single_block")
 
@@ -244,6 +247,7 @@ class KernelOp(IRDLOperation):
         schedule: str = "grid",
         order: str = "natural",
         cluster: Sequence[int] = (1, 1, 1),
+        source: str | None = None,
         body: Region | None = None,
     ):
         if body is None:
@@ -262,6 +266,7 @@ class KernelOp(IRDLOperation):
                 "tile_m": _int(tile_m),
                 "schedule": StringAttr(schedule),
                 "order": StringAttr(order),
+                "source": StringAttr(source) if source is not None else None,
             },
             regions=[body],
         )
@@ -396,6 +401,9 @@ class KernelOp(IRDLOperation):
         )
         if self.order.data != "natural":
             printer.print_string(f" {self.order.data}")
+        if self.source is not None:
+            printer.print_string(" source ")
+            printer.print_string_literal(self.source.data)
         printer.print_op_attributes(self.attributes, print_keyword=True)
         print_body(printer, self.body)
 
@@ -414,6 +422,7 @@ class KernelOp(IRDLOperation):
         parser.parse_keyword("schedule")
         schedule = parser.parse_identifier()
         order = parser.parse_optional_keyword("longest_first") or "natural"
+        source = parser.parse_str_literal() if parser.parse_optional_keyword("source") else None
         attributes = parse_keyword_attributes(parser)
         body = parser.parse_region(arguments)
         op = cls(
@@ -425,6 +434,7 @@ class KernelOp(IRDLOperation):
             schedule=schedule,
             order=order,
             cluster=cluster_dims,
+            source=source,
             body=body,
         )
         op.attributes |= attributes

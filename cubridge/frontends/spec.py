@@ -14,6 +14,7 @@ import importlib.util
 import inspect
 import math
 import os
+import sys
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -214,6 +215,8 @@ def _run_spec_file(path: str) -> types.ModuleType:
     name = "cubridge_spec_" + os.path.splitext(os.path.basename(path))[0]
     loader_spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(loader_spec)
+    # registered like any imported module: torch.compile (FlexAttention) looks hooks' modules up by name
+    sys.modules[name] = module
     try:
         loader_spec.loader.exec_module(module)
     except SyntaxError as error:

@@ -355,13 +355,15 @@ def bands(mask: Expr | None) -> list[Band]:
 @dataclass(frozen=True)
 class TilePlan:
     """Closed-form kv tile ranges of a query tile (Exprs over q_first, q_last, seqlen_kv);
-    `varies_by_tile`: whether query tiles visit different kv ranges."""
+    `varies_by_tile`: whether query tiles visit different kv ranges; `disjoint`: whether rows keep
+    several kv intervals, so that [kv_lo, kv_hi) is their hull and may hold empty tiles."""
 
     kv_lo: Expr
     kv_hi: Expr
     full_lo: Expr
     full_hi: Expr
     varies_by_tile: bool
+    disjoint: bool = False
 
 
 def _at_rows(expr: Expr, first: Expr, last: Expr, smallest: bool) -> Expr:
@@ -390,7 +392,7 @@ def tile_plan(mask: Expr | None, block_n: int) -> TilePlan:
         for band in found
     )
     if len(found) != 1:
-        return TilePlan(kv_lo, kv_hi, _int(0), _int(0), varies)
+        return TilePlan(kv_lo, kv_hi, _int(0), _int(0), varies, disjoint=len(found) > 1)
     band = found[0]
     full_lo = ceildiv(_at_rows(band.lower, q_first, q_last, smallest=False), block_n)
     full_hi = floordiv(add(_at_rows(band.upper, q_first, q_last, smallest=True), _int(1)), block_n)

@@ -106,12 +106,16 @@ def classify_kv_tiles(
     q = torch.arange(q_tiles * block_m, device=device).view(1, 1, -1, 1)
     kv = torch.arange(kv_tiles * block_n, device=device).view(1, 1, 1, -1)
     rows, columns = q < seqlen_q, kv < seqlen_kv
-    keep = torch.as_tensor(mask_mod(b, h, q.clamp(max=seqlen_q - 1), kv.clamp(max=seqlen_kv - 1)))
-    keep = keep.to(device).expand(batch, heads, q.shape[2], kv.shape[3]) & columns
-    tiles = (batch, heads, q_tiles, block_m, kv_tiles, block_n)
+    keep = torch.as_tensor(mask_mod(b, h, q.clamp(max=seqlen_q - 1), kv.clamp(max=seqlen_kv - 1))).to(device)
+    # reduce at the mask's own broadcast shape (a mask that reads neither b nor h is one [Q, KV] plane), then
+    # expand: materializing [B, H, Q, KV] would take B * H times the memory
+    planes = (keep.shape[0] if keep.dim() == 4 else 1, keep.shape[1] if keep.dim() == 4 else 1)
+    keep = keep.expand(*planes, q.shape[2], kv.shape[3]) & columns
+    tiles = (*planes, q_tiles, block_m, kv_tiles, block_n)
     kept = (keep & rows).view(tiles).any(dim=5).any(dim=3)
     full = (keep | ~rows).view(tiles).all(dim=5).all(dim=3)
-    return kept & ~full, full
+    shape = (batch, heads, q_tiles, kv_tiles)
+    return (kept & ~full).expand(shape), full.expand(shape)
 
 
 def build_block_lists(
@@ -120,8 +124,10 @@ def build_block_lists(
     block_m: int,
     block_n: int,
     device: str | None = None,
+    keep_on_device: bool = False,
 ) -> dict[str, torch.Tensor]:
-    """The four int32 CPU tables (by kernel input name) for `mask_mod` and (B, HQ, SQ, SKV) = `shape`."""
+    """The four int32 tables (by kernel input name) for `mask_mod` and (B, HQ, SQ, SKV) = `shape`, contiguous,
+    on the CPU (or, with `keep_on_device`, where they were built)."""
     partial, full = classify_kv_tiles(mask_mod, shape, block_m, block_n, device)
     num_partial, partial_indices = _ascending(partial)
     num_full, full_indices = _ascending(full)
@@ -131,4 +137,5 @@ def build_block_lists(
         FULL_NUM_BLOCKS: num_full,
         FULL_INDICES: full_indices,
     }
-    return {name: t.to(device="cpu", dtype=torch.int32).contiguous() for name, t in tables.items()}
+    target = None if keep_on_device else "cpu"
+    return {name: t.to(device=target, dtype=torch.int32).contiguous() for name, t in tables.items()}

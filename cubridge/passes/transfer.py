@@ -10,8 +10,10 @@
    closed-form kv loop bounds per query tile, for every kv loop (producers
    and consumers alike, so they visit the same tiles in the same order), and
    each consumer loop is split into masked / mask-free / masked parts;
-6. any other mask (it reads captured data, b or h) gets FlexAttention-style
-   block lists built before the kernel (`mask_table`): every kv loop walks
+6. any other mask (it reads captured data, b or h, or keeps several disjoint
+   kv intervals per row, whose hull would visit the empty tiles between
+   them) gets FlexAttention-style block lists built before the kernel
+   (`mask_table`): every kv loop walks
    positions of the work tile's sequence (partial tiles, then full tiles),
    reads each tile index with `cuir.gather`, and the consumer loops split
    into a masked part (partial list) and a mask-free part (full list);
@@ -74,6 +76,8 @@ def transfer_kernel(kernel: KernelOp, spec: AttentionSpec) -> None:
         _replace_normalization(found, spec.normalization)
     try:
         plan, block_lists = tile_plan(spec.mask_expr, found.block_n), {}
+        if plan.disjoint:  # the hull of several bands visits the empty tiles between them
+            raise NotAffine("several kv intervals per row")
     except NotAffine:
         plan = mask_table.list_plan()
         block_lists = {
@@ -194,11 +198,14 @@ def _without_carried(loop: scf.ForOp, dropped: set[int]) -> scf.ForOp:
     kept = [i for i in range(len(loop.iter_args)) if i not in dropped]
     body = loop.body.block
     terminator = body.last_op
-    Rewriter.replace_op(terminator, scf.YieldOp(*(terminator.operands[i] for i in kept)))
+    kept_yield = scf.YieldOp(*(terminator.operands[i] for i in kept))
+    kept_yield.location = terminator.location
+    Rewriter.replace_op(terminator, kept_yield)
     for i in sorted(dropped, reverse=True):
         body.erase_arg(body.args[i + 1])
     inits = [loop.iter_args[i] for i in kept]
     new = scf.ForOp(loop.lb, loop.ub, loop.step, inits, loop.detach_region(loop.body))
+    new.location = loop.location  # the same loop, with fewer carried values
     results: list[SSAValue | None] = [None] * len(loop.results)
     for position, i in enumerate(kept):
         results[i] = new.results[position]

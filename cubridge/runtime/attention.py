@@ -19,6 +19,8 @@ BLOCK_N = {64: 64, 128: 64}
 DTYPE_NAMES = {torch.bfloat16: "bf16", torch.float16: "fp16"}
 SOURCE = KERNELS_DIR / "attention_sm80.cu"
 _LOG2_E = 1.4426950408889634
+# The `args` parameter of an instance whose policy takes no extra inputs (an empty struct: one byte).
+NO_ARGS = ctypes.c_uint8(0)
 
 
 class AttentionParams(ctypes.Structure):
@@ -156,5 +158,5 @@ def attention_sm80(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
     smem = shared_bytes(head_dim)
     function = load_function(_compiled(capability), kernel_name(q.dtype, head_dim, causal), device_index, smem)
     grid = (math.ceil(seqlen_q / BLOCK_M), heads_q, batch)
-    launch(function, grid, (THREADS, 1, 1), smem, [params], device_index)
+    launch(function, grid, (THREADS, 1, 1), smem, [params, NO_ARGS], device_index)
     return (out, lse) if return_lse else out

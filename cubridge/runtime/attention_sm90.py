@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from cubridge.runtime.attention import DTYPE_NAMES, empty_outputs, prepare_launch
+from cubridge.runtime.attention import DTYPE_NAMES, NO_ARGS, empty_outputs, prepare_launch
 from cubridge.runtime.compiler import KERNELS_DIR, CompiledKernel, compile_cubin
 from cubridge.runtime.driver import launch, load_function
 from cubridge.runtime.errors import UnsupportedArchError
@@ -141,5 +141,5 @@ def attention_sm90(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
     function = load_function(_compiled(capability), kernel_name(q.dtype, head_dim, causal), device_index, smem)
     tiles = math.ceil(seqlen_q / BLOCK_M) * heads_q * batch
     grid = (min(tiles, _sm_count(device_index)), 1, 1)
-    launch(function, grid, (THREADS, 1, 1), smem, [*tensor_maps(q, k, v, out), params], device_index)
+    launch(function, grid, (THREADS, 1, 1), smem, [*tensor_maps(q, k, v, out), params, NO_ARGS], device_index)
     return (out, lse) if return_lse else out

@@ -8,7 +8,7 @@
 // The prefetch past the last tile reads out-of-range rows, which fill with zeros.
 // The epilogue stages O through the Q buffer, free after the last tile.
 builtin.module {
-  cuir.kernel @attention_fwd_sm80(%q: !cuir.global<4 x bf16, strided>, %k: !cuir.global<4 x bf16, strided>, %v: !cuir.global<4 x bf16, strided>, %o: !cuir.global<4 x bf16, strided>, %lse: !cuir.global<3 x f32, strided>, %softmax_scale: f32) threads 128 smem 65536 cluster 1x1x1 tile_m 128 schedule grid {
+  cuir.kernel @attention_fwd_sm80(%q: !cuir.global<4 x bf16, strided>, %k: !cuir.global<4 x bf16, strided>, %v: !cuir.global<4 x bf16, strided>, %o: !cuir.global<4 x bf16, strided>, %lse: !cuir.global<3 x f32, strided>, %softmax_scale: f32) threads 128 smem 65536 cluster 1x1x1 tile_m 128 schedule grid source "attention_sm80.cu" {
     %q_smem = cuir.alloc : !cuir.smem<128x128xbf16, swizzle 128>
     %k_smem = cuir.alloc : !cuir.smem<64x128xbf16, swizzle 128>
     %v_smem = cuir.alloc : !cuir.smem<64x128xbf16, swizzle 128>

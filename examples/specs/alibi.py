@@ -5,7 +5,7 @@ The slopes are a captured tensor, so they become a kernel input.
 
 import torch
 
-MAX_HEADS = 16
+MAX_HEADS = 128
 alibi_slopes = torch.exp2(-8.0 * torch.arange(1, MAX_HEADS + 1) / MAX_HEADS)
 
 

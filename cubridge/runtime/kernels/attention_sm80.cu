@@ -14,6 +14,7 @@
 #include "cubridge/ampere.cuh"
 #include "cubridge/math.cuh"
 #include "cubridge/sync.cuh"
+#include "cubridge/variant.cuh"
 
 namespace {
 
@@ -45,11 +46,66 @@ constexpr int kStages = 2;
 constexpr int kRowsPerWarp = kBlockM / kWarps;
 constexpr int kMTiles = kRowsPerWarp / 16;
 constexpr float kNegInf = -__builtin_huge_valf();
+constexpr float kLog2e = 1.4426950408889634f;
 
 template <int kHeadDim, int kBlockN>
 constexpr int shared_bytes() {
   return (kBlockM + 2 * kStages * kBlockN) * kHeadDim * 2;
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// Variant policies: everything an instance computes beyond softmax(scale Q K^T) V goes through the members
+// below, and nothing else in this file differs between variants. examples/ir/attention_sm80.mlir mirrors the
+// FullAttention instance; cuir-opt --lower writes a transferred variant as a policy derived from
+// FullAttention that overrides the members whose CuIR changed (docs/lowering.md).
+struct FullAttention {
+  // Kernel inputs beyond the parameters (captured tensors, block lists), passed by value.
+  struct Args {};
+  // Whether the variant has a score_mod, `static float modify_score(float score, int b, int h, int q_idx,
+  // int kv_idx, const Args&)` of a scaled score; then the exp2 FFMA no longer folds the scale.
+  static constexpr bool kModifiesScores = false;
+  // Softmax normalization; false: P = activate(score), `static float activate(float score)`, with no row max,
+  // rescaling or division by row sums.
+  static constexpr bool kSoftmax = true;
+
+  // The kv tiles that rows [q_first, q_last] of `tile` visit.
+  // (The members take the Args of the policy that calls them, so a variant that adds inputs keeps them.)
+  template <int kBlockN, typename VariantArgs>
+  __device__ static KvRange kv_range(const AttentionParams& p, const VariantArgs&, const WorkTile&, int, int) {
+    return KvRange{0, (p.seqlen_k + kBlockN - 1) / kBlockN, 0, p.seqlen_k / kBlockN};
+  }
+  // The kv tile at `position` of the work tile's sequence.
+  template <typename VariantArgs>
+  __device__ static int kv_tile(const AttentionParams&, const VariantArgs&, const WorkTile&, int position) {
+    return position;
+  }
+  // mask_mod(b, h, q_idx, kv_idx): whether the score is kept.
+  template <typename VariantArgs>
+  __device__ static bool keep(int, int, int, int, const VariantArgs&) {
+    return true;
+  }
+};
+
+// Causal, top-left aligned: query i sees keys j <= i.
+struct CausalAttention : FullAttention {
+  template <int kBlockN, typename VariantArgs>
+  __device__ static KvRange kv_range(const AttentionParams& p, const VariantArgs&, const WorkTile&, int q_first,
+                                    int q_last) {
+    const int kv_end = min(p.seqlen_k, q_last + 1);
+    return KvRange{0, (kv_end + kBlockN - 1) / kBlockN, 0, min(p.seqlen_k, q_first + 1) / kBlockN};
+  }
+  template <typename VariantArgs>
+  __device__ static bool keep(int, int, int q_idx, int kv_idx, const VariantArgs&) {
+    return kv_idx <= q_idx;
+  }
+};
+
+// [variant policy] cuir-opt --lower inserts a transferred variant's policy after this line.
+
+// Whether scores are scaled before the policy sees them (a score_mod, or an activation of the scaled score);
+// otherwise the softmax folds the scale into its exp2 FFMA and keeps the row max over unscaled scores.
+template <typename Policy>
+constexpr bool kScoresScaled = Policy::kModifiesScores || !Policy::kSoftmax;
 
 // Running softmax state of the rows this thread holds: [m-tile][0: row g, 1: row g + 8].
 struct SoftmaxState {
@@ -86,20 +142,39 @@ __device__ __forceinline__ void compute_scores(float (&scores)[kMTiles][kBlockN 
   }
 }
 
-// Sets to -inf the scores of key columns >= seqlen_k and, when causal, of keys after the query row.
-template <bool kCausal, int kBlockN>
-__device__ __forceinline__ void mask_scores(float (&scores)[kMTiles][kBlockN / 8][4], int first_row, int n0,
-                                            int seqlen_k, int lane) {
+// The variant's scores of one kv tile starting at key n0, for this warp's rows from first_row: modify_score on
+// every tile (after the scale, when kScoresScaled), then, only where `masked`, -inf for the keys past seqlen_k
+// and those mask_mod drops.
+template <typename Policy, int kBlockN>
+__device__ __forceinline__ void score_tile(float (&scores)[kMTiles][kBlockN / 8][4], const AttentionParams& p,
+                                           const typename Policy::Args& args, const WorkTile& tile, int first_row,
+                                           int n0, bool masked, int lane) {
+  auto row_of = [&](int mt, int e) { return first_row + mt * 16 + (lane >> 2) + (e >> 1) * 8; };
+  auto col_of = [&](int nt, int e) { return n0 + nt * 8 + (lane & 3) * 2 + (e & 1); };
+  if constexpr (kScoresScaled<Policy>) {
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < kBlockN / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          float& score = scores[mt][nt][e];
+          if constexpr (Policy::kModifiesScores)
+            score = Policy::modify_score(score * p.scale, tile.batch, tile.head, row_of(mt, e), col_of(nt, e), args);
+          else
+            score *= p.scale;
+        }
+  }
+  if (!masked) return;
 #pragma unroll
   for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
     for (int nt = 0; nt < kBlockN / 8; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int row = first_row + mt * 16 + (lane >> 2) + (e >> 1) * 8;
-        const int col = n0 + nt * 8 + (lane & 3) * 2 + (e & 1);
-        const bool masked = col >= seqlen_k || (kCausal && col > row);
-        if (masked) scores[mt][nt][e] = kNegInf;
+        const int col = col_of(nt, e);
+        if (col >= p.seqlen_k || !Policy::keep(tile.batch, tile.head, row_of(mt, e), col, args))
+          scores[mt][nt][e] = kNegInf;
       }
 }
 
@@ -140,6 +215,23 @@ __device__ __forceinline__ void softmax_update(float (&scores)[kMTiles][kBlockN 
     }
 }
 
+// The normalization of one score block: the online softmax, or P = activate(score) with nothing to rescale.
+template <typename Policy, int kHeadDim, int kBlockN>
+__device__ __forceinline__ void normalize_scores(float (&scores)[kMTiles][kBlockN / 8][4],
+                                                 float (&out)[kMTiles][kHeadDim / 8][4], SoftmaxState& state,
+                                                 const AttentionParams& p) {
+  if constexpr (Policy::kSoftmax) {
+    softmax_update<kHeadDim, kBlockN>(scores, out, state, kScoresScaled<Policy> ? kLog2e : p.scale_log2);
+  } else {
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < kBlockN / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) scores[mt][nt][e] = Policy::activate(scores[mt][nt][e]);
+  }
+}
+
 // O += P V for one V block. P comes straight from the score accumulators: the m16n8 accumulators of
 // n-tiles 2k and 2k + 1, packed to 16 bits, are exactly the m16n8k16 A fragment of k-slice k.
 template <typename T, int kHeadDim, int kBlockN>
@@ -171,7 +263,7 @@ __device__ __forceinline__ void accumulate_pv(float (&out)[kMTiles][kHeadDim / 8
 
 // Epilogue: divides by the row sums, writes LSE, stages O through shared memory (the Q tile, free after
 // the mainloop's last barrier) and stores it to global with 16-byte writes.
-template <typename T, int kHeadDim>
+template <typename T, int kHeadDim, typename Policy>
 __device__ __forceinline__ void write_output(float (&out)[kMTiles][kHeadDim / 8][4], const SoftmaxState& state,
                                              const AttentionParams& p, T* o, float* lse_row0, int m0,
                                              T* staging_tile, int warp, int lane) {
@@ -179,7 +271,8 @@ __device__ __forceinline__ void write_output(float (&out)[kMTiles][kHeadDim / 8]
   for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const float sum = row_reduce_sum(state.row_sum[mt][half]);
+      // An activation's P needs no division by row sums and has no LSE.
+      const float sum = Policy::kSoftmax ? row_reduce_sum(state.row_sum[mt][half]) : 1.f;
       const float inverse = sum > 0.f ? 1.f / sum : 0.f;
       const int row = warp * kRowsPerWarp + mt * 16 + (lane >> 2) + half * 8;
 #pragma unroll
@@ -188,16 +281,16 @@ __device__ __forceinline__ void write_output(float (&out)[kMTiles][kHeadDim / 8]
             convert_pack<T>(out[mt][dt][2 * half] * inverse, out[mt][dt][2 * half + 1] * inverse);
         store_pair_shared<kHeadDim>(staging_tile, row, dt * 8 + (lane & 3) * 2, packed);
       }
-      if (lse_row0 != nullptr && (lane & 3) == 0 && m0 + row < p.seqlen_q)
-        lse_row0[row] = state.row_max[mt][half] * p.scale + logf(sum);
+      if (Policy::kSoftmax && lse_row0 != nullptr && (lane & 3) == 0 && m0 + row < p.seqlen_q)
+        lse_row0[row] = state.row_max[mt][half] * (kScoresScaled<Policy> ? 1.f : p.scale) + logf(sum);
     }
   barrier();
   store_tile_global<kBlockM, kHeadDim, kThreads>(o, p.o_stride_s, p.seqlen_q - m0, staging_tile,
                                                   threadIdx.x);
 }
 
-template <typename T, int kHeadDim, int kBlockN, bool kCausal>
-__device__ __forceinline__ void attention_forward(const AttentionParams& p) {
+template <typename T, int kHeadDim, int kBlockN, typename Policy>
+__device__ __forceinline__ void attention_forward(const AttentionParams& p, const typename Policy::Args& args) {
   extern __shared__ __align__(128) unsigned char shared_raw[];
   T* q_tile = reinterpret_cast<T*>(shared_raw);
   T* k_tiles = q_tile + kBlockM * kHeadDim;
@@ -211,6 +304,7 @@ __device__ __forceinline__ void attention_forward(const AttentionParams& p) {
   const int m0 = (gridDim.x - 1 - blockIdx.x) * kBlockM;
   const int head = blockIdx.y;
   const int batch = blockIdx.z;
+  const WorkTile tile{static_cast<int>(gridDim.x - 1 - blockIdx.x), head, batch};
   const int kv_head = head / (p.num_heads_q / p.num_heads_kv);
 
   const T* q = static_cast<const T*>(p.q) + batch * p.q_stride_b + head * p.q_stride_h + m0 * p.q_stride_s;
@@ -220,14 +314,18 @@ __device__ __forceinline__ void attention_forward(const AttentionParams& p) {
   float* lse_row0 =
       p.lse == nullptr ? nullptr : p.lse + (int64_t(batch) * p.num_heads_q + head) * p.seqlen_q + m0;
 
-  const int kv_end = kCausal ? min(p.seqlen_k, min(p.seqlen_q, m0 + kBlockM)) : p.seqlen_k;
-  const int num_blocks = (kv_end + kBlockN - 1) / kBlockN;
+  const KvRange range = Policy::template kv_range<kBlockN>(p, args, tile, m0, min(m0 + kBlockM, p.seqlen_q) - 1);
+  // First key of the kv tile at `position` of the tile sequence.
+  auto kv_row = [&](int position) { return Policy::kv_tile(p, args, tile, position) * kBlockN; };
 
-  // Prologue: group 0 = Q + K block 0, group 1 = V block 0.
+  // Prologue: group 0 = Q + the first K block, group 1 = the first V block.
+  const int first_n0 = kv_row(range.begin);
   load_tile_async<kBlockM, kHeadDim, kThreads>(q_tile, q, p.q_stride_s, p.seqlen_q - m0, thread);
-  load_tile_async<kBlockN, kHeadDim, kThreads>(k_tiles, k, p.k_stride_s, p.seqlen_k, thread);
+  load_tile_async<kBlockN, kHeadDim, kThreads>(k_tiles, k + first_n0 * p.k_stride_s, p.k_stride_s,
+                                               p.seqlen_k - first_n0, thread);
   commit_group();
-  load_tile_async<kBlockN, kHeadDim, kThreads>(v_tiles, v, p.v_stride_s, p.seqlen_k, thread);
+  load_tile_async<kBlockN, kHeadDim, kThreads>(v_tiles, v + first_n0 * p.v_stride_s, p.v_stride_s,
+                                               p.seqlen_k - first_n0, thread);
   commit_group();
 
   float out[kMTiles][kHeadDim / 8][4];
@@ -247,13 +345,13 @@ __device__ __forceinline__ void attention_forward(const AttentionParams& p) {
 
   // Mainloop over K/V blocks. Per iteration: issue block j + 1's copies into the other stage (two groups,
   // empty past the end), wait for K_j, compute S, wait for V_j, accumulate P V, then free stage j.
-  for (int j = 0; j < num_blocks; ++j) {
-    const int n0 = j * kBlockN;
-    const int stage = j % kStages;
+  for (int j = range.begin; j < range.end; ++j) {
+    const int n0 = kv_row(j);
+    const int stage = (j - range.begin) % kStages;
     const T* k_tile = k_tiles + stage * kKvTileElems;
     const T* v_tile = v_tiles + stage * kKvTileElems;
-    const bool has_next = j + 1 < num_blocks;
-    const int next_n0 = n0 + kBlockN;
+    const bool has_next = j + 1 < range.end;
+    const int next_n0 = kv_row(j + 1);
     T* next_k_tile = k_tiles + (stage ^ 1) * kKvTileElems;
     T* next_v_tile = v_tiles + (stage ^ 1) * kKvTileElems;
     if (has_next)
@@ -269,34 +367,38 @@ __device__ __forceinline__ void attention_forward(const AttentionParams& p) {
     barrier();
     float scores[kMTiles][kBlockN / 8][4];
     compute_scores<T, kHeadDim, kBlockN>(scores, q_tile, k_tile, warp, lane);
-    const bool needs_mask = n0 + kBlockN > p.seqlen_k || (kCausal && n0 + kBlockN - 1 > m0);
-    if (needs_mask) mask_scores<kCausal, kBlockN>(scores, m0 + warp * kRowsPerWarp, n0, p.seqlen_k, lane);
-    softmax_update<kHeadDim, kBlockN>(scores, out, state, p.scale_log2);
+    score_tile<Policy, kBlockN>(scores, p, args, tile, m0 + warp * kRowsPerWarp, n0, range.needs_mask(j), lane);
+    normalize_scores<Policy, kHeadDim, kBlockN>(scores, out, state, p);
 
     wait_group<2>();  // V_j landed
     barrier();
     accumulate_pv<T, kHeadDim, kBlockN>(out, scores, v_tile, lane);
     barrier();  // every warp is done reading this stage before iteration j + 1 refills it
   }
+  // The .mlir's wait for the last prefetch: a work tile that visits no kv tile (a mask that keeps none of its
+  // keys) leaves the prologue's copies in flight, and O is staged in Q's buffer.
+  wait_group<0>();
+  barrier();
 
-  write_output<T, kHeadDim>(out, state, p, o, lse_row0, m0, q_tile, warp, lane);
+  write_output<T, kHeadDim, Policy>(out, state, p, o, lse_row0, m0, q_tile, warp, lane);
 }
 
 }  // namespace
 
-// Entry points: attention_sm80_<dtype>_d<head dim>_<mask>; dynamic shared memory is
+// Entry points: attention_sm80_<dtype>_d<head dim>_<variant>; dynamic shared memory is
 // (kBlockM + 2 * kStages * kBlockN) * D * 2 bytes, launch with kThreads threads per CTA and grid
-// (ceil(SQ / kBlockM), HQ, B).
-#define CUBRIDGE_ATTENTION_ENTRY(name, T, head_dim, block_n, causal)                  \
-  extern "C" __global__ void __launch_bounds__(kThreads, 2) name(const AttentionParams p) { \
-    attention_forward<T, head_dim, block_n, causal>(p);                                 \
+// (ceil(SQ / kBlockM), HQ, B). `args` is the policy's Args (one unused byte when empty).
+#define CUBRIDGE_ATTENTION_ENTRY(name, T, head_dim, block_n, Policy)                                            \
+  extern "C" __global__ void __launch_bounds__(kThreads, 2) name(const AttentionParams p, const Policy::Args args) { \
+    attention_forward<T, head_dim, block_n, Policy>(p, args);                                                  \
   }
 
-CUBRIDGE_ATTENTION_ENTRY(attention_sm80_bf16_d64_full, __nv_bfloat16, 64, 64, false)
-CUBRIDGE_ATTENTION_ENTRY(attention_sm80_bf16_d64_causal, __nv_bfloat16, 64, 64, true)
-CUBRIDGE_ATTENTION_ENTRY(attention_sm80_bf16_d128_full, __nv_bfloat16, 128, 64, false)
-CUBRIDGE_ATTENTION_ENTRY(attention_sm80_bf16_d128_causal, __nv_bfloat16, 128, 64, true)
-CUBRIDGE_ATTENTION_ENTRY(attention_sm80_fp16_d64_full, __half, 64, 64, false)
-CUBRIDGE_ATTENTION_ENTRY(attention_sm80_fp16_d64_causal, __half, 64, 64, true)
-CUBRIDGE_ATTENTION_ENTRY(attention_sm80_fp16_d128_full, __half, 128, 64, false)
-CUBRIDGE_ATTENTION_ENTRY(attention_sm80_fp16_d128_causal, __half, 128, 64, true)
+// [entry points] cuir-opt --lower replaces the instances below with the variant's.
+CUBRIDGE_ATTENTION_ENTRY(attention_sm80_bf16_d64_full, __nv_bfloat16, 64, 64, FullAttention)
+CUBRIDGE_ATTENTION_ENTRY(attention_sm80_bf16_d64_causal, __nv_bfloat16, 64, 64, CausalAttention)
+CUBRIDGE_ATTENTION_ENTRY(attention_sm80_bf16_d128_full, __nv_bfloat16, 128, 64, FullAttention)
+CUBRIDGE_ATTENTION_ENTRY(attention_sm80_bf16_d128_causal, __nv_bfloat16, 128, 64, CausalAttention)
+CUBRIDGE_ATTENTION_ENTRY(attention_sm80_fp16_d64_full, __half, 64, 64, FullAttention)
+CUBRIDGE_ATTENTION_ENTRY(attention_sm80_fp16_d64_causal, __half, 64, 64, CausalAttention)
+CUBRIDGE_ATTENTION_ENTRY(attention_sm80_fp16_d128_full, __half, 128, 64, FullAttention)
+CUBRIDGE_ATTENTION_ENTRY(attention_sm80_fp16_d128_causal, __half, 128, 64, CausalAttention)

@@ -37,6 +37,7 @@
 #include "cubridge/hopper.cuh"
 #include "cubridge/math.cuh"
 #include "cubridge/sync.cuh"
+#include "cubridge/variant.cuh"
 
 namespace {
 
@@ -82,6 +83,7 @@ constexpr int kScoreRegs = kBlockN<kHeadDim> / 2;  // fp32 scores per thread (64
 template <int kHeadDim>
 constexpr int kProbRegs = kBlockN<kHeadDim> / 4;   // packed 16-bit probabilities per thread
 constexpr float kNegInf = -__builtin_huge_valf();
+constexpr float kLog2e = 1.4426950408889634f;
 
 // Named barriers (0 is __syncthreads): ping-pong turns of consumer groups 0 and 1, one per group for its
 // epilogue, then one pair per group for the tile-index hand-off with the producer warp (slot written, slot
@@ -169,12 +171,6 @@ __device__ __forceinline__ void release(uint64_t* empty_barrier, int lane) {
 // the dynamic one takes the next unclaimed index from p.tile_counter (causal: tiles differ in length, and
 // claiming in longest-first order balances the CTAs to within one short tile). Only the producer calls
 // next(); it hands each index to the consumers through SharedStorage::tile_slot.
-struct Tile {
-  int q_tile;
-  int head;
-  int batch;
-};
-
 struct TileScheduler {
   const AttentionParams& p;  // read from the kernel's parameter bank on every use: no registers held
 
@@ -191,7 +187,7 @@ struct TileScheduler {
   }
   __device__ bool valid(int linear) const { return linear < total(); }
 
-  __device__ Tile decode(int linear) const {
+  __device__ WorkTile decode(int linear) const {
     const int q_tiles = num_q_tiles();
     const int head_chunk = p.head_chunk;
     const int chunk_tiles = head_chunk * q_tiles;
@@ -200,16 +196,65 @@ struct TileScheduler {
     const int first_pair = chunk * head_chunk;
     const int width = min(head_chunk, p.batch * p.num_heads_q - first_pair);
     const int pair = first_pair + within % width;
-    return Tile{q_tiles - 1 - within / width, pair % p.num_heads_q, pair / p.num_heads_q};
+    return WorkTile{q_tiles - 1 - within / width, pair % p.num_heads_q, pair / p.num_heads_q};
   }
 };
 
-// kv tiles a query tile visits: all of them, or (causal) those holding a key <= the tile's last row.
-template <int kHeadDim, bool kCausal>
-__device__ __forceinline__ int num_kv_tiles(const AttentionParams& p, int q_tile) {
-  const int kv_end = kCausal ? min(p.seqlen_k, (q_tile + 1) * kBlockM) : p.seqlen_k;
-  return (kv_end + kBlockN<kHeadDim> - 1) / kBlockN<kHeadDim>;
+// Rows [first, last] of a work tile: the rows its policy's kv range is computed for.
+__device__ __forceinline__ int first_row(const WorkTile& tile) { return tile.q_tile * kBlockM; }
+__device__ __forceinline__ int last_row(const AttentionParams& p, const WorkTile& tile) {
+  return min(first_row(tile) + kBlockM, p.seqlen_q) - 1;
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// Variant policies: everything an instance computes beyond softmax(scale Q K^T) V goes through the members
+// below, and nothing else in this file differs between variants. examples/ir/attention_sm90.mlir mirrors the
+// FullAttention instance; cuir-opt --lower writes a transferred variant as a policy derived from
+// FullAttention that overrides the members whose CuIR changed (docs/lowering.md).
+struct FullAttention {
+  // Kernel inputs beyond Q, K, V, O and the LSE (captured tensors, block lists), passed by value.
+  struct Args {};
+  // Whether the variant has a score_mod, `static float modify_score(float score, int b, int h, int q_idx,
+  // int kv_idx, const Args&)` of a scaled score; then the exp2 FFMA no longer folds the scale.
+  static constexpr bool kModifiesScores = false;
+  // Softmax normalization; false: P = activate(score), `static float activate(float score)`, with no row max,
+  // rescaling or division by row sums.
+  static constexpr bool kSoftmax = true;
+
+  // The kv tiles that rows [q_first, q_last] of `tile` visit, in both roles. The first position always runs
+  // (the consumer peels it): end > begin.
+  // (The members take the Args of the policy that calls them, so a variant that adds inputs keeps them.)
+  template <int kBlockN, typename VariantArgs>
+  __device__ static KvRange kv_range(const AttentionParams& p, const VariantArgs&, const WorkTile&, int, int) {
+    return KvRange{0, (p.seqlen_k + kBlockN - 1) / kBlockN, 0, p.seqlen_k / kBlockN};
+  }
+  // The kv tile at `position` of the work tile's sequence.
+  template <typename VariantArgs>
+  __device__ static int kv_tile(const AttentionParams&, const VariantArgs&, const WorkTile&, int position) {
+    return position;
+  }
+  // mask_mod(b, h, q_idx, kv_idx): whether the score is kept.
+  template <typename VariantArgs>
+  __device__ static bool keep(int, int, int, int, const VariantArgs&) {
+    return true;
+  }
+};
+
+// Causal, top-left aligned: query i sees keys j <= i.
+struct CausalAttention : FullAttention {
+  template <int kBlockN, typename VariantArgs>
+  __device__ static KvRange kv_range(const AttentionParams& p, const VariantArgs&, const WorkTile&, int q_first,
+                                    int q_last) {
+    const int kv_end = min(p.seqlen_k, q_last + 1);
+    return KvRange{0, (kv_end + kBlockN - 1) / kBlockN, 0, min(p.seqlen_k, q_first + 1) / kBlockN};
+  }
+  template <typename VariantArgs>
+  __device__ static bool keep(int, int, int q_idx, int kv_idx, const VariantArgs&) {
+    return kv_idx <= q_idx;
+  }
+};
+
+// [variant policy] cuir-opt --lower inserts a transferred variant's policy after this line.
 
 // ---------------------------------------------------------------------------------------------------------
 // Producer: one warp; it hands each scheduled tile to the consumers and its lane 0 streams the tile's Q (two
@@ -226,10 +271,10 @@ __device__ __forceinline__ void load_kv_tile(T* tile, const CUtensorMap* map, ui
                 kv_row, kv_head, batch);
 }
 
-template <typename T, int kHeadDim, bool kCausal>
+template <typename T, int kHeadDim, typename Policy>
 __device__ __forceinline__ void producer_mainloop(const SharedStorage<T, kHeadDim>& smem, const AttentionParams& p,
-                                                  const CUtensorMap* q_map, const CUtensorMap* k_map,
-                                                  const CUtensorMap* v_map, int lane) {
+                                                  const typename Policy::Args& args, const CUtensorMap* q_map,
+                                                  const CUtensorMap* k_map, const CUtensorMap* v_map, int lane) {
   using Layout = SharedLayout<kHeadDim>;
   const TileScheduler scheduler{p};
   const bool leader = lane == 0;
@@ -247,7 +292,7 @@ __device__ __forceinline__ void producer_mainloop(const SharedStorage<T, kHeadDi
         named_barrier_arrive(kTileWrittenBarrier0 + group, kHandoffThreads);
     }
     if (!scheduler.valid(linear)) return;
-    const Tile tile = scheduler.decode(linear);
+    const WorkTile tile = scheduler.decode(linear);
     int next_linear = 0;
     if (leader) {
       mbarrier_expect_tx(smem.q_full(), kConsumerGroups * Layout::kQHalfBytes);
@@ -261,15 +306,15 @@ __device__ __forceinline__ void producer_mainloop(const SharedStorage<T, kHeadDi
     // The whole warp walks the K/V pipeline (its mbarrier waits), so that it reaches the next hand-off
     // converged; lane 0 issues the copies.
     const int kv_head = tile.head / (p.num_heads_q / p.num_heads_kv);
-    const int kv_tiles = num_kv_tiles<kHeadDim, kCausal>(p, tile.q_tile);
-    for (int j = 0; j < kv_tiles; ++j, ++kv.count) {
+    const KvRange range =
+        Policy::template kv_range<kBlockN<kHeadDim>>(p, args, tile, first_row(tile), last_row(p, tile));
+    for (int j = range.begin; j < range.end; ++j, ++kv.count) {
       const int stage = kv.stage();
+      const int kv_row = Policy::kv_tile(p, args, tile, j) * kBlockN<kHeadDim>;
       mbarrier_wait(smem.k_empty(stage), kv.free_parity());
-      if (leader)
-        load_kv_tile<kHeadDim>(smem.k_tile(stage), k_map, smem.k_full(stage), j * kBlockN<kHeadDim>, kv_head, tile.batch);
+      if (leader) load_kv_tile<kHeadDim>(smem.k_tile(stage), k_map, smem.k_full(stage), kv_row, kv_head, tile.batch);
       mbarrier_wait(smem.v_empty(stage), kv.free_parity());
-      if (leader)
-        load_kv_tile<kHeadDim>(smem.v_tile(stage), v_map, smem.v_full(stage), j * kBlockN<kHeadDim>, kv_head, tile.batch);
+      if (leader) load_kv_tile<kHeadDim>(smem.v_tile(stage), v_map, smem.v_full(stage), kv_row, kv_head, tile.batch);
     }
     linear = __shfl_sync(0xffffffffu, next_linear, 0);
   }
@@ -284,15 +329,28 @@ struct RowState {
   float sum[2];  // this thread's partial sums of exp2; the quad reduces them in the epilogue
 };
 
-// Sets to -inf the scores of keys >= seqlen_k and, when causal, of keys after the query row.
-template <bool kCausal, int kCount>
-__device__ __forceinline__ void mask_scores(float (&s)[kCount], int row0, int n0, int seqlen_k, int t) {
+// The variant's scores of one kv tile starting at key n0, for the rows row0 and row0 + 8 of this thread:
+// modify_score on every tile (after the scale, when kScaled), then, only where `masked`, -inf for the keys
+// past seqlen_k and those mask_mod drops.
+template <typename Policy, bool kScaled, int kCount>
+__device__ __forceinline__ void score_tile(float (&s)[kCount], const AttentionParams& p,
+                                           const typename Policy::Args& args, const WorkTile& tile, int row0,
+                                           int n0, bool masked, int t) {
+  auto row_of = [&](int e) { return row0 + 8 * ((e >> 1) & 1); };
+  auto col_of = [&](int e) { return n0 + 8 * (e >> 2) + 2 * t + (e & 1); };
+  if constexpr (Policy::kModifiesScores) {
 #pragma unroll
-  for (int e = 0; e < kCount; ++e) {
-    const int row = row0 + 8 * ((e >> 1) & 1);
-    const int col = n0 + 8 * (e >> 2) + 2 * t + (e & 1);
-    if (col >= seqlen_k || (kCausal && col > row)) s[e] = kNegInf;
+    for (int e = 0; e < kCount; ++e)
+      s[e] = Policy::modify_score(s[e] * p.scale, tile.batch, tile.head, row_of(e), col_of(e), args);
+  } else if constexpr (kScaled) {
+#pragma unroll
+    for (int e = 0; e < kCount; ++e) s[e] *= p.scale;
   }
+  if (!masked) return;
+#pragma unroll
+  for (int e = 0; e < kCount; ++e)
+    if (col_of(e) >= p.seqlen_k || !Policy::keep(tile.batch, tile.head, row_of(e), col_of(e), args))
+      s[e] = kNegInf;
 }
 
 // Online softmax step: raises the running max with this tile's scores, returns in `alpha` the factor
@@ -324,6 +382,25 @@ __device__ __forceinline__ void softmax_update(float (&s)[kCount], RowState& sta
   }
 }
 
+// Whether scores are scaled before the policy sees them (a score_mod, or an activation of the scaled score);
+// otherwise the softmax folds the scale into its exp2 FFMA and keeps the row max over unscaled scores.
+template <typename Policy>
+constexpr bool kScoresScaled = Policy::kModifiesScores || !Policy::kSoftmax;
+
+// The normalization of one score tile: the online softmax, or P = activate(score) with nothing to rescale
+// (alpha = 1, row sums unused).
+template <typename Policy, int kCount>
+__device__ __forceinline__ void normalize_scores(float (&s)[kCount], RowState& state, float (&alpha)[2],
+                                                 const AttentionParams& p) {
+  if constexpr (Policy::kSoftmax) {
+    softmax_update(s, state, alpha, kScoresScaled<Policy> ? kLog2e : p.scale_log2);
+  } else {
+#pragma unroll
+    for (int e = 0; e < kCount; ++e) s[e] = Policy::activate(s[e]);
+    alpha[0] = alpha[1] = 1.f;
+  }
+}
+
 // Packs the probabilities to 16 bits in the register layout of a wgmma A operand.
 template <typename T, int kCount>
 __device__ __forceinline__ void pack_probs(const float (&s)[2 * kCount], uint32_t (&probs)[kCount]) {
@@ -347,25 +424,29 @@ __device__ __forceinline__ void end_gemm_turn(int group) {
 
 // ---------------------------------------------------------------------------------------------------------
 // Epilogue of one consumer group: O / row sum -> 16 bits -> swizzled shared tile -> TMA store; LSE by row.
-template <typename T, int kHeadDim>
+template <typename T, int kHeadDim, typename Policy>
 __device__ __forceinline__ void epilogue(float (&o)[kHeadDim / 2], const RowState& state, const AttentionParams& p,
                                          const SharedStorage<T, kHeadDim>& smem, const CUtensorMap* o_map,
-                                         const Tile& tile, int group, int thread_in_group) {
+                                         const WorkTile& tile, int group, int thread_in_group) {
   using Layout = SharedLayout<kHeadDim>;
   const int warp = thread_in_group / 32;
   const int lane = thread_in_group % 32;
   const int g = lane / 4;
   const int t = lane % 4;
   const int group_row0 = tile.q_tile * kBlockM + group * kConsumerRows;
-  float inverse[2];
+  // An activation's P needs no division by row sums and has no LSE.
+  float inverse[2] = {1.f, 1.f};
+  if constexpr (Policy::kSoftmax) {
+    const float lse_scale = kScoresScaled<Policy> ? 1.f : p.scale;
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const float sum = row_reduce_sum(state.sum[half]);
-    inverse[half] = sum > 0.f ? 1.f / sum : 0.f;
-    const int row = group_row0 + 16 * warp + g + 8 * half;
-    if (p.lse != nullptr && t == 0 && row < p.seqlen_q) {
-      const int64_t index = (int64_t(tile.batch) * p.num_heads_q + tile.head) * p.seqlen_q + row;
-      p.lse[index] = sum > 0.f ? state.max[half] * p.scale + logf(sum) : kNegInf;
+    for (int half = 0; half < 2; ++half) {
+      const float sum = row_reduce_sum(state.sum[half]);
+      inverse[half] = sum > 0.f ? 1.f / sum : 0.f;
+      const int row = group_row0 + 16 * warp + g + 8 * half;
+      if (p.lse != nullptr && t == 0 && row < p.seqlen_q) {
+        const int64_t index = (int64_t(tile.batch) * p.num_heads_q + tile.head) * p.seqlen_q + row;
+        p.lse[index] = sum > 0.f ? state.max[half] * lse_scale + logf(sum) : kNegInf;
+      }
     }
   }
   // The previous tile's TMA store must have read o_half before it is overwritten.
@@ -399,9 +480,10 @@ __device__ __forceinline__ void epilogue(float (&o)[kHeadDim / 2], const RowStat
 
 // ---------------------------------------------------------------------------------------------------------
 // Consumer: one warp group, 64 query rows of every scheduled tile.
-template <typename T, int kHeadDim, bool kCausal>
+template <typename T, int kHeadDim, typename Policy>
 __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDim>& smem, const AttentionParams& p,
-                                                  const CUtensorMap* o_map, int group, int thread_in_group) {
+                                                  const typename Policy::Args& args, const CUtensorMap* o_map,
+                                                  int group, int thread_in_group) {
   using Layout = SharedLayout<kHeadDim>;
   constexpr int kQkSlices = kHeadDim / 16;
   constexpr int kBlockKv = kBlockN<kHeadDim>;
@@ -429,27 +511,33 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
     }
     if (!scheduler.valid(linear)) break;
     if (scheduler.dynamic()) named_barrier_arrive(kTileReadBarrier0 + group, kHandoffThreads);
-    const Tile tile = scheduler.decode(linear);
+    const WorkTile tile = scheduler.decode(linear);
     const int group_row0 = tile.q_tile * kBlockM + group * kConsumerRows;
     const int thread_row0 = group_row0 + 16 * warp + g;
-    const int kv_tiles = num_kv_tiles<kHeadDim, kCausal>(p, tile.q_tile);
-    // Does kv tile j need masking for this group's rows (sequence tail, or keys past the first row)?
-    auto needs_mask = [&](int j) {
-      return (j + 1) * kBlockKv > p.seqlen_k || (kCausal && (j + 1) * kBlockKv - 1 > group_row0);
-    };
-
+    const KvRange range = Policy::template kv_range<kBlockKv>(p, args, tile, first_row(tile), last_row(p, tile));
     float s[kScoreRegs<kHeadDim>];
     float o[kHeadDim / 2];
     uint32_t probs[kProbRegs<kHeadDim>];
     float alpha[2];
     RowState state = {{kNegInf, kNegInf}, {0.f, 0.f}};
+    // The first key of the kv tile at `position`: looked up at the top of its step (block lists read it from
+    // global memory), so that the load is in flight during the step's waits and GEMMs.
+    auto first_key = [&](int position) { return Policy::kv_tile(p, args, tile, position) * kBlockKv; };
+    // The scores of the kv tile at `position` (keys from n0): the variant's score_mod, its mask where the range
+    // needs one, then the normalization.
+    auto scores_to_probs = [&](int position, int n0) {
+      score_tile<Policy, kScoresScaled<Policy>>(s, p, args, tile, thread_row0, n0, range.needs_mask(position), t);
+      normalize_scores<Policy>(s, state, alpha, p);
+    };
 #pragma unroll
     for (int e = 0; e < kHeadDim / 2; ++e) o[e] = 0.f;
 
     mbarrier_wait(smem.q_full(), tile_count & 1);
 
-    // kv tile 0: S = Q K^T, then its softmax; K_0's stage is released after it, as in the loop below.
+    // The first kv tile (position range.begin): S = Q K^T, then its softmax; its K stage is released after it,
+    // as in the loop below.
     {
+      const int n0 = first_key(range.begin);
       const int stage = kv.stage();
       mbarrier_wait(smem.k_full(stage), kv.parity());
       begin_gemm_turn(group);
@@ -460,13 +548,12 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       end_gemm_turn(group);
       gemm_wait<0>();
       gemm_fence_operand(s);
-      if (needs_mask(0)) mask_scores<kCausal>(s, thread_row0, 0, p.seqlen_k, t);
-      softmax_update(s, state, alpha, p.scale_log2);
+      scores_to_probs(range.begin, n0);
       release(smem.k_empty(stage), lane);
       ++kv.count;
     }
 
-    // Retires P_{j-2} V_{j-2} (if kv tile j-2 exists: `in_flight`), then turns the softmax of S_{j-1} into
+    // Retires P_{j-2} V_{j-2} (if position j-2 is in the range: `in_flight`), then turns the softmax of S_{j-1} into
     // the A operand of the next P V and rescales O to its row max. This sits past the mbarrier waits of the
     // next step, in a later basic block than the softmax: ptxas places a wgmma wait as early as its block
     // allows, and a wait in the softmax's block would land before the exps and undo the overlap.
@@ -480,17 +567,18 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       rescale_rows(o, alpha);
     };
 
-    // kv tiles 1..n-1: issue S_j = Q K_j^T and O += P_{j-1} V_{j-1}, then the softmax of S_j under P V.
+    // Positions begin+1..end-1: issue S_j = Q K_j^T and O += P_{j-1} V_{j-1}, then the softmax of S_j under P V.
     // V_{j-1} is waited for before K_j, the order the producer issued them, and K_j's stage is released
     // after the softmax rather than right after the S wait: together +1.0-1.2% non-causal, causal level;
     // the same release in kv tile 0 adds +0.5% causal (runs 53-54, 59; ptxas schedules the step
     // differently, same instruction count).
-    for (int j = 1; j < kv_tiles; ++j) {
+    for (int j = range.begin + 1; j < range.end; ++j) {
+      const int n0 = first_key(j);
       const int stage = kv.stage();
       const PipelineState prev{kv.count - 1};
       mbarrier_wait(smem.v_full(prev.stage()), prev.parity());
       mbarrier_wait(smem.k_full(stage), kv.parity());
-      retire_pv(j > 1);
+      retire_pv(j > range.begin + 1);
       begin_gemm_turn(group);
       gemm_fence_operand(s);
       gemm_fence_operand(o);
@@ -502,8 +590,7 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       end_gemm_turn(group);
       gemm_wait<1>();
       gemm_fence_operand(s);
-      if (needs_mask(j)) mask_scores<kCausal>(s, thread_row0, j * kBlockKv, p.seqlen_k, t);
-      softmax_update(s, state, alpha, p.scale_log2);
+      scores_to_probs(j, n0);
       release(smem.k_empty(stage), lane);
       ++kv.count;
     }
@@ -513,7 +600,7 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
     {
       const PipelineState last{kv.count - 1};
       mbarrier_wait(smem.v_full(last.stage()), last.parity());
-      retire_pv(kv_tiles > 1);
+      retire_pv(range.end - range.begin > 1);
       begin_gemm_turn(group);
       gemm_fence_operand(o);
       gemm_fence_operand(probs);
@@ -526,7 +613,7 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       release(smem.v_empty(last.stage()), lane);
     }
 
-    epilogue<T, kHeadDim>(o, state, p, smem, o_map, tile, group, thread_in_group);
+    epilogue<T, kHeadDim, Policy>(o, state, p, smem, o_map, tile, group, thread_in_group);
   }
 
   // Balance the ping-pong: group 1's opening arrival on group 0's barrier is still pending.
@@ -535,10 +622,10 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
 }
 
 // ---------------------------------------------------------------------------------------------------------
-template <typename T, int kHeadDim, bool kCausal>
+template <typename T, int kHeadDim, typename Policy>
 __device__ __forceinline__ void attention_forward(const CUtensorMap* q_map, const CUtensorMap* k_map,
                                                   const CUtensorMap* v_map, const CUtensorMap* o_map,
-                                                  const AttentionParams& p) {
+                                                  const AttentionParams& p, const typename Policy::Args& args) {
   extern __shared__ unsigned char shared_raw[];
   // Offsetting the __shared__ array itself (not a round trip through an integer) keeps the pointers in the
   // shared window, so plain stores to them compile to STS rather than generic ST.
@@ -560,36 +647,38 @@ __device__ __forceinline__ void attention_forward(const CUtensorMap* q_map, cons
   const int warp_group = threadIdx.x / kWarpGroupThreads;
   if (warp_group == 0) {
     setmaxnreg_dec<kProducerRegisters>();
-    if (threadIdx.x < 32) producer_mainloop<T, kHeadDim, kCausal>(smem, p, q_map, k_map, v_map, threadIdx.x);
+    if (threadIdx.x < 32) producer_mainloop<T, kHeadDim, Policy>(smem, p, args, q_map, k_map, v_map, threadIdx.x);
   } else {
     setmaxnreg_inc<kConsumerRegisters>();
-    consumer_mainloop<T, kHeadDim, kCausal>(smem, p, o_map, warp_group - 1,
-                                            threadIdx.x - warp_group * kWarpGroupThreads);
+    consumer_mainloop<T, kHeadDim, Policy>(smem, p, args, o_map, warp_group - 1,
+                                           threadIdx.x - warp_group * kWarpGroupThreads);
   }
 }
 
 }  // namespace
 
-// Entry points: attention_sm90_<dtype>_d<head dim>_<mask>. Launch with kThreads (384) threads, a persistent
+// Entry points: attention_sm90_<dtype>_d<head dim>_<variant>. Launch with kThreads (384) threads, a persistent
 // grid of at most one CTA per SM, and SharedLayout<D>::kBytes of dynamic shared memory. Tensor maps: Q and O
-// box [1, 1, 64, 64], K and V box [1, 1, 128, 64], all 128-byte swizzled.
-#define CUBRIDGE_ATTENTION_SM90_ENTRY(name, T, head_dim, causal)                                               \
+// box [1, 1, 64, 64], K and V box [1, 1, kBlockN<D>, 64], all 128-byte swizzled. `args` is the policy's Args
+// (one unused byte when empty).
+#define CUBRIDGE_ATTENTION_SM90_ENTRY(name, T, head_dim, Policy)                                               \
   extern "C" __global__ void __launch_bounds__(kThreads, 1)                                                   \
       name(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,              \
            const __grid_constant__ CUtensorMap v_map, const __grid_constant__ CUtensorMap o_map,              \
-           const AttentionParams p) {                                                                          \
-    attention_forward<T, head_dim, causal>(&q_map, &k_map, &v_map, &o_map, p);                                \
+           const AttentionParams p, const Policy::Args args) {                                                 \
+    attention_forward<T, head_dim, Policy>(&q_map, &k_map, &v_map, &o_map, p, args);                          \
   }
 
-CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d128_full, __nv_bfloat16, 128, false)
-CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d128_causal, __nv_bfloat16, 128, true)
-CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d128_full, __half, 128, false)
-CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d128_causal, __half, 128, true)
-CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d64_full, __nv_bfloat16, 64, false)
-CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d64_causal, __nv_bfloat16, 64, true)
-CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d64_full, __half, 64, false)
-CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d64_causal, __half, 64, true)
-CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d256_full, __nv_bfloat16, 256, false)
-CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d256_causal, __nv_bfloat16, 256, true)
-CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d256_full, __half, 256, false)
-CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d256_causal, __half, 256, true)
+// [entry points] cuir-opt --lower replaces the instances below with the variant's.
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d128_full, __nv_bfloat16, 128, FullAttention)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d128_causal, __nv_bfloat16, 128, CausalAttention)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d128_full, __half, 128, FullAttention)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d128_causal, __half, 128, CausalAttention)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d64_full, __nv_bfloat16, 64, FullAttention)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d64_causal, __nv_bfloat16, 64, CausalAttention)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d64_full, __half, 64, FullAttention)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d64_causal, __half, 64, CausalAttention)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d256_full, __nv_bfloat16, 256, FullAttention)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d256_causal, __nv_bfloat16, 256, CausalAttention)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d256_full, __half, 256, FullAttention)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d256_causal, __half, 256, CausalAttention)

@@ -1,0 +1,31 @@
+"""Small launches of four variant kernels (document mask with block lists, softcap, sigmoid, prefix LM) on both
+references, for compute-sanitizer: `compute-sanitizer --tool memcheck python3 benchmarks/sanitize_variants.py`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from cubridge.runtime.variant import build_variant  # noqa: E402
+
+SPECS = ("document_mask", "softcap", "sigmoid", "prefix_lm")
+
+
+def main() -> None:
+    torch.manual_seed(0)
+    for name in SPECS:
+        for reference in ("sm90", "sm80"):
+            kernel = build_variant(f"examples/specs/{name}.py", reference)
+            q = torch.randn(2, 4, 300, 128, device="cuda", dtype=torch.bfloat16)
+            k = torch.randn(2, 2, 450, 128, device="cuda", dtype=torch.bfloat16)
+            kernel(q, k, k.clone())
+            torch.cuda.synchronize()
+            print(f"{name} {reference}: ok")
+
+
+if __name__ == "__main__":
+    main()

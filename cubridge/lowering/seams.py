@@ -1,0 +1,577 @@
+"""Where a transferred kernel differs from its reference, and which seam of the reference source each
+difference belongs to.
+
+The diff matches ops by source location: an op keeps the location it was
+parsed (or lifted) with through every pass, a clone keeps its original's, and
+an op the transfer inserts has a location of its own (the spec line, or none).
+So, against the reference kernel, each op of the variant is kept (maybe with
+changed operands), duplicated (a split kv loop) or inserted, and each
+reference op with no counterpart was removed.
+
+Every difference must belong to one seam of the reference source:
+
+- `Args`: kernel arguments appended after the reference's (captured tensors,
+  block lists); the `schedule` is a launch parameter;
+- `kv_range`: the kv loops' bounds, their split into masked and mask-free
+  parts, the step tests that compare a loop index with its first position;
+- `kv_tile`: the kv rows of the K/V loads and score maps, when the loop index
+  is a position in block lists;
+- `modify_score` / `keep`: the score map's code between the scale and the
+  sequence-end check;
+- `activate`: a probability map P = f(score) in place of the softmax chain,
+  with the row max shift, rescaling and output normalization gone.
+
+A difference that belongs to none is a located `CuBridgeError` naming the op
+and why: the lowering never drops or approximates a change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+
+from cubridge.dialect.cuir import CopyAsyncOp, CopyOp, DimOp, ForEachTileOp, GatherOp, KernelOp, MapOp, YieldOp
+from cubridge.dialect.types import GlobalTensorType
+from cubridge.diagnostics import CuBridgeError, SourceLocation, describe_location, location_of
+from cubridge.lowering.cxx import SliceEmitter, table_type
+from cubridge.passes.transfer_match import AttentionMatch, ScoreSite, kv_tile_width, match_attention
+
+_FIXED_PROPERTIES = ("threads", "smem_bytes", "cluster", "tile_m", "order", "source", "sym_name")
+
+
+def _fail(message: str, op: Operation | None = None) -> CuBridgeError:
+    return CuBridgeError(f"lower: {message}", describe_location(op) if op is not None else None)
+
+
+@dataclass(frozen=True)
+class SeamCode:
+    """One seam's C++: statements, then the returned expression."""
+
+    statements: tuple[str, ...]
+    result: str
+
+
+@dataclass
+class VariantSeams:
+    """What the variant changes, seam by seam (None: the reference policy's member stands)."""
+
+    kernel: KernelOp
+    block_n: int
+    args: list[tuple[str, str]] = field(default_factory=list)  # (name, C++ table type)
+    kv_range: tuple[SeamCode, str, str, str, str] | None = None  # code, begin, end, full_begin, full_end
+    kv_tile: SeamCode | None = None
+    modify_score: SeamCode | None = None
+    keep: SeamCode | None = None
+    activate: SeamCode | None = None
+
+    @property
+    def changed(self) -> bool:
+        members = (self.kv_range, self.kv_tile, self.modify_score, self.keep, self.activate)
+        return bool(self.args) or any(member is not None for member in members)
+
+
+# ----------------------------------------------------------------------------
+# The diff
+# ----------------------------------------------------------------------------
+
+
+def _key(op: Operation) -> SourceLocation | None:
+    """An op's identity across passes: its location; an implicit terminator (printed by no one, parsed with
+    none) goes by its parent's, column -1."""
+    where = location_of(op)
+    if where is not None or op.parent_op() is None or op is not op.parent_block().last_op:
+        return where
+    parent = location_of(op.parent_op())
+    return SourceLocation(parent.filename, parent.line, -1) if parent is not None else None
+
+
+class KernelDiff:
+    """Variant ops matched to reference ops by location."""
+
+    def __init__(self, reference: KernelOp, variant: KernelOp):
+        self.reference = reference
+        self.variant = variant
+        self.reference_at: dict[SourceLocation, Operation] = {}
+        for op in reference.walk():
+            where = _key(op)
+            if where is None:
+                raise _fail("the reference kernel has an op without a source location", op)
+            self.reference_at.setdefault(where, op)
+        self.copies: dict[Operation, list[Operation]] = {op: [] for op in self.reference_at.values()}
+        self.inserted: list[Operation] = []
+        for op in variant.walk():
+            original = self.counterpart(op)
+            if original is None:
+                self.inserted.append(op)
+            else:
+                self.copies[original].append(op)
+
+    def counterpart(self, op: Operation) -> Operation | None:
+        where = _key(op)
+        return self.reference_at.get(where) if where is not None else None
+
+    def origin(self, value: SSAValue) -> tuple[Operation | None, int]:
+        """The reference value a variant value stands for: (reference op, result or argument index)."""
+        if isinstance(value, BlockArgument):
+            parent = value.owner.parent_op()
+            return (self.counterpart(parent) if parent is not None else None), -1 - value.index
+        return self.counterpart(value.owner), value.index
+
+    @staticmethod
+    def reference_origin(value: SSAValue) -> tuple[Operation | None, int]:
+        if isinstance(value, BlockArgument):
+            return value.owner.parent_op(), -1 - value.index
+        return value.owner, value.index
+
+    def removed(self) -> list[Operation]:
+        return [op for op, copies in self.copies.items() if not copies]
+
+
+# ----------------------------------------------------------------------------
+# Seams
+# ----------------------------------------------------------------------------
+
+
+@dataclass
+class _ScoreMap:
+    op: MapOp
+    site: ScoreSite
+    masked: bool
+    modified: SSAValue
+    scaled: SSAValue
+    keep: SSAValue | None
+
+
+class SeamFinder:
+    """Extracts a variant's seams against its reference and checks that they cover every difference."""
+
+    def __init__(self, reference: KernelOp, variant: KernelOp, dims, reference_file: str | None):
+        self.diff = KernelDiff(reference, variant)
+        self.reference_match: AttentionMatch = match_attention(reference)
+        self.variant = variant
+        self.dims = dims
+        self.reference_file = reference_file
+        self.claimed_values: set[SSAValue] = set()
+        self.claimed_slots: set[tuple[Operation, int]] = set()
+        self.claimed_ops: set[Operation] = set()
+        self.tables: dict[SSAValue, str] = {}
+
+    # -- entry -----------------------------------------------------------------
+
+    def find(self) -> VariantSeams:
+        seams = VariantSeams(self.variant, kv_tile_width(self.variant))
+        seams.args = self._arguments()
+        self._check_kernel_properties()
+        score_maps = self._score_maps()
+        seams.modify_score, seams.keep = self._score_seams(score_maps)
+        seams.activate = self._activation()
+        seams.kv_tile = self._kv_tile()
+        seams.kv_range = self._kv_range(score_maps)
+        self._check_covered(seams)
+        return seams
+
+    # -- kernel ----------------------------------------------------------------
+
+    def _arguments(self) -> list[tuple[str, str]]:
+        reference, variant = self.diff.reference, self.variant
+        ref_names = [n.data for n in reference.arg_names.data]
+        names = [n.data for n in variant.arg_names.data]
+        ref_args, args = reference.body.block.args, variant.body.block.args
+        if names[: len(ref_names)] != ref_names or any(
+            a.type != b.type for a, b in zip(ref_args, args[: len(ref_args)])
+        ):
+            raise _fail("the variant changes the reference kernel's arguments; only appended inputs have a seam",
+                        variant)
+        added = []
+        for name, argument in zip(names[len(ref_names) :], args[len(ref_args) :]):
+            kind = argument.type
+            if not isinstance(kind, GlobalTensorType) or kind.layout.data != "row_major":
+                raise _fail(f"kernel input '{name}' is not a row-major table; only those have a seam", variant)
+            if not name.isidentifier():
+                raise _fail(f"kernel input '{name}' is no C++ identifier", variant)
+            self.tables[argument] = f"args.{name}"
+            added.append((name, table_type(kind)))
+        return added
+
+    def _check_kernel_properties(self) -> None:
+        for name in _FIXED_PROPERTIES:
+            if self.diff.reference.properties.get(name) != self.variant.properties.get(name):
+                raise _fail(f"the variant changes the kernel's {name}, which the reference source fixes",
+                            self.variant)
+
+    # -- score maps --------------------------------------------------------------
+
+    def _score_maps(self) -> list[_ScoreMap]:
+        found = []
+        for site in self.reference_match.sites:
+            bounds_select = site.score_map.body.block.last_op.operands[0].owner
+            for op in self.diff.copies[site.score_map]:
+                found.append(self._score_map(op, site, bounds_select))
+        if not found:
+            raise _fail("the variant has no score map of the reference", self.variant)
+        return found
+
+    def _score_map(self, op: MapOp, site: ScoreSite, bounds_select: Operation) -> _ScoreMap:
+        scaled_op = next((o for o in op.body.block.ops if self.diff.counterpart(o) is site.scaled.owner), None)
+        if scaled_op is None:
+            raise _fail("a score map lost the scale of its score", op)
+        yielded = op.body.block.last_op.operands[0]
+        masked = not isinstance(yielded, BlockArgument) and self.diff.counterpart(yielded.owner) is bounds_select
+        value = yielded.owner.operands[1] if masked else yielded
+        keep = None
+        select = value.owner if not isinstance(value, BlockArgument) else None
+        if isinstance(select, arith.SelectOp) and self.diff.counterpart(select) is None and _is_neg_inf(select.rhs):
+            keep, value = select.cond, select.lhs
+            self.claimed_ops.add(select)
+            self.claimed_ops.add(select.rhs.owner)
+        if masked:
+            self.claimed_slots.add((yielded.owner, 1))
+        else:
+            self.claimed_slots.add((op.body.block.last_op, 0))
+        return _ScoreMap(op, site, masked, value, scaled_op.results[0], keep)
+
+    def _hook_leaves(self, score_map: MapOp, scaled: SSAValue | None) -> dict[SSAValue, str]:
+        q_idx, kv_idx = score_map.index_args
+        tile_loop = _enclosing(score_map, ForEachTileOp)
+        _, head, batch = tile_loop.tile_coords
+        leaves = {q_idx: "q_idx", kv_idx: "kv_idx", head: "h", batch: "b"}
+        if scaled is not None:
+            leaves[scaled] = "score"
+        return leaves
+
+    def _emit(self, seam: str, leaves: dict[SSAValue, str], value: SSAValue) -> tuple[SeamCode, set[SSAValue]]:
+        emitter = SliceEmitter(
+            leaves, seam=seam, reference_file=self.reference_file, dims=self.dims, tables=self.tables
+        )
+        result = emitter.value(value)
+        return SeamCode(tuple(emitter.statements), result), set(emitter.names)
+
+    def _agreed(self, seam: str, codes: list[tuple[SeamCode, Operation]]) -> SeamCode | None:
+        if not codes:
+            return None
+        first, _ = codes[0]
+        for code, op in codes[1:]:
+            if code != first:
+                raise _fail(f"the score maps disagree on {seam}; the reference source has one", op)
+        return first
+
+    def _score_seams(self, maps: list[_ScoreMap]) -> tuple[SeamCode | None, SeamCode | None]:
+        modify, keep = [], []
+        for found in maps:
+            if found.modified is not found.scaled:
+                code, used = self._emit("modify_score", self._hook_leaves(found.op, found.scaled), found.modified)
+                modify.append((code, found.op))
+                self.claimed_values |= used
+            if found.keep is not None:
+                code, used = self._emit("keep", self._hook_leaves(found.op, None), found.keep)
+                keep.append((code, found.op))
+                self.claimed_values |= used
+        if modify and len(modify) != len(maps):
+            raise _fail("some score maps apply a score_mod and others not", maps[0].op)
+        masked = [m for m in maps if m.masked]
+        if keep and len(keep) != len(masked):
+            raise _fail("some masked score maps apply the mask and others not", masked[0].op)
+        return self._agreed("modify_score", modify), self._agreed("keep", keep)
+
+    # -- normalization -------------------------------------------------------------
+
+    def _activation(self) -> SeamCode | None:
+        probabilities = [site.probabilities for site in self.reference_match.sites]
+        if all(self.diff.copies[p] for p in probabilities):
+            return None
+        codes = []
+        for op in self.diff.inserted:
+            if not isinstance(op, MapOp) or len(op.inputs) != 1:
+                continue
+            source = op.inputs[0]
+            if isinstance(source, BlockArgument) or not self._is_score_map(source.owner):
+                continue
+            score = op.body.block.args[0]
+            code, used = self._emit("activate", {score: "score"}, op.body.block.last_op.operands[0])
+            codes.append((code, op))
+            self.claimed_ops.add(op)
+            self.claimed_ops |= set(op.walk())
+        if not codes:
+            raise _fail("the variant drops the softmax without a probability map of its own", self.variant)
+        return self._agreed("activate", codes)
+
+    def _is_score_map(self, op: Operation) -> bool:
+        original = self.diff.counterpart(op)
+        return any(original is site.score_map for site in self.reference_match.sites)
+
+    @property
+    def normalization_removed(self) -> set[Operation]:
+        """Reference ops an activation removes: the softmax chain's maps."""
+        removed: set[Operation] = set()
+        for site in self.reference_match.sites:
+            removed.add(site.probabilities)
+            if site.rescale_factor is not None:
+                removed.add(site.rescale_factor)
+            removed |= set(site.rescales)
+        removed |= set(self.reference_match.output_normalizations)
+        return removed
+
+    # -- kv loops ----------------------------------------------------------------
+
+    def _kv_clones(self) -> dict[scf.ForOp, list[scf.ForOp]]:
+        return {loop: self.diff.copies[loop] for loop in self.reference_match.kv_loops}
+
+    def _kv_tile(self) -> SeamCode | None:
+        """The kv tile at each position, from the row of the V load in a kv loop (K may be prefetched)."""
+        block_n = kv_tile_width(self.variant)
+        value_arg = self.diff.reference.argument("v")
+        for loop, clones in self._kv_clones().items():
+            loads = [op for op in loop.body.walk() if isinstance(op, CopyAsyncOp | CopyOp) and op.operands[0] is value_arg]
+            if not loads:
+                continue
+            reference_row = loads[0].operands[3]
+            variant_load = self.diff.copies[loads[0]][0]
+            row = variant_load.operands[3]
+            if self.diff.origin(row) == self.diff.reference_origin(reference_row):
+                return None
+            if not isinstance(row.owner, arith.MuliOp) or not _is_int_constant(row.owner.rhs, block_n):
+                raise _fail(f"the kv row of a V load is not (kv tile) * {block_n}", variant_load)
+            position = variant_load.parent_op()
+            while position is not None and not (isinstance(position, scf.ForOp) and position in clones):
+                position = position.parent_op()
+            tile_loop = _enclosing(variant_load, ForEachTileOp)
+            q_tile, head, batch = tile_loop.tile_coords
+            leaves = {
+                position.body.block.args[0]: "position",
+                q_tile: "tile.q_tile",
+                head: "tile.head",
+                batch: "tile.batch",
+            }
+            code, used = self._emit("kv_tile", leaves, row.owner.lhs)
+            self.claimed_values |= used | {row}
+            return code
+        raise _fail("no kv loop loads V", self.variant)
+
+    def _kv_range(self, maps: list[_ScoreMap]) -> tuple[SeamCode, str, str, str, str] | None:
+        clones = self._kv_clones()
+        consumer_loops = {site.kv_loop for site in self.reference_match.sites if site.kv_loop is not None}
+        changed = False
+        for loop, copies in clones.items():
+            if len(copies) != 1:
+                changed = True
+            for copy in copies:
+                for index in (0, 1):
+                    if self.diff.origin(copy.operands[index]) != self.diff.reference_origin(loop.operands[index]):
+                        changed = True
+        if not changed:
+            return None
+        producer = [loop for loop in clones if loop not in consumer_loops]
+        consumer = [loop for loop in clones if loop in consumer_loops]
+        if len(consumer) != 1 or len(producer) > 1:
+            raise _fail("the reference has a kv loop layout the lowering does not know", self.variant)
+        consumer_copies = clones[consumer[0]]
+        if producer:
+            (bounds_loop,) = clones[producer[0]]
+            begin_value, end_value = bounds_loop.lb, bounds_loop.ub
+        else:
+            begin_value, end_value = consumer_copies[0].lb, consumer_copies[-1].ub
+        unmasked = [m.op for m in maps if not m.masked]
+        full = [loop for loop in consumer_copies if any(_inside(m, loop) for m in unmasked)]
+        if len(full) > 1:
+            raise _fail("more than one mask-free part of the kv loop", full[1])
+        tile_loop = _enclosing(consumer_copies[0], ForEachTileOp)
+        leaves: dict[SSAValue, str] = {}
+        for loop in (tile_loop, _enclosing(bounds_loop, ForEachTileOp) if producer else tile_loop):
+            q_tile, head, batch = loop.tile_coords
+            leaves |= {q_tile: "tile.q_tile", head: "tile.head", batch: "tile.batch"}
+        emitter = SliceEmitter(
+            leaves, seam="kv_range", reference_file=self.reference_file, dims=self.dims, tables=self.tables
+        )
+        begin, end = emitter.value(begin_value), emitter.value(end_value)
+        full_begin, full_end = (emitter.value(full[0].lb), emitter.value(full[0].ub)) if full else ("0", "0")
+        self.claimed_values |= set(emitter.names)
+        for copies in clones.values():
+            for index, copy in enumerate(copies):
+                self.claimed_slots |= {(copy, 0), (copy, 1)}
+                if index:  # a split part takes the carried values of the part before it
+                    self.claimed_slots |= {(copy, slot) for slot in range(3, len(copy.operands))}
+                self.claimed_ops |= set(copy.walk()) if index else set()
+        for test, _ in self.reference_match.step_tests:
+            for copy in self.diff.copies[test]:
+                self.claimed_slots |= {(copy, 0), (copy, 1)}
+                for operand in copy.operands:
+                    self.claimed_values |= _slice(operand)
+        code = SeamCode(tuple(emitter.statements), "")
+        return code, begin, end, full_begin, full_end
+
+    def _claim_kv_rows(self, maps: list[_ScoreMap]) -> set[Operation]:
+        """The kv rows of score maps and K/V loads come from the kv range and kv tile seams: claim the
+        variant's, and return the reference ops that computed the reference's (a block-list variant replaces
+        them)."""
+        rows: list[tuple[Operation, int]] = [(m.site.score_map, len(m.site.score_map.inputs) + 1) for m in maps]
+        rows += list(self.reference_match.first_kv_rows)
+        sources = {self.diff.reference.argument("k"), self.diff.reference.argument("v")}
+        for loop in self.reference_match.kv_loops:
+            rows += [(op, 3) for op in loop.body.walk() if isinstance(op, CopyAsyncOp | CopyOp) and op.operands[0] in sources]
+        replaced: set[Operation] = set()
+        for op, index in dict.fromkeys(rows):
+            replaced |= {v.owner for v in _slice(op.operands[index]) if not isinstance(v, BlockArgument)}
+            for copy in self.diff.copies[op]:
+                self.claimed_slots.add((copy, index))
+                self.claimed_values |= _slice(copy.operands[index])
+        return replaced
+
+    # -- coverage --------------------------------------------------------------------
+
+    def _check_covered(self, seams: VariantSeams) -> None:
+        activation = seams.activate is not None
+        removable = self.normalization_removed if activation else set()
+        removable |= self._claim_kv_rows(self._score_maps())
+        for op, copies in self.diff.copies.items():
+            if not copies and op not in removable and not self._inside_removed(op, removable):
+                raise _fail(f"{op.name} of the reference is gone, and no seam removes it",
+                            op)
+            if len(copies) > 1 and not any(_inside(op, loop) or op is loop for loop in self.reference_match.kv_loops):
+                raise _fail(f"{op.name} is duplicated outside the kv loops", copies[1])
+        unclaimed = [
+            op
+            for op in self.diff.inserted
+            if op not in self.claimed_ops
+            and not any(result in self.claimed_values for result in op.results)
+            and not self._inside_claimed(op)
+        ]
+        dead = _dead(unclaimed)
+        for op in unclaimed:
+            if op not in dead:
+                raise _fail(f"cannot place {op.name}: no seam of the reference source covers it", op)
+        for reference_op, copies in self.diff.copies.items():
+            for copy in copies:
+                self._check_operands(reference_op, copy, activation, removable)
+
+    def _carried_elsewhere(self, before: SSAValue, after: SSAValue) -> bool:
+        """Whether both are carried values of the same loop: dropping the rescale factor from a loop's
+        carried values (an activation) renumbers the rest."""
+        if not isinstance(before, BlockArgument) or not isinstance(after, BlockArgument):
+            return False
+        loop = after.owner.parent_op()
+        return isinstance(loop, scf.ForOp) and self.diff.counterpart(loop) is before.owner.parent_op()
+
+    def _inside_claimed(self, op: Operation) -> bool:
+        parent = op.parent_op()
+        while parent is not None:
+            if parent in self.claimed_ops:
+                return True
+            parent = parent.parent_op()
+        return False
+
+    @staticmethod
+    def _inside_removed(op: Operation, removed: set[Operation]) -> bool:
+        parent = op.parent_op()
+        while parent is not None:
+            if parent in removed:
+                return True
+            parent = parent.parent_op()
+        return False
+
+    def _check_operands(self, reference_op: Operation, copy: Operation, activation: bool,
+                        removable: set[Operation]) -> None:
+        if copy is self.variant:
+            return
+        if reference_op.properties != copy.properties or reference_op.attributes != copy.attributes:
+            raise _fail(f"{copy.name} has changed attributes, and no seam covers them", copy)
+        loose = activation and isinstance(copy, scf.ForOp | scf.YieldOp | YieldOp | ForEachTileOp)
+        if len(reference_op.operands) != len(copy.operands):
+            if loose:
+                return
+            raise _fail(f"{copy.name} has a changed number of operands, and no seam covers it", copy)
+        for index, (before, after) in enumerate(zip(reference_op.operands, copy.operands)):
+            if (copy, index) in self.claimed_slots or after in self.claimed_values:
+                continue
+            if self.diff.origin(after) == self.diff.reference_origin(before):
+                continue
+            if activation and (
+                loose
+                or _owned_by(before, removable)
+                or _is_activation(after, self.claimed_ops)
+                or self._carried_elsewhere(before, after)
+            ):
+                continue
+            raise _fail(
+                f"operand {index} of {copy.name} changed ({describe_value(before)} -> "
+                f"{describe_value(after)}), and no seam covers it",
+                copy,
+            )
+
+
+def describe_value(value: SSAValue) -> str:
+    if value.name_hint:
+        return f"%{value.name_hint}"
+    return f"a result of {value.owner.name}" if not isinstance(value, BlockArgument) else "a block argument"
+
+
+def _owned_by(value: SSAValue, ops: set[Operation]) -> bool:
+    return not isinstance(value, BlockArgument) and value.owner in ops
+
+
+def _is_activation(value: SSAValue, claimed: set[Operation]) -> bool:
+    return not isinstance(value, BlockArgument) and value.owner in claimed
+
+
+def _dead(ops: list[Operation]) -> set[Operation]:
+    """The pure scalar ops among `ops` whose results only feed each other (computed, never used)."""
+    pure = {op for op in ops if isinstance(op, DimOp | GatherOp) or op.name.split(".")[0] in ("arith", "math")}
+    dead: set[Operation] = set()
+    changed = True
+    while changed:
+        changed = False
+        for op in pure - dead:
+            if all(use.operation in dead for result in op.results for use in result.uses):
+                dead.add(op)
+                changed = True
+    return dead
+
+
+def _slice(value: SSAValue) -> set[SSAValue]:
+    """`value` and the values it is computed from, within scalar ops."""
+    found: set[SSAValue] = set()
+    pending = [value]
+    while pending:
+        current = pending.pop()
+        if current in found:
+            continue
+        found.add(current)
+        if not isinstance(current, BlockArgument) and current.owner.name.split(".")[0] in ("arith", "math", "cuir"):
+            pending += list(current.owner.operands)
+    return found
+
+
+def _enclosing(op: Operation, kind: type):
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, kind):
+        parent = parent.parent_op()
+    return parent
+
+
+def _inside(op: Operation, ancestor: Operation) -> bool:
+    parent = op.parent_op()
+    while parent is not None:
+        if parent is ancestor:
+            return True
+        parent = parent.parent_op()
+    return False
+
+
+def _is_int_constant(value: SSAValue, number: int) -> bool:
+    owner = value.owner
+    return (
+        isinstance(owner, arith.ConstantOp)
+        and isinstance(owner.value, IntegerAttr)
+        and owner.value.value.data == number
+    )
+
+
+def _is_neg_inf(value: SSAValue) -> bool:
+    owner = value.owner
+    return (
+        isinstance(owner, arith.ConstantOp)
+        and isinstance(owner.value, FloatAttr)
+        and owner.value.value.data == float("-inf")
+    )

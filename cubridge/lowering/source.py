@@ -1,0 +1,306 @@
+"""Reference-guided reconstruction: the reference kernel's CUDA source, patched at its seams.
+
+A reference source (cubridge/runtime/kernels/attention_sm*.cu) computes what
+all variants share and asks a policy type for the rest; the .mlir program
+mirrors its `FullAttention` instance. A variant's source is the reference
+text with two patches and no other change:
+
+1. after the line `// [variant policy] ...`, a policy derived from
+   `FullAttention` that overrides exactly the members whose CuIR changed;
+2. after the line `// [entry points] ...`, the variant's instances in place of
+   the reference's.
+
+A variant that changes nothing gives the reference text back, byte for byte.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from xdsl.dialects.builtin import ModuleOp
+
+from cubridge.dialect.cuir import DimOp, KernelOp
+from cubridge.diagnostics import CuBridgeError, describe_location, location_of
+from cubridge.lowering.seams import SeamFinder, VariantSeams
+from cubridge.runtime.compiler import KERNELS_DIR
+
+POLICY_MARKER = "// [variant policy]"
+ENTRIES_MARKER = "// [entry points]"
+BASE_POLICY = "FullAttention"
+DTYPES = {"bf16": "__nv_bfloat16", "fp16": "__half"}
+
+
+@dataclass(frozen=True)
+class ReferenceSource:
+    """What the lowering needs to know of one reference source beyond its text."""
+
+    file: str
+    arch: str  # the architecture its kernels need, as in sm_90a
+    entry_macro: str
+    entry_prefix: str
+    kv_tiles: dict[int, int]  # keys per kv tile by head dim (kBlockN)
+    dims: dict[tuple[str, int], str]  # (kernel argument, dimension) of a cuir.dim -> C++
+    extra_entry_args: bool  # the entry macro takes the kv tile size after the head dim
+
+    @property
+    def path(self) -> Path:
+        return KERNELS_DIR / self.file
+
+    def text(self) -> str:
+        return self.path.read_text()
+
+
+_SHARED_DIMS = {
+    ("q", 1): "p.num_heads_q",
+    ("q", 2): "p.seqlen_q",
+    ("k", 1): "p.num_heads_kv",
+    ("k", 2): "p.seqlen_k",
+    ("v", 1): "p.num_heads_kv",
+    ("v", 2): "p.seqlen_k",
+    ("o", 1): "p.num_heads_q",
+    ("o", 2): "p.seqlen_q",
+}
+
+REFERENCES = {
+    "attention_sm90.cu": ReferenceSource(
+        file="attention_sm90.cu",
+        arch="sm_90a",
+        entry_macro="CUBRIDGE_ATTENTION_SM90_ENTRY",
+        entry_prefix="attention_sm90",
+        kv_tiles={64: 128, 128: 128, 256: 80},
+        dims=_SHARED_DIMS | {("q", 0): "p.batch", ("k", 0): "p.batch", ("v", 0): "p.batch", ("o", 0): "p.batch"},
+        extra_entry_args=False,
+    ),
+    "attention_sm80.cu": ReferenceSource(
+        file="attention_sm80.cu",
+        arch="sm_80",
+        entry_macro="CUBRIDGE_ATTENTION_ENTRY",
+        entry_prefix="attention_sm80",
+        kv_tiles={64: 64, 128: 64},
+        dims=_SHARED_DIMS | {(name, 0): "static_cast<int>(gridDim.z)" for name in "qkvo"},
+        extra_entry_args=True,
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One entry point of a lowered source."""
+
+    name: str
+    dtype: str  # bf16 or fp16
+    head_dim: int
+
+
+@dataclass(frozen=True)
+class LoweredKernel:
+    """A variant's CUDA source and what its launch needs."""
+
+    reference: ReferenceSource
+    variant: str
+    source: str
+    instances: tuple[Instance, ...]
+    args: tuple[tuple[str, str], ...]  # (name, C++ table type), in the Args struct's order
+    schedule: str
+    tile_m: int
+    block_n: int
+    threads: int
+    modifies_scores: bool
+    softmax: bool
+
+    @property
+    def changed(self) -> bool:
+        return self.source != self.reference.text()
+
+    def diff(self) -> str:
+        """The patch against the reference source, as a unified diff."""
+        name = f"cubridge/runtime/kernels/{self.reference.file}"
+        return "".join(
+            difflib.unified_diff(
+                self.reference.text().splitlines(keepends=True),
+                self.source.splitlines(keepends=True),
+                fromfile=f"a/{name}",
+                tofile=f"b/{name}",
+            )
+        )
+
+
+def _single_kernel(module: ModuleOp, what: str) -> KernelOp:
+    kernels = [op for op in module.walk() if isinstance(op, KernelOp)]
+    if len(kernels) != 1:
+        raise CuBridgeError(f"lower: the {what} module has {len(kernels)} cuir.kernel ops; lowering takes one")
+    return kernels[0]
+
+
+def reference_of(kernel: KernelOp) -> ReferenceSource:
+    """The reference source a kernel names with `source "..."`."""
+    if kernel.source is None:
+        raise CuBridgeError(
+            "lower: the kernel names no reference source (source \"attention_sm90.cu\" in its header)",
+            describe_location(kernel),
+        )
+    reference = REFERENCES.get(kernel.source.data)
+    if reference is None:
+        known = ", ".join(sorted(REFERENCES))
+        raise CuBridgeError(f"lower: unknown reference source '{kernel.source.data}' (known: {known})",
+                            describe_location(kernel))
+    return reference
+
+
+def identifier(name: str) -> str:
+    """`name` as a C++ identifier fragment (spec file stems may hold dashes or dots)."""
+    cleaned = re.sub(r"\W", "_", name)
+    return cleaned if cleaned and not cleaned[0].isdigit() else f"v_{cleaned}"
+
+
+def lower_module(reference: ModuleOp, variant: ModuleOp, name: str = "variant",
+                 instances: tuple[tuple[str, int], ...] | None = None) -> LoweredKernel:
+    """Lower the one kernel of `variant` by patching the source its counterpart in `reference` mirrors.
+
+    `instances` picks (dtype, head dim) entry points (default: every one the
+    reference has whose kv tile matches the IR's).
+    """
+    reference_kernel = _single_kernel(reference, "reference")
+    kernel = _single_kernel(variant, "variant")
+    source = reference_of(reference_kernel)
+    where = location_of(reference_kernel)
+
+    def dims(op: DimOp) -> str:
+        names = [n.data for n in kernel.arg_names.data]
+        argument = names[kernel.body.block.args.index(op.tensor)]
+        expression = source.dims.get((argument, op.dim.value.data))
+        if expression is None:
+            raise CuBridgeError(f"lower: no kernel parameter holds dimension {op.dim.value.data} of '{argument}'",
+                                describe_location(op))
+        return expression
+
+    seams = SeamFinder(reference_kernel, kernel, dims, where.filename if where else None).find()
+    text = source.text()
+    chosen = _instances(source, seams, instances)
+    variant_name = identifier(name)
+    entries = tuple(
+        Instance(f"{source.entry_prefix}_{dtype}_d{head_dim}_{variant_name}", dtype, head_dim)
+        for dtype, head_dim in chosen
+    )
+    if seams.changed:
+        policy = f"{_pascal(variant_name)}Variant"
+        text = _insert_after_marker(text, POLICY_MARKER, render_policy(seams, policy, name))
+        text = _replace_entries(text, source, entries, policy)
+    else:
+        entries = ()
+    return LoweredKernel(
+        reference=source,
+        variant=variant_name,
+        source=text,
+        instances=entries,
+        args=tuple(seams.args),
+        schedule=kernel.schedule.data,
+        tile_m=kernel.tile_m.value.data,
+        block_n=seams.block_n,
+        threads=kernel.threads.value.data,
+        modifies_scores=seams.modify_score is not None,
+        softmax=seams.activate is None,
+    )
+
+
+def _instances(source: ReferenceSource, seams: VariantSeams, wanted) -> list[tuple[str, int]]:
+    available = [(dtype, d) for dtype in DTYPES for d, n in source.kv_tiles.items() if n == seams.block_n]
+    if wanted is None:
+        return available
+    for dtype, head_dim in wanted:
+        if (dtype, head_dim) in available:
+            continue
+        if head_dim in source.kv_tiles and dtype in DTYPES:
+            raise CuBridgeError(
+                f"lower: {source.file} takes {source.kv_tiles[head_dim]}-key kv tiles at head dim {head_dim}, but "
+                f"the transferred CuIR has {seams.block_n}-key tiles; variants at head dim {head_dim} need a "
+                "reference program of that instance"
+            )
+        raise CuBridgeError(f"lower: {source.file} has no {dtype} instance at head dim {head_dim}")
+    return list(wanted)
+
+
+def _pascal(name: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in name.split("_") if part) or "Variant"
+
+
+def _insert_after_marker(text: str, marker: str, insertion: str) -> str:
+    lines = text.splitlines(keepends=True)
+    index = next((i for i, line in enumerate(lines) if line.lstrip().startswith(marker)), None)
+    if index is None:
+        raise CuBridgeError(f"lower: the reference source has no '{marker}' line to patch at")
+    return "".join(lines[: index + 1]) + insertion + "".join(lines[index + 1 :])
+
+
+def _replace_entries(text: str, source: ReferenceSource, entries: tuple[Instance, ...], policy: str) -> str:
+    lines = text.splitlines(keepends=True)
+    index = next((i for i, line in enumerate(lines) if line.lstrip().startswith(ENTRIES_MARKER)), None)
+    if index is None:
+        raise CuBridgeError(f"lower: the reference source has no '{ENTRIES_MARKER}' line to patch at")
+    rows = []
+    for entry in entries:
+        tile = f", {source.kv_tiles[entry.head_dim]}" if source.extra_entry_args else ""
+        rows.append(f"{source.entry_macro}({entry.name}, {DTYPES[entry.dtype]}, {entry.head_dim}{tile}, {policy})\n")
+    return "".join(lines[: index + 1]) + "".join(rows)
+
+
+def _function(signature: str, statements, result: str) -> list[str]:
+    body = [f"    {statement}" for statement in statements]
+    return [f"  {signature} {{", *body, f"    return {result};", "  }"]
+
+
+def render_policy(seams: VariantSeams, policy: str, variant: str) -> str:
+    """The variant's policy: FullAttention with the members whose CuIR changed overridden."""
+    lines = [
+        "",
+        f"// The variant '{variant}': {BASE_POLICY} with the members whose CuIR changed, written by cuir-opt --lower",
+        "// from the transferred program (a trailing comment names the spec line an op came from).",
+        f"struct {policy} : {BASE_POLICY} {{",
+    ]
+    if seams.args:
+        lines.append("  struct Args {")
+        lines += [f"    {kind} {name};" for name, kind in seams.args]
+        lines.append("  };")
+    if seams.modify_score is not None:
+        lines.append("  static constexpr bool kModifiesScores = true;")
+    if seams.activate is not None:
+        lines.append("  static constexpr bool kSoftmax = false;")
+    if seams.kv_range is not None:
+        code, begin, end, full_begin, full_end = seams.kv_range
+        lines += [
+            "  template <int kBlockN, typename VariantArgs>",
+            "  __device__ static KvRange kv_range(const AttentionParams& p, const VariantArgs& args, "
+            "const WorkTile& tile, int, int) {",
+            f"    static_assert(kBlockN == {seams.block_n}, \"the transferred CuIR has {seams.block_n}-key kv tiles\");",
+            *[f"    {statement}" for statement in code.statements],
+            f"    return KvRange{{{begin}, {end}, {full_begin}, {full_end}}};",
+            "  }",
+        ]
+    if seams.kv_tile is not None:
+        lines += _function(
+            "__device__ static int kv_tile(const AttentionParams& p, const Args& args, const WorkTile& tile, "
+            "int position)",
+            seams.kv_tile.statements,
+            seams.kv_tile.result,
+        )
+    if seams.modify_score is not None:
+        lines += _function(
+            "__device__ static float modify_score(float score, int b, int h, int q_idx, int kv_idx, "
+            "const Args& args)",
+            seams.modify_score.statements,
+            seams.modify_score.result,
+        )
+    if seams.keep is not None:
+        lines += _function(
+            "__device__ static bool keep(int b, int h, int q_idx, int kv_idx, const Args& args)",
+            seams.keep.statements,
+            seams.keep.result,
+        )
+    if seams.activate is not None:
+        lines += _function("__device__ static float activate(float score)", seams.activate.statements,
+                           seams.activate.result)
+    lines.append("};")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,246 @@
+"""Attention variants on the GPU: a spec transferred onto a reference program, lowered to CUDA, compiled per
+(dtype, head dim) instance on first use and launched on torch tensors.
+
+    kernel = build_variant("examples/specs/softcap.py", reference="sm90")
+    out = kernel(q, k, v)                        # captured tensors come from the spec
+    out, lse = kernel(q, k, v, return_lse=True)  # softmax variants only
+    out = kernel(q, k, v, document_id=ids)       # a captured tensor overridden by keyword
+
+Captured tensors travel as kernel arguments (f32 or i32 copies on q's device; their reads are bounds-checked
+on the host once per shape). A mask the symbolic analysis cannot bound gets FlexAttention-style block lists,
+built on the GPU and cached per (captured tensors, shape). Every launch parameter comes from the transferred
+program: threads, the schedule (a `dynamic` schedule claims tiles from a zeroed counter), the tile sizes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from xdsl.dialects.builtin import ModuleOp
+
+from cubridge.diagnostics import CuBridgeError, parse_module
+from cubridge.frontends.spec import AttentionSpec, load_spec
+from cubridge.lowering import LoweredKernel, lower_module
+from cubridge.passes import mask_table
+from cubridge.passes.transfer import transfer_kernel
+import cubridge.runtime.attention as sm80_host
+from cubridge.runtime.attention_sm90 import BLOCK_N as SM90_BLOCK_N
+from cubridge.runtime.attention_sm90 import Sm90Params, head_chunk, tensor_maps
+from cubridge.runtime.attention_sm90 import shared_bytes as sm90_shared_bytes
+from cubridge.runtime.attention import DTYPE_NAMES, empty_outputs, prepare_launch
+from cubridge.runtime.compiler import CompiledKernel, cache_dir, compile_cubin
+from cubridge.runtime.driver import launch, load_function
+from cubridge.runtime.errors import InvalidInputError, UnsupportedArchError
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+REFERENCE_PROGRAMS = {
+    "sm90": REPOSITORY / "examples" / "ir" / "attention_sm90.mlir",
+    "sm80": REPOSITORY / "examples" / "ir" / "attention_sm80.mlir",
+}
+_LOG2_E = 1.4426950408889634
+
+
+def reference_module(reference: str) -> ModuleOp:
+    """The parsed reference program (`sm90` or `sm80`), every op located in its file."""
+    path = REFERENCE_PROGRAMS.get(reference)
+    if path is None:
+        raise InvalidInputError(f"unknown reference '{reference}': choose {' or '.join(REFERENCE_PROGRAMS)}")
+    if not path.is_file():
+        raise CuBridgeError("the reference program is missing (CuBridge runs from its source tree)", str(path))
+    from cubridge.tools.cuir_opt import CuirOptMain
+
+    return parse_module(CuirOptMain(args=["-"]).ctx, path.read_text(), str(path))
+
+
+def _kernel_of(module: ModuleOp):
+    from cubridge.dialect.cuir import KernelOp
+
+    return next(op for op in module.walk() if isinstance(op, KernelOp))
+
+
+def _table_struct(args: tuple[tuple[str, str], ...]) -> type[ctypes.Structure]:
+    """A ctypes mirror of the policy's `struct Args` of Table<T, R> members."""
+    fields = []
+    for name, kind in args:
+        rank = int(kind.split(",")[1].strip(" >"))
+        fields += [(f"{name}_data", ctypes.c_void_p), (f"{name}_dims", ctypes.c_int32 * rank)]
+    return type("VariantArgs", (ctypes.Structure,), {"_fields_": fields})
+
+
+@dataclass
+class VariantKernel:
+    """A spec's variant of one reference kernel; call it on [B, H, S, D] torch tensors."""
+
+    spec: AttentionSpec
+    reference: str
+    transferred: ModuleOp
+    reference_program: ModuleOp
+    _instances: dict[tuple[str, int], tuple[LoweredKernel, CompiledKernel]] = field(default_factory=dict)
+    _block_lists: dict[tuple, dict[str, torch.Tensor]] = field(default_factory=dict)
+    _checked_shapes: set[tuple] = field(default_factory=set)
+
+    @property
+    def kernel_op(self):
+        return _kernel_of(self.transferred)
+
+    def lowered(self, dtype: str = "bf16", head_dim: int = 128) -> LoweredKernel:
+        """The variant's CUDA source for one instance (no compilation)."""
+        return lower_module(self.reference_program, self.transferred, self.spec.name, ((dtype, head_dim),))
+
+    def compiled(self, dtype: str, head_dim: int, capability: tuple[int, int]) -> tuple[LoweredKernel, CompiledKernel]:
+        """The lowered instance and its cubin, compiled once per process (and cached on disk by source text)."""
+        key = (dtype, head_dim)
+        if key not in self._instances:
+            lowered = self.lowered(dtype, head_dim)
+            self._instances[key] = (lowered, compile_cubin(_source_file(lowered), capability))
+        return self._instances[key]
+
+    def __call__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None = None,
+                 return_lse: bool = False, **captured: torch.Tensor):
+        head_dims = tuple(SM90_BLOCK_N if self.reference == "sm90" else sm80_host.BLOCK_N)
+        scale, device_index, capability = prepare_launch(q, k, v, scale, kernel=f"{self.spec.name} ({self.reference})",
+                                                         head_dims=head_dims)
+        self._check_arch(capability)
+        if return_lse and self.spec.normalization != "softmax":
+            raise InvalidInputError(f"return_lse: the {self.spec.normalization} normalization has no log-sum-exp")
+        unknown = set(captured) - set(self.spec.captures)
+        if unknown:
+            raise InvalidInputError(f"unknown captured tensor(s) {sorted(unknown)}; the spec captures "
+                                    f"{sorted(self.spec.captures) or 'none'}")
+        lowered, compiled = self.compiled(DTYPE_NAMES[q.dtype], q.shape[3], capability)
+        tables = self._tables(lowered, q, k, captured)
+        args = _table_struct(lowered.args)()
+        for name, tensor in tables.items():
+            setattr(args, f"{name}_data", tensor.data_ptr())
+            getattr(args, f"{name}_dims")[:] = list(tensor.shape)
+        out, lse = empty_outputs(q, return_lse)
+        if self.reference == "sm90":
+            self._launch_sm90(lowered, compiled, q, k, v, out, lse, scale, args, device_index)
+        else:
+            self._launch_sm80(lowered, compiled, q, k, v, out, lse, scale, args, device_index)
+        return (out, lse) if return_lse else out
+
+    # -- inputs --------------------------------------------------------------------------------------------
+
+    def _check_arch(self, capability: tuple[int, int]) -> None:
+        if self.reference == "sm90" and capability != (9, 0):
+            raise UnsupportedArchError(f"the sm90 reference needs an sm_90 (Hopper) GPU; this one is "
+                                       f"sm_{capability[0]}{capability[1]} (use reference='sm80')")
+        if capability < (8, 0):
+            raise UnsupportedArchError(f"the sm80 reference needs sm_80 or newer; this GPU is "
+                                       f"sm_{capability[0]}{capability[1]}")
+
+    def _tables(self, lowered: LoweredKernel, q, k, captured: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Every Args table on q's device: captured tensors (f32 / i32), then block lists."""
+        captures = {name: captured.get(name, tensor) for name, tensor in self.spec.captures.items()}
+        for name, tensor in captures.items():
+            expected = self.spec.captures[name]
+            if not isinstance(tensor, torch.Tensor) or tensor.dim() != expected.dim():
+                raise InvalidInputError(f"captured tensor '{name}' must be a {expected.dim()}-D tensor")
+        shape = (q.shape[0], q.shape[1], q.shape[2], k.shape[2])
+        bound_key = (shape, tuple((n, tuple(t.shape)) for n, t in captures.items()))
+        if bound_key not in self._checked_shapes:
+            spec = _with_captures(self.spec, captures)
+            try:
+                spec.check_capture_bounds(tuple(q.shape), tuple(k.shape))
+            except CuBridgeError as error:
+                raise InvalidInputError(str(error)) from None
+            self._checked_shapes.add(bound_key)
+        tables = {}
+        names = [name for name, _ in lowered.args]
+        for name in names:
+            if name in captures:
+                tensor = captures[name]
+                dtype = torch.float32 if tensor.is_floating_point() else torch.int32
+                tables[name] = tensor.detach().to(device=q.device, dtype=dtype).contiguous()
+        if any(name in mask_table.TABLES for name in names):
+            tables |= self._block_list_tables(captures, shape, lowered, q.device)
+        return tables
+
+    def _block_list_tables(self, captures, shape, lowered: LoweredKernel, device) -> dict[str, torch.Tensor]:
+        key = (shape, device, tuple((n, t.data_ptr(), t._version, tuple(t.shape)) for n, t in captures.items()))
+        tables = self._block_lists.get(key)
+        if tables is None:
+            spec = _with_captures(self.spec, captures)
+            tables = mask_table.build_block_lists(spec.mask_on(device), shape, lowered.tile_m, lowered.block_n,
+                                                  device, keep_on_device=True)
+            self._block_lists = {key: tables}  # the latest shape and captures only
+        return tables
+
+    # -- launches -------------------------------------------------------------------------------------------
+
+    def _launch_sm90(self, lowered, compiled, q, k, v, out, lse, scale, args, device_index) -> None:
+        batch, heads_q, seqlen_q, head_dim = q.shape
+        heads_kv, seqlen_k = k.shape[1], k.shape[2]
+        dynamic = lowered.schedule == "dynamic"
+        counter = torch.zeros(1, dtype=torch.int32, device=q.device) if dynamic else None
+        params = Sm90Params(
+            lse.data_ptr() if lse is not None else None, counter.data_ptr() if counter is not None else None,
+            batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_chunk(seqlen_k, head_dim),
+            scale, scale * _LOG2_E,
+        )
+        smem = sm90_shared_bytes(head_dim)
+        function = load_function(compiled, lowered.instances[0].name, device_index, smem)
+        tiles = math.ceil(seqlen_q / lowered.tile_m) * heads_q * batch
+        grid = (min(tiles, _sm_count(device_index)), 1, 1)
+        maps = tensor_maps(q, k, v, out)
+        launch(function, grid, (lowered.threads, 1, 1), smem, [*maps, params, args], device_index)
+
+    def _launch_sm80(self, lowered, compiled, q, k, v, out, lse, scale, args, device_index) -> None:
+        batch, heads_q, seqlen_q, head_dim = q.shape
+        heads_kv, seqlen_k = k.shape[1], k.shape[2]
+        params = sm80_host.AttentionParams(
+            q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), lse.data_ptr() if lse is not None else None,
+            *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *out.stride()[:3],
+            seqlen_q, seqlen_k, heads_q, heads_kv, scale, scale * _LOG2_E,
+        )
+        smem = sm80_host.shared_bytes(head_dim)
+        function = load_function(compiled, lowered.instances[0].name, device_index, smem)
+        grid = (math.ceil(seqlen_q / lowered.tile_m), heads_q, batch)
+        launch(function, grid, (lowered.threads, 1, 1), smem, [params, args], device_index)
+
+
+def _with_captures(spec: AttentionSpec, captures: dict[str, torch.Tensor]) -> AttentionSpec:
+    from dataclasses import replace
+
+    return replace(spec, captures=captures)
+
+
+@functools.cache
+def _sm_count(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def _source_file(lowered: LoweredKernel) -> Path:
+    """The lowered source written once under the cache directory, named by its text's hash."""
+    digest = hashlib.sha256(lowered.source.encode()).hexdigest()[:32]
+    directory = cache_dir() / "variants"
+    path = directory / f"{lowered.reference.entry_prefix}_{lowered.variant}-{digest}.cu"
+    if path.is_file():
+        return path
+    directory.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=directory, suffix=".cu.tmp")
+    with os.fdopen(handle, "w") as stream:
+        stream.write(lowered.source)
+    os.replace(temporary, path)
+    return path
+
+
+def build_variant(spec: str | AttentionSpec, reference: str = "sm90") -> VariantKernel:
+    """The spec's variant of the `reference` kernel (`sm90` or `sm80`): transferred and lowered now, compiled
+    per (dtype, head dim) on first call."""
+    spec = spec if isinstance(spec, AttentionSpec) else load_spec(spec)
+    program = reference_module(reference)
+    transferred = program.clone()
+    transfer_kernel(_kernel_of(transferred), spec)
+    kernel = VariantKernel(spec, reference, transferred, program)
+    kernel.lowered()  # lowering errors surface here, not at the first call
+    return kernel

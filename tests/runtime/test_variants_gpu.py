@@ -1,0 +1,113 @@
+"""Every example spec, and one written here, lowered onto both reference kernels and run on the GPU: FlashAttention's
+criterion against float64 on lengths 1 to 4099 (tails on both sides, SQ != SKV both ways, GQA, B > 1), bf16 and
+fp16, head dims 64 and 128; the LSE of softmax specs too."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from cubridge.runtime.variant import build_variant
+from cubridge.runtime.variant_reference import check_close, spec_attention
+
+pytestmark = pytest.mark.gpu
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+SPECS = sorted(p.stem for p in (REPOSITORY / "examples" / "specs").glob("*.py"))
+OWN_SPEC = Path(__file__).resolve().parent / "specs" / "head_bias_batch_mask.py"
+# (B, HQ, HKV, SQ, SKV)
+SHAPES = [(2, 4, 1, 1, 1), (2, 4, 2, 17, 17), (1, 4, 4, 127, 129), (2, 4, 2, 129, 127), (1, 4, 1, 333, 1999),
+          (1, 4, 2, 1999, 333), (1, 2, 1, 4099, 4099)]
+INSTANCES = [(torch.bfloat16, 128), (torch.float16, 128), (torch.bfloat16, 64)]
+REFERENCES = ("sm90", "sm80")
+
+
+def _on_hopper() -> bool:
+    return torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
+
+
+def long_captures(spec, length: int) -> dict[str, torch.Tensor]:
+    """Captured tensors that cover `length` positions: document-style tables are regrown with random
+    document lengths (their values change, which must not recompile); others stay."""
+    generator = torch.Generator().manual_seed(length)
+    captures = {}
+    for name, tensor in spec.captures.items():
+        if tensor.dim() != 1 or tensor.is_floating_point() or tensor.numel() >= length:
+            captures[name] = tensor
+            continue
+        lengths = torch.randint(1, max(2, length // 3), (length,), generator=generator)
+        captures[name] = torch.repeat_interleave(torch.arange(length) % 2 if "kv" in name else torch.arange(length),
+                                                 lengths)[:length].contiguous()
+    return captures
+
+
+@pytest.fixture(scope="module")
+def kernels():
+    if not _on_hopper():
+        pytest.skip("needs an sm_90 GPU (the sm80 kernels run on it too)")
+    built = {(spec, reference): build_variant(str(REPOSITORY / "examples" / "specs" / f"{spec}.py"), reference)
+             for spec in SPECS for reference in REFERENCES}
+    built |= {("own", reference): build_variant(str(OWN_SPEC), reference) for reference in REFERENCES}
+    names = {torch.bfloat16: "bf16", torch.float16: "fp16"}
+    jobs = [(kernel, names[dtype], head_dim) for kernel in built.values() for dtype, head_dim in INSTANCES]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(lambda job: job[0].compiled(job[1], job[2], (9, 0)), jobs))
+    return built
+
+
+def _check(kernel, spec, shape, dtype, head_dim) -> list[str]:
+    batch, heads_q, heads_kv, seqlen_q, seqlen_kv = shape
+    torch.manual_seed(hash((spec.name, shape, str(dtype), head_dim)) % 2**31)
+    q = torch.randn(batch, heads_q, seqlen_q, head_dim, device="cuda", dtype=dtype)
+    k = torch.randn(batch, heads_kv, seqlen_kv, head_dim, device="cuda", dtype=dtype)
+    v = torch.randn(batch, heads_kv, seqlen_kv, head_dim, device="cuda", dtype=dtype)
+    scale = 1.0 / math.sqrt(head_dim)
+    captures = long_captures(spec, max(seqlen_q, seqlen_kv))
+    overrides = {n: t for n, t in captures.items() if t is not spec.captures[n]}
+    softmax = spec.normalization == "softmax"
+    result = kernel(q, k, v, scale=scale, return_lse=softmax, **overrides)
+    out, lse = result if softmax else (result, None)
+    torch.cuda.synchronize()
+    exact, exact_lse = spec_attention(spec, q, k, v, scale, captures, exact=True)
+    eager, _ = spec_attention(spec, q, k, v, scale, captures, exact=False)
+    where = f"{spec.name} {kernel.reference} {shape} {dtype} D{head_dim}"
+    failures = []
+    ok, error, bound = check_close(out, eager, exact)
+    if not ok:
+        failures.append(f"{where}: out error {error:.3e} > bound {bound:.3e}")
+    if lse is not None:
+        finite = torch.isfinite(exact_lse)
+        if not torch.equal(torch.isfinite(lse), finite):
+            failures.append(f"{where}: LSE -inf on different rows")
+        elif finite.any() and (lse.double() - exact_lse)[finite].abs().max().item() > 2e-2:
+            failures.append(f"{where}: LSE error {(lse.double() - exact_lse)[finite].abs().max().item():.3e}")
+    return failures
+
+
+@pytest.mark.parametrize("reference", REFERENCES)
+@pytest.mark.parametrize("spec_name", [*SPECS, "own"])
+def test_variant_matches_reference(kernels, spec_name, reference):
+    kernel = kernels[(spec_name, reference)]
+    failures = []
+    for dtype, head_dim in INSTANCES:
+        for shape in SHAPES:
+            failures += _check(kernel, kernel.spec, shape, dtype, head_dim)
+    assert not failures, "\n".join(failures)
+
+
+def test_captured_values_do_not_recompile(kernels):
+    kernel = kernels[("document_mask", "sm90")]
+    q = torch.randn(1, 4, 600, 128, device="cuda", dtype=torch.bfloat16)
+    first = long_captures(kernel.spec, 600)
+    kernel(q, q, q, **first)
+    compiled = dict(kernel._instances)
+    second = {name: torch.flip(tensor, (0,)) for name, tensor in first.items()}
+    out = kernel(q, q, q, **second)
+    exact, _ = spec_attention(kernel.spec, q, q, q, 128**-0.5, second, exact=True)
+    eager, _ = spec_attention(kernel.spec, q, q, q, 128**-0.5, second, exact=False)
+    assert kernel._instances == compiled
+    assert check_close(out, eager, exact)[0]
