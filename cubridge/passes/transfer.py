@@ -29,7 +29,18 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import ArrayAttr, IndexType, IntegerAttr, ModuleOp, StringAttr, f32, i32
+from xdsl.dialects.builtin import (
+    UNKNOWN_LOC,
+    ArrayAttr,
+    FileLineColLoc,
+    IndexType,
+    IntAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    f32,
+    i32,
+)
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -39,7 +50,7 @@ from cubridge.dialect.types import GlobalTensorType
 from cubridge.diagnostics import CuBridgeError, describe_location
 from cubridge.frontends import expr as E
 from cubridge.frontends.lower import ScalarLowering
-from cubridge.frontends.spec import AttentionSpec, load_spec
+from cubridge.frontends.spec import AttentionSpec, _assignment_line, load_spec
 from cubridge.passes.mask_analysis import Q_FIRST, Q_LAST, SEQLEN_KV, NotAffine, TilePlan, tile_plan
 from cubridge.passes import mask_table
 from cubridge.passes.transfer_match import (
@@ -69,6 +80,7 @@ class TransferPass(ModulePass):
 
 
 def transfer_kernel(kernel: KernelOp, spec: AttentionSpec) -> None:
+    original = set(kernel.walk())
     found = match_attention(kernel)
     captured = _add_capture_arguments(kernel, spec)
     unmasked = {id(site): _insert_hooks(site, spec, captured) for site in found.sites}
@@ -86,6 +98,30 @@ def transfer_kernel(kernel: KernelOp, spec: AttentionSpec) -> None:
         }
     _specialize_kv_loops(found, plan, unmasked, block_lists)
     _schedule_unequal_tiles(kernel, plan)
+    _locate_inserted_ops(kernel, spec, original)
+
+
+def _locate_inserted_ops(kernel: KernelOp, spec: AttentionSpec, original: set[Operation]) -> None:
+    """Give every op the transfer inserted without a spec line of its own (hook ops carry theirs) the spec
+    line it follows from: the normalization's assignment for the activation map, else the mask_mod's (or
+    score_mod's) definition, so that the lowering can say where generated code came from."""
+    normalization = _spec_location(spec, _assignment_line(spec.path, "normalization"))
+    hook = spec.mask_mod or spec.score_mod
+    code = getattr(hook, "__code__", None)
+    line = code.co_firstlineno if code is not None and code.co_filename == spec.path else 1
+    default = _spec_location(spec, line)
+    for op in kernel.walk():
+        if op.location != UNKNOWN_LOC or op in original:
+            continue
+        activation = isinstance(op, MapOp) and op.parent_op() is not None and spec.normalization != "softmax"
+        op.location = normalization if activation and len(op.inputs) == 1 and not op.origin else default
+        for nested in op.walk():
+            if nested.location == UNKNOWN_LOC:
+                nested.location = op.location
+
+
+def _spec_location(spec: AttentionSpec, line: int) -> FileLineColLoc:
+    return FileLineColLoc(StringAttr(spec.path), IntAttr(line), IntAttr(1))
 
 
 # ----------------------------------------------------------------------------

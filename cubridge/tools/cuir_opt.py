@@ -61,6 +61,18 @@ class CuirOptMain(xDSLOptMain):
             metavar="SPEC.py",
             help="append the transfer pass for this attention spec to the pipeline",
         )
+        output = arg_parser.add_mutually_exclusive_group()
+        output.add_argument(
+            "--lower",
+            action="store_true",
+            help="after the pipeline, print CUDA instead of CuIR: the kernel's reference source patched "
+            "where the IR changed (docs/lowering.md)",
+        )
+        output.add_argument(
+            "--emit-diff",
+            action="store_true",
+            help="like --lower, but print the patch against the reference source as a unified diff",
+        )
 
     def setup_pipeline(self) -> None:
         if self.args.transfer is not None:
@@ -139,6 +151,7 @@ class CuirOptMain(xDSLOptMain):
         module = parse_module(self.ctx, chunk, self.get_input_name(), line_offset)
         if not self.args.disable_verify:
             verify_module(module)
+        reference = module.clone() if self.args.lower or self.args.emit_diff else None
         try:
             self.apply_passes(module)
         except CuBridgeError:
@@ -146,7 +159,13 @@ class CuirOptMain(xDSLOptMain):
         except DiagnosticException as error:
             message = str(error.args[0]) if error.args else str(error)
             raise CuBridgeError(message, self.get_input_name()) from None
-        return self._print(module)
+        if reference is None:
+            return self._print(module)
+        from cubridge.lowering import lower_module
+
+        variant = Path(self.args.transfer).stem if self.args.transfer else "variant"
+        lowered = lower_module(reference, module, variant)
+        return lowered.diff() if self.args.emit_diff else lowered.source
 
     def _print(self, module: ModuleOp) -> str:
         stream = StringIO()

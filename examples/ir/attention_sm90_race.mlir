@@ -4,7 +4,7 @@
 // accumulator that is still in flight. cuir-run must report this race and
 // name both the map and the gemm_async.
 builtin.module {
-  cuir.kernel @attention_fwd_sm90(%q: !cuir.global<4 x bf16, strided>, %k: !cuir.global<4 x bf16, strided>, %v: !cuir.global<4 x bf16, strided>, %o: !cuir.global<4 x bf16, strided>, %lse: !cuir.global<3 x f32, strided>, %softmax_scale: f32) threads 384 smem 196688 cluster 1x1x1 tile_m 128 schedule persistent longest_first {
+  cuir.kernel @attention_fwd_sm90(%q: !cuir.global<4 x bf16, strided>, %k: !cuir.global<4 x bf16, strided>, %v: !cuir.global<4 x bf16, strided>, %o: !cuir.global<4 x bf16, strided>, %lse: !cuir.global<3 x f32, strided>, %softmax_scale: f32) threads 384 smem 196688 cluster 1x1x1 tile_m 128 schedule persistent longest_first source "attention_sm90.cu" {
     %q_smem = cuir.alloc : !cuir.smem<64x128xbf16, stages 2, swizzle 128>
     %k_smem = cuir.alloc : !cuir.smem<128x128xbf16, stages 2, swizzle 128>
     %v_smem = cuir.alloc : !cuir.smem<128x128xbf16, stages 2, swizzle 128>

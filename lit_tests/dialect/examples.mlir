@@ -17,7 +17,7 @@
 // RUN: cuir-opt %examples/ir/attention_sm90_race.mlir --print-op-generic | cuir-opt | diff %t.race -
 
 // Ampere: one 128-thread worker, cp.async copies, mma.sync gemms on register tiles.
-// SM80:      cuir.kernel @attention_fwd_sm80(%q: !cuir.global<4 x bf16, strided>, %k: !cuir.global<4 x bf16, strided>, %v: !cuir.global<4 x bf16, strided>, %o: !cuir.global<4 x bf16, strided>, %lse: !cuir.global<3 x f32, strided>, %softmax_scale: f32) threads 128 smem 65536 cluster 1x1x1 tile_m 128 schedule grid {
+// SM80:      cuir.kernel @attention_fwd_sm80(%q: !cuir.global<4 x bf16, strided>, %k: !cuir.global<4 x bf16, strided>, %v: !cuir.global<4 x bf16, strided>, %o: !cuir.global<4 x bf16, strided>, %lse: !cuir.global<3 x f32, strided>, %softmax_scale: f32) threads 128 smem 65536 cluster 1x1x1 tile_m 128 schedule grid source "attention_sm80.cu" {
 // SM80-NEXT:   %[[Q_SMEM:.+]] = cuir.alloc : !cuir.smem<128x128xbf16, swizzle 128>
 // SM80-NEXT:   %[[K_SMEM:.+]] = cuir.alloc : !cuir.smem<64x128xbf16, swizzle 128>
 // SM80-NEXT:   %[[V_SMEM:.+]] = cuir.alloc : !cuir.smem<64x128xbf16, swizzle 128>
@@ -32,7 +32,7 @@
 // SM80-NOT:    cuir.gemm_async
 
 // Hopper: a TMA producer and two ping-ponging wgmma consumers.
-// SM90:      cuir.kernel @attention_fwd_sm90({{.*}}) threads 384 smem 196688 cluster 1x1x1 tile_m 128 schedule persistent longest_first {
+// SM90:      cuir.kernel @attention_fwd_sm90({{.*}}) threads 384 smem 196688 cluster 1x1x1 tile_m 128 schedule persistent longest_first source "attention_sm90.cu" {
 // SM90-NEXT:   %[[Q_SMEM:.+]] = cuir.alloc : !cuir.smem<64x128xbf16, stages 2, swizzle 128>
 // SM90-NEXT:   %[[K_SMEM:.+]] = cuir.alloc : !cuir.smem<128x128xbf16, stages 2, swizzle 128>
 // SM90-NEXT:   %[[V_SMEM:.+]] = cuir.alloc : !cuir.smem<128x128xbf16, stages 2, swizzle 128>
@@ -129,7 +129,7 @@
 
 // The race example verifies (the race is a run-time property): in the loop,
 // the map reads S before the gemm_wait of its token.
-// RACE:      cuir.kernel @attention_fwd_sm90({{.*}}) threads 384 smem 196688 cluster 1x1x1 tile_m 128 schedule persistent longest_first {
+// RACE:      cuir.kernel @attention_fwd_sm90({{.*}}) threads 384 smem 196688 cluster 1x1x1 tile_m 128 schedule persistent longest_first source "attention_sm90.cu" {
 // RACE:        cuir.worker @producer threads 0 to 128 regs 24
 // RACE:        cuir.worker @consumer threads 128 to 384 regs 240
 // RACE:          scf.for

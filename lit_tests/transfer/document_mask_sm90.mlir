@@ -8,7 +8,7 @@
 // dynamically. The tests for an in-flight P V compare positions with the
 // consumer loops' first position.
 
-// CHECK:      cuir.kernel @attention_fwd_sm90({{.*}}) threads 384 smem 196688 cluster 1x1x1 tile_m 128 schedule dynamic longest_first {
+// CHECK:      cuir.kernel @attention_fwd_sm90({{.*}}) threads 384 smem 196688 cluster 1x1x1 tile_m 128 schedule dynamic longest_first source "attention_sm90.cu" {
 // CHECK:      cuir.worker @producer
 // CHECK:        cuir.for_each_tile (%q_tile, %head, %batch)
 // CHECK:          %[[NP:.*]] = cuir.gather %kv_num_blocks[%batch, %head, %q_tile] : !cuir.global<3 x i32, row_major>

@@ -8,7 +8,7 @@
 // an in-flight P V (the kernel's `j > 1`, `n > 1`) compare with the moved
 // lower bound kv_lo + 1, in all three consumer loops and after them.
 
-// CHECK:      cuir.kernel @attention_fwd_sm90({{.*}}) threads 384 smem 196688 cluster 1x1x1 tile_m 128 schedule dynamic longest_first {
+// CHECK:      cuir.kernel @attention_fwd_sm90({{.*}}) threads 384 smem 196688 cluster 1x1x1 tile_m 128 schedule dynamic longest_first source "attention_sm90.cu" {
 
 // Producer: window start max(0, q_first - 99), in 128-column tiles.
 // CHECK:      cuir.worker @producer

@@ -4,7 +4,7 @@
 // CAP * tanh(score / CAP) with CAP = 2.0. Without a mask every query tile visits
 // every kv tile, so the schedule stays persistent.
 
-// CHECK:      cuir.kernel @attention_fwd_sm90({{.*}}) threads 384 smem 196688 cluster 1x1x1 tile_m 128 schedule persistent longest_first {
+// CHECK:      cuir.kernel @attention_fwd_sm90({{.*}}) threads 384 smem 196688 cluster 1x1x1 tile_m 128 schedule persistent longest_first source "attention_sm90.cu" {
 // CHECK:      cuir.gemm_wait %s_first_done : !cuir.token<@consumer>
 // CHECK:      %score_first = cuir.map %s_first
 // CHECK-NEXT:   %scaled = arith.mulf %x, %softmax_scale : f32
