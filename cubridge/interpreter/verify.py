@@ -20,12 +20,13 @@ P rounded to the input type, the output rounded to its type), plus a small
 floor. For each output, on the rows the run covered, with f the floor of
 the output's type (bf16 2^-10, f16 2^-13, f32 2^-20: a quarter of the unit
 roundoff for 16-bit types, a few ulps for float32, whose results differ by
-the order of operations):
+the order of operations) and r = max(|ref|, 1) for lse (in the log domain,
+errors are absolute), r = |ref| for o and rowsum:
 
-    max_abs(kernel - ref) <= 2 * max_abs(emulated - ref) + f * max|ref|
-    rel(kernel - ref)     <= 2 * rel(emulated - ref) + f
+    max_abs(kernel - ref) <= 2 * max_abs(emulated - ref) + f * max(r)
+    rel(kernel - ref)     <= 2 * rel(emulated - ref) + f * |r| / |ref|
 
-where rel is the Frobenius norm of the difference over that of ref.
+where rel is the Frobenius norm of the difference over that of ref (|.|).
 """
 
 from __future__ import annotations
@@ -144,7 +145,7 @@ class VerificationResult:
         )
         return (
             f"verified: {figures} (worst of {len(self.runs)} runs: seeds {seeds}, schedules "
-            f"{schedules}, {len(shapes)} shapes B,HQ,HKV,SQ,SKV = {sizes}; D={shapes[0].head_dim})"
+            f"{schedules}, {len(shapes)} shape(s) B,HQ,HKV,SQ,SKV = {sizes}; D={shapes[0].head_dim})"
         )
 
 
@@ -192,7 +193,7 @@ class _Expected:
 
     def __init__(self, spec, plan: KernelPlan, inputs, scale: float):
         q, k, v = (inputs[n].astype(np.float64) for n in ("q", "k", "v"))
-        reference = {"o": np.array(spec.reference(q, k, v, scale), dtype=np.float64)}
+        reference = {"o": np.asarray(spec.reference(q, k, v, scale), dtype=np.float64).copy()}
         emulated = kernel_precision(
             spec,
             inputs["q"],
@@ -204,7 +205,7 @@ class _Expected:
         )
         has_lse = plan.argument("lse") is not None and "lse" in emulated
         if has_lse:
-            reference["lse"] = np.array(spec.reference_lse(q, k, v, scale), dtype=np.float64)
+            reference["lse"] = np.asarray(spec.reference_lse(q, k, v, scale), dtype=np.float64).copy()
         else:
             emulated.pop("lse", None)
         fully_masked = np.isneginf(masked_scores(spec, q, k, scale, np.float64)).all(axis=-1)
@@ -229,15 +230,17 @@ class _Expected:
             max_abs, relative = _distance(kernel[name][rows], ref)
             emulated_abs, emulated_relative = _distance(self.emulated[name][rows], ref)
             floor = FLOORS[self.types[name]]
-            finite = ref[np.isfinite(ref)]
-            magnitude = float(np.abs(finite).max()) if finite.size else 0.0
+            finite = np.abs(ref[np.isfinite(ref)])
+            magnitude = np.maximum(finite, 1.0) if name == "lse" else finite
+            norm = np.linalg.norm(finite)
+            relative_floor = floor * np.linalg.norm(magnitude) / norm if norm > 0 else 0.0
             errors.append(
                 OutputError(
                     name,
                     max_abs,
-                    ERROR_FACTOR * emulated_abs + floor * magnitude,
+                    ERROR_FACTOR * emulated_abs + floor * (magnitude.max() if magnitude.size else 0.0),
                     relative,
-                    ERROR_FACTOR * emulated_relative + floor,
+                    ERROR_FACTOR * emulated_relative + relative_floor,
                 )
             )
         return tuple(errors)
