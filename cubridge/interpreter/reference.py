@@ -70,7 +70,8 @@ def masked_scores(spec, q: np.ndarray, k: np.ndarray, scale: float, dtype) -> np
     """scale * Q K^T computed in `dtype`, through the spec's score_mod; masked entries -inf."""
     q, k = np.asarray(q, dtype=dtype), np.asarray(k, dtype=dtype)
     k = np.repeat(k, q.shape[1] // k.shape[1], axis=1)
-    scores = np.matmul(q, np.swapaxes(k, -1, -2)) * dtype(scale)
+    with np.errstate(invalid="ignore"):  # BLAS raises spurious invalid-value flags
+        scores = np.matmul(q, np.swapaxes(k, -1, -2)) * dtype(scale)
     if spec.score_mod is None and spec.mask_mod is None:
         return scores
     import torch  # hooks are torch code; standard attention never gets here without a mask

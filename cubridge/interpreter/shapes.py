@@ -14,6 +14,7 @@ program several work tiles, so that state carried from tile to tile
 
 from __future__ import annotations
 
+import math
 from itertools import groupby
 
 from xdsl.dialects import arith
@@ -120,5 +121,5 @@ def _captures_fit(spec, shape: ProblemShape) -> bool:
 def score_range(spec) -> float:
     """The score scale the widest query rows of the wide inputs reach: well past every
     float constant of the score hook (a cap, a threshold, a bias), and at least 8."""
-    constants = [abs(c) for c in hook_constants(spec, "float")]
+    constants = [abs(c) for c in hook_constants(spec, "float") if math.isfinite(c)]
     return max([MIN_SCORE_RANGE] + [SCORE_RANGE_PER_CONSTANT * c for c in constants])

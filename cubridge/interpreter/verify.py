@@ -65,7 +65,9 @@ class OutputError:
 
     @property
     def ok(self) -> bool:
-        return self.max_abs <= self.max_abs_bound and self.relative <= self.relative_bound
+        """Within both bounds; a bound that is not finite (a NaN reference) fails."""
+        bounds = (self.max_abs_bound, self.relative_bound)
+        return all(map(math.isfinite, bounds)) and self.max_abs <= bounds[0] and self.relative <= bounds[1]
 
     @property
     def severity(self) -> float:
