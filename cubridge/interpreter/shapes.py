@@ -7,9 +7,10 @@ two-stage pipeline wraps). Runs of consecutive lengths are paired
 cyclically: each length is SQ of one shape and SKV of another, so SQ < SKV
 and SQ > SKV both occur. Batch and head counts cycle through
 `HEAD_CONFIGS` (batch > 1, grouped-query 2:1 and 3:1, one kv head per
-query head). Two multiprocessors (`VERIFY_NUM_SMS`) give each persistent
-program several work tiles, so that state carried from tile to tile
-(pipeline counters, barrier phases) is exercised.
+query head), each with at least three work tiles. Two multiprocessors
+(`VERIFY_NUM_SMS`) then give a persistent program at least two work tiles,
+so that state carried from tile to tile (pipeline counters, barrier
+phases) is exercised.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from cubridge.dialect import cuir
 from cubridge.interpreter.executor import ProblemShape
 
 VERIFY_NUM_SMS = 2
-HEAD_CONFIGS = ((2, 2, 1), (1, 3, 1), (1, 2, 2))  # (B, HQ, HKV)
+HEAD_CONFIGS = ((2, 2, 1), (1, 3, 1), (2, 2, 2))  # (B, HQ, HKV)
 MAX_LENGTH = 1024  # constants beyond it are not straddled: too costly to execute
 MIN_SCORE_RANGE = 8.0
 SCORE_RANGE_PER_CONSTANT = 3.0
