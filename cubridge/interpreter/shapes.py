@@ -1,7 +1,8 @@
 """Default verification shapes and input ranges, derived from the kernel and the spec.
 
 Lengths straddle (c-1, c, c+1) every integer constant of the kernel (tile
-sizes, kv bounds, mask code) and of the spec's hooks, and every tile edge
+sizes, kv bounds, mask code) and of the spec's hooks below `MAX_LENGTH`, and
+every tile edge
 up to one past the largest of them (at least three kv tiles, so that a
 two-stage pipeline wraps). Runs of consecutive lengths are paired
 cyclically: each length is SQ of one shape and SKV of another, so SQ < SKV
@@ -32,9 +33,9 @@ MIN_SCORE_RANGE = 8.0
 SCORE_RANGE_PER_CONSTANT = 3.0
 
 
-def hook_constants(spec, kind: str) -> set:
-    """The constants of kind `kind` ("int" or "float") in the spec's traced hooks."""
-    exprs = [e for e in (getattr(spec, "mask_expr", None), getattr(spec, "score_expr", None)) if e]
+def hook_constants(spec, hooks=("mask_expr", "score_expr"), kinds=("int",)) -> set:
+    """The numeric constants of the given kinds ("int", "float") in the spec's traced hooks."""
+    exprs = [e for e in (getattr(spec, hook, None) for hook in hooks) if e is not None]
     if not exprs:
         return set()
     from cubridge.frontends.expr import Expr  # only specs with traced hooks (and torch) get here
@@ -51,9 +52,8 @@ def hook_constants(spec, kind: str) -> set:
             return
         seen.add(id(node))
         if node.op == "const":
-            value = node.args[0]
-            if node.kind == kind and not isinstance(value, bool):
-                found.add(value)
+            if node.kind in kinds and not isinstance(node.args[0], bool):
+                found.add(node.args[0])
             return
         for arg in node.args:
             visit(arg)
@@ -84,7 +84,8 @@ def tile_sizes(kernel: cuir.KernelOp) -> set[int]:
 def critical_lengths(kernel: cuir.KernelOp, spec) -> list[int]:
     """Sequence lengths at c-1, c, c+1 of every constant and tile edge."""
     tiles = tile_sizes(kernel)
-    constants = {c for c in kernel_constants(kernel) | hook_constants(spec, "int") if 0 < c < MAX_LENGTH}
+    constants = {abs(c) for c in kernel_constants(kernel) | hook_constants(spec)}
+    constants = {c for c in constants if 0 < c < MAX_LENGTH}
     longest = max([2 * max(tiles) + 1] + [c + 1 for c in constants])
     edges = {edge for tile in tiles for edge in range(tile, longest + 1, tile)}
     return sorted({n for c in constants | edges for n in (c - 1, c, c + 1) if 1 <= n <= longest})
@@ -121,6 +122,6 @@ def _captures_fit(spec, shape: ProblemShape) -> bool:
 
 def score_range(spec) -> float:
     """The score scale the widest query rows of the wide inputs reach: well past every
-    float constant of the score hook (a cap, a threshold, a bias), and at least 8."""
-    constants = [abs(c) for c in hook_constants(spec, "float") if math.isfinite(c)]
+    constant of score_mod (a cap, a threshold, a bias), and at least 8."""
+    constants = [abs(c) for c in hook_constants(spec, ("score_expr",), ("int", "float")) if math.isfinite(c)]
     return max([MIN_SCORE_RANGE] + [SCORE_RANGE_PER_CONSTANT * c for c in constants])

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from cubridge.diagnostics import verify_module
+from cubridge.diagnostics import CuBridgeError, verify_module
 from cubridge.interpreter.executor import KernelPlan, ProblemShape, execute, find_kernel
 from cubridge.interpreter.numerics import rounding_for, type_name
 from cubridge.interpreter.reference import StandardAttention, kernel_precision, masked_scores
@@ -205,9 +205,10 @@ class _Expected:
             rounding_for(plan.argument("q").type.element_type),
             rounding_for(plan.argument("o").type.element_type),
         )
-        has_lse = plan.argument("lse") is not None and "lse" in emulated
+        lse = spec.reference_lse(q, k, v, scale) if plan.argument("lse") is not None else None
+        has_lse = lse is not None and "lse" in emulated
         if has_lse:
-            reference["lse"] = np.asarray(spec.reference_lse(q, k, v, scale), dtype=np.float64).copy()
+            reference["lse"] = np.asarray(lse, dtype=np.float64).copy()
         else:
             emulated.pop("lse", None)
         fully_masked = np.isneginf(masked_scores(spec, q, k, scale, np.float64)).all(axis=-1)
@@ -293,6 +294,8 @@ def verify(
     spec = spec or StandardAttention()
     if shapes is None:
         shapes = default_shapes(plan.kernel, spec, plan.head_dim)
+        if not shapes:
+            raise CuBridgeError("no default shape fits the spec's captured tensors; give shapes")
     shapes = [s if isinstance(s, ProblemShape) else ProblemShape(*s) for s in shapes]
     for shape in shapes:
         plan.check_shape(shape)

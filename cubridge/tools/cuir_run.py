@@ -3,15 +3,16 @@
 Prints each diagnostic as a located line, then a one-line verdict naming the
 shapes it ran (or the failing run).
 
-Default shapes are derived from the kernel and the spec: sequence lengths at
-c-1, c and c+1 of every integer constant of the kernel (tile sizes, kv
-bounds, mask code) and of the spec's hooks and of every tile edge, each
-length once as SQ and once as SKV; batch 2 and grouped-query heads; two
-multiprocessors, so each persistent program runs several work tiles. Every
-shape runs with seeds 0 (q, k, v from N(0, 1)) and 1 (query rows scaled so
-that scores reach well past every constant of score_mod), each under the
-round-robin and a random schedule. Column 0 of v is ones: column 0 of o,
-the row sums of P, is checked as `rowsum`.
+Default shapes are derived from the kernel and the spec: sequence lengths
+at c-1, c and c+1 of every integer constant below 1024 of the kernel (tile
+sizes, kv bounds, mask code) and of the spec's hooks, and of every tile
+edge, within the lengths of the spec's captured tensors; each length is SQ
+of one shape and SKV of another; batch 2, grouped-query and one-to-one
+heads; two multiprocessors, so each persistent program runs several work
+tiles. Every shape runs with seeds 0 (q, k, v from N(0, 1)) and 1 (query
+rows scaled so that scores reach well past every constant of score_mod),
+each under the round-robin and a random schedule. Column 0 of v is ones:
+column 0 of o, the row sums of P, is checked as `rowsum`.
 
 Tolerances (FlashAttention's criterion), per output (o, rowsum, lse):
 max_abs and relative Frobenius error at most twice those of the same

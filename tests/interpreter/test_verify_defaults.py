@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cubridge.diagnostics import CuBridgeError
 from cubridge.frontends.spec import load_spec
-from cubridge.interpreter import KernelPlan, ProblemShape, StandardAttention, execute
+from cubridge.interpreter import KernelPlan, ProblemShape, StandardAttention, execute, verify
 from cubridge.interpreter.executor import find_kernel
 from cubridge.interpreter.numerics import round_to_bf16
 from cubridge.interpreter.reference import kernel_precision, masked_scores
@@ -67,7 +68,7 @@ def test_wide_inputs_reach_past_the_score_constants(example):
     spec = _spec(MUTATION_SPECS / "softcap30.py")
     assert score_range(spec) == 90.0
     assert score_range(_spec(SPECS / "sigmoid.py")) == pytest.approx(3 * math.log(256.0))
-    assert score_range(_spec(MUTATION_SPECS / "masked_rows.py")) == 8.0  # -inf is no range
+    assert score_range(_spec(MUTATION_SPECS / "masked_rows.py")) == 9.0  # q_idx % 3; -inf is no range
     plan = KernelPlan(find_kernel(example("attention_sm90.mlir")))
     shape = ProblemShape(1, 2, 1, 200, 200, 128)
     normal, wide = (random_inputs(plan, shape, seed, score_range(spec)) for seed in (0, 1))
@@ -113,3 +114,25 @@ def test_a_bound_that_is_not_finite_fails():
     assert OutputError("o", 0.0, 1.0, 0.0, 1.0).ok
     assert not OutputError("o", 0.0, math.inf, 0.0, 1.0).ok
     assert not OutputError("o", 2.0, 1.0, 0.0, 1.0).ok
+
+
+def test_integer_thresholds_of_score_mod_widen_the_scores(tmp_path):
+    spec = tmp_path / "threshold.py"
+    spec.write_text(
+        "import torch\n"
+        "def score_mod(score, b, h, q_idx, kv_idx):\n"
+        "    return torch.where(score > 20, score, score / 2)\n"
+    )
+    assert score_range(_spec(spec)) == 60.0
+
+
+def test_no_default_shape_fitting_the_captures_is_an_error(example, tmp_path):
+    spec = tmp_path / "one_head.py"
+    spec.write_text(
+        "import torch\n"
+        "bias = torch.zeros(1)\n"
+        "def score_mod(score, b, h, q_idx, kv_idx):\n"
+        "    return score + bias[h]\n"
+    )
+    with pytest.raises(CuBridgeError, match="no default shape fits the spec's captured tensors"):
+        verify(example("attention_sm90.mlir"), _spec(spec))
