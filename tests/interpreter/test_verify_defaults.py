@@ -101,9 +101,10 @@ def test_kernel_error_is_within_twice_the_emulated_error(example):
     inputs = random_inputs(plan, shape, seed=0)
     scale = 1 / math.sqrt(128)
     run = execute(plan, shape, inputs, scale, num_sms=2)
-    reference = StandardAttention().reference(inputs["q"], inputs["k"], inputs["v"], scale)
-    exact_p = kernel_precision(StandardAttention(), inputs["q"], inputs["k"], inputs["v"], scale, np.float32, np.asarray)
-    emulated = kernel_precision(StandardAttention(), inputs["q"], inputs["k"], inputs["v"], scale, round_to_bf16, round_to_bf16)
+    q, k, v = inputs["q"], inputs["k"], inputs["v"]
+    reference = StandardAttention().reference(q, k, v, scale)
+    exact_p = kernel_precision(StandardAttention(), q, k, v, scale, np.float32, np.asarray)
+    emulated = kernel_precision(StandardAttention(), q, k, v, scale, round_to_bf16, round_to_bf16)
     kernel_error = np.abs(run.outputs["o"] - reference).max()
     emulated_error = np.abs(emulated["o"] - reference).max()
     assert np.abs(exact_p["o"] - reference).max() < emulated_error / 10

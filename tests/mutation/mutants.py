@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, f32
+from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr
 from xdsl.ir import Operation, SSAValue
 
 from cubridge.dialect import cuir
@@ -71,6 +71,12 @@ def ops(scope: Operation, name: str, *operand_hints: str, result: str | None = N
 
 def only(scope: Operation, name: str, *operand_hints: str, result: str | None = None) -> Operation:
     (op,) = ops(scope, name, *operand_hints, result=result)
+    return op
+
+
+def only_in_block(block, name: str) -> Operation:
+    """The one op called `name` directly in `block` (not in nested regions)."""
+    (op,) = [op for op in block.ops if op.name == name]
     return op
 
 
@@ -146,9 +152,8 @@ def replace_op(op: Operation, new: Operation) -> None:
 
 
 def set_constant(op: arith.ConstantOp, literal) -> None:
-    attribute = op.value
-    new = FloatAttr(literal, attribute.type) if isinstance(attribute, FloatAttr) else IntegerAttr(literal, attribute.type)
-    replace_op(op, arith.ConstantOp(new))
+    kind = FloatAttr if isinstance(op.value, FloatAttr) else IntegerAttr
+    replace_op(op, arith.ConstantOp(kind(literal, op.value.type)))
 
 
 def set_predicate(op: arith.CmpiOp, predicate: str) -> None:
@@ -285,11 +290,6 @@ def normalization_dropped(module):
 def lse_without_row_max(module):
     body = only(worker(module, "consumer"), "cuir.map", result="row_lse").body.block
     bypass(only_in_block(body, "arith.addf"), 1)
-
-
-def only_in_block(block, name: str) -> Operation:
-    (op,) = [op for op in block.ops if op.name == name]
-    return op
 
 
 def log2e_wrong(module):
@@ -448,13 +448,43 @@ MUTANTS = (
     Mutant("sm80 kv tile count rounded down", "sm80", None, sm80_kv_tiles_rounded_down),
     Mutant("softcap 30 -> 35", "sm90", mutation_spec("softcap30"), softcap_30_to_35),
     Mutant("prefix 400 -> 399 in the mask", "sm90", mutation_spec("prefix_lm400"), prefix_400_to_399),
-    Mutant("prefix kv bound 256 -> 255", "sm90", mutation_spec("prefix_lm257"), prefix_kv_bound_off_by_one),
-    Mutant("causal mask excludes the diagonal", "sm90", example_spec("causal"), causal_mask_excludes_diagonal),
-    Mutant("sliding window mask dropped in the last loop", "sm80", example_spec("sliding_window"), sliding_window_mask_dropped),
+    Mutant(
+        "prefix kv bound 256 -> 255",
+        "sm90",
+        mutation_spec("prefix_lm257"),
+        prefix_kv_bound_off_by_one,
+    ),
+    Mutant(
+        "causal mask excludes the diagonal",
+        "sm90",
+        example_spec("causal"),
+        causal_mask_excludes_diagonal,
+    ),
+    Mutant(
+        "sliding window mask dropped in the last loop",
+        "sm80",
+        example_spec("sliding_window"),
+        sliding_window_mask_dropped,
+    ),
     Mutant("masked scores 0 instead of -inf", "sm90", example_spec("sliding_window"), masked_value_zero),
     Mutant("sigmoid score_mod dropped", "sm90", example_spec("sigmoid"), sigmoid_score_mod_dropped),
     Mutant("relu score_mod dropped", "sm90", mutation_spec("relu_shifted"), relu_score_mod_dropped),
-    Mutant("document_id read at the kv index", "sm90", example_spec("document_mask"), document_id_read_at_kv_index),
-    Mutant("alibi slope of head 0 for every head", "sm80", example_spec("alibi"), alibi_slope_of_head_zero),
-    Mutant("empty-row guard of the normalization dropped", "sm90", mutation_spec("masked_rows"), empty_row_guard_dropped),
+    Mutant(
+        "document_id read at the kv index",
+        "sm90",
+        example_spec("document_mask"),
+        document_id_read_at_kv_index,
+    ),
+    Mutant(
+        "alibi slope of head 0 for every head",
+        "sm80",
+        example_spec("alibi"),
+        alibi_slope_of_head_zero,
+    ),
+    Mutant(
+        "empty-row guard of the normalization dropped",
+        "sm90",
+        mutation_spec("masked_rows"),
+        empty_row_guard_dropped,
+    ),
 )
