@@ -2,9 +2,9 @@
 
 Lengths straddle (c-1, c, c+1) every integer constant of the kernel (tile
 sizes, kv bounds, mask code) and of the spec's hooks below `MAX_LENGTH`, and
-every tile edge
-up to one past the largest of them (at least three kv tiles, so that a
-two-stage pipeline wraps). Runs of consecutive lengths are paired
+every tile edge up to one past the largest of them (at least three kv
+tiles, so that a two-stage pipeline wraps), as far as the spec's captured
+tensors reach. Runs of consecutive lengths are paired
 cyclically: each length is SQ of one shape and SKV of another, so SQ < SKV
 and SQ > SKV both occur. Batch and head counts cycle through
 `HEAD_CONFIGS` (batch > 1, grouped-query 2:1 and 3:1, one kv head per

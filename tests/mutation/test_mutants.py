@@ -3,7 +3,8 @@
 it is planted into verify: a kill means the bug was found, not that the
 kernel never passed.
 
-The suite prints the kill rate (pytest -s shows it).
+The suite prints the kill rate (pytest -s shows it). Add a mutant whenever
+a real bug is found.
 """
 
 from functools import cache
