@@ -1,6 +1,15 @@
-"""Shared pytest configuration: tests marked `gpu` run only where a CUDA GPU is present."""
+"""Shared pytest configuration: tests marked `gpu` run only where a CUDA GPU is present.
 
-import pytest
+The executor's small GEMMs and the CPU references run fastest on one thread:
+on shared cores, BLAS and torch thread pools contend (several times slower).
+"""
+
+import os
+
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+
+import pytest  # noqa: E402
 
 
 def _cuda_available() -> bool:

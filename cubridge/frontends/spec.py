@@ -57,6 +57,7 @@ class AttentionSpec:
         scores, keep = self._scores(q, k, scale)
         if self.normalization == "softmax":
             lse = torch.logsumexp(scores, dim=-1, keepdim=True)
+            lse = torch.where(torch.isinf(lse), 0.0, lse)  # rows a score_mod sets to -inf
             probs = torch.where(keep, torch.exp(scores - lse), 0.0)
         else:
             activation = torch.sigmoid if self.normalization == "sigmoid" else torch.relu

@@ -1,10 +1,16 @@
-"""The default specification: standard softmax attention, causal or not.
+"""References for verification: the default specification (standard softmax
+attention, causal or not) and the kernel-precision emulation of any spec.
 
-It follows the spec protocol of `cubridge.frontends.spec` (name,
-normalization, reference, reference_lse) in float64 numpy: it takes arrays
-(or CPU tensors) and returns arrays. Causal means top-left aligned
-(q_idx >= kv_idx); fully masked rows give output 0 and log-sum-exp -inf, as
-FlexAttention does.
+`StandardAttention` follows the spec protocol of `cubridge.frontends.spec`
+(name, normalization, score_mod, mask_mod, reference, reference_lse) in
+float64 numpy: it takes arrays (or CPU tensors) and returns arrays. Causal
+means top-left aligned (q_idx >= kv_idx); fully masked rows give output 0
+and log-sum-exp -inf, as FlexAttention does.
+
+`kernel_precision` computes a spec's attention the way a FlashAttention
+kernel does (float32 scores and softmax, P rounded to the input type for
+P V, the output rounded to its type); its error against the float64
+reference is the yardstick of the verifier's tolerances.
 """
 
 from __future__ import annotations
@@ -16,14 +22,20 @@ def _repeat_kv_heads(tensor: np.ndarray, heads_q: int) -> np.ndarray:
     return np.repeat(np.asarray(tensor, dtype=np.float64), heads_q // tensor.shape[1], axis=1)
 
 
+def _top_left_causal(b, h, q_idx, kv_idx):
+    return q_idx >= kv_idx
+
+
 class StandardAttention:
     """softmax(scale * Q K^T [masked]) V, with grouped-query heads."""
 
     normalization = "softmax"
+    score_mod = None
 
     def __init__(self, causal: bool = False):
         self.causal = causal
         self.name = "causal attention" if causal else "attention"
+        self.mask_mod = _top_left_causal if causal else None
 
     def _scores(self, q, k, scale: float) -> np.ndarray:
         q = np.asarray(q, dtype=np.float64)
@@ -52,3 +64,52 @@ class StandardAttention:
         safe_max = np.where(np.isinf(row_max), 0.0, row_max)
         with np.errstate(divide="ignore"):
             return np.log(np.exp(scores - safe_max).sum(axis=-1)) + safe_max[..., 0]
+
+
+def masked_scores(spec, q: np.ndarray, k: np.ndarray, scale: float, dtype) -> np.ndarray:
+    """scale * Q K^T computed in `dtype`, through the spec's score_mod; masked entries -inf."""
+    q, k = np.asarray(q, dtype=dtype), np.asarray(k, dtype=dtype)
+    k = np.repeat(k, q.shape[1] // k.shape[1], axis=1)
+    with np.errstate(invalid="ignore"):  # BLAS raises spurious invalid-value flags
+        scores = np.matmul(q, np.swapaxes(k, -1, -2)) * dtype(scale)
+    if spec.score_mod is None and spec.mask_mod is None:
+        return scores
+    import torch  # hooks are torch code; standard attention never gets here without a mask
+
+    batch, heads, seqlen_q, seqlen_kv = scores.shape
+    grid = (
+        torch.arange(batch).view(-1, 1, 1, 1),
+        torch.arange(heads).view(1, -1, 1, 1),
+        torch.arange(seqlen_q).view(1, 1, -1, 1),
+        torch.arange(seqlen_kv).view(1, 1, 1, -1),
+    )
+    result = torch.from_numpy(scores)
+    if spec.score_mod is not None:
+        result = torch.as_tensor(spec.score_mod(result, *grid)).expand(scores.shape)
+    if spec.mask_mod is not None:
+        keep = torch.as_tensor(spec.mask_mod(*grid)).expand(scores.shape)
+        result = result.masked_fill(~keep, -torch.inf)
+    return result.numpy().astype(dtype)
+
+
+def kernel_precision(spec, q, k, v, scale: float, round_input, round_output) -> dict[str, np.ndarray]:
+    """The spec's outputs computed as a FlashAttention kernel computes them: float32
+    scores, softmax (or sigmoid/relu) and sums, P rounded by `round_input` before
+    P V, o rounded by `round_output`; "lse" for softmax only."""
+    scores = masked_scores(spec, q, k, scale, np.float32)
+    v = np.repeat(np.asarray(v, dtype=np.float32), scores.shape[1] // v.shape[1], axis=1)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        if spec.normalization == "softmax":
+            row_max = scores.max(axis=-1, keepdims=True)
+            safe_max = np.where(np.isneginf(row_max), np.float32(0), row_max)
+            probs = np.exp(scores - safe_max)
+            total = probs.sum(axis=-1, keepdims=True, dtype=np.float32)
+            out = np.matmul(round_input(probs), v)
+            out = np.where(total > 0, out / total, np.float32(0))
+            lse = np.where(total > 0, safe_max + np.log(total), -np.inf)[..., 0]
+            return {"o": round_output(out), "lse": lse.astype(np.float32)}
+        if spec.normalization == "sigmoid":
+            probs = np.float32(1) / (np.float32(1) + np.exp(-scores))
+        else:
+            probs = np.maximum(scores, np.float32(0))
+        return {"o": round_output(np.matmul(round_input(probs), v))}

@@ -1,12 +1,32 @@
 """Verify a kernel by execution: run it on random inputs and compare with a
 float64 reference of its specification.
 
-Tolerances bound the relative Frobenius error of each output, by the
-output's element type. They leave a wide margin over what the examples
-reach (about 3e-3 for bf16 outputs, 1e-7 for the f32 log-sum-exp), and stay
-far below what a wrong mask or a dropped tile gives (above 1e-1):
+Runs: every shape (default: `shapes.default_shapes`, derived from the kernel
+and the spec, on `VERIFY_NUM_SMS` multiprocessors) with every input seed
+(default 0 and 1) under every schedule (default: round-robin and one seeded
+random one). Seed 0 draws q, k, v from N(0, 1); any other seed also scales
+each query row by a log-uniform factor between 1 and `score_range(spec)`,
+so that scores reach well past every cap, threshold or bias constant of the
+spec. Column 0 of v is all ones, so column 0 of o is the row sum of P (1 for
+softmax, the sum of the activations for sigmoid and relu): it is checked as
+the output `rowsum`, apart from `o` (the other columns). Fully masked rows
+(by mask_mod, or a score_mod that gives -inf) have reference output 0 and
+log-sum-exp -inf, as in FlexAttention.
 
-    bf16: 2e-2    f16: 5e-3    f32: 1e-4
+Tolerances follow FlashAttention's criterion: the kernel may be at most twice
+as far from the float64 reference as the same computation done in the
+kernel's precision (`reference.kernel_precision`: float32 scores and sums,
+P rounded to the input type, the output rounded to its type), plus a small
+floor. For each output, on the rows the run covered, with f the floor of
+the output's type (bf16 2^-10, f16 2^-13, f32 2^-20: a quarter of the unit
+roundoff for 16-bit types, a few ulps for float32, whose results differ by
+the order of operations) and r = max(|ref|, 1) for lse (in the log domain,
+errors are absolute), r = |ref| for o and rowsum:
+
+    max_abs(kernel - ref) <= 2 * max_abs(emulated - ref) + f * max(r)
+    rel(kernel - ref)     <= 2 * rel(emulated - ref) + f * |r| / |ref|
+
+where rel is the Frobenius norm of the difference over that of ref (|.|).
 """
 
 from __future__ import annotations
@@ -17,47 +37,54 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
-from cubridge.diagnostics import verify_module
-from cubridge.interpreter.executor import (
-    DEFAULT_NUM_SMS,
-    KernelPlan,
-    ProblemShape,
-    execute,
-    find_kernel,
-)
+from cubridge.diagnostics import CuBridgeError, verify_module
+from cubridge.interpreter.executor import KernelPlan, ProblemShape, execute, find_kernel
 from cubridge.interpreter.numerics import rounding_for, type_name
-from cubridge.interpreter.reference import StandardAttention
+from cubridge.interpreter.reference import StandardAttention, kernel_precision, masked_scores
 from cubridge.interpreter.report import KINDS, Diagnostic
+from cubridge.interpreter.shapes import (
+    MIN_SCORE_RANGE,
+    VERIFY_NUM_SMS,
+    default_shapes,
+    score_range,
+)
 
-TOLERANCES = {"bf16": 2e-2, "f16": 5e-3, "f32": 1e-4}
-
-# (B, HQ, HKV, SQ, SKV): no sequence length is a multiple of a tile size;
-# grouped-query heads, batch > 1 and SQ != SKV all appear.
-DEFAULT_SIZES = ((2, 4, 2, 200, 300), (1, 2, 2, 77, 77), (1, 3, 1, 300, 129))
-
-
-def default_shapes(head_dim: int) -> list[ProblemShape]:
-    return [ProblemShape(*sizes, head_dim) for sizes in DEFAULT_SIZES]
+ERROR_FACTOR = 2.0
+FLOORS = {"bf16": 2.0**-10, "f16": 2.0**-13, "f32": 2.0**-20}
 
 
 @dataclass(frozen=True)
 class OutputError:
-    """How far one output is from the reference, on the rows the run covered."""
+    """How far one output is from the reference, and the bounds it must keep."""
 
     name: str
-    relative_frobenius: float
     max_abs: float
-    tolerance: float
+    max_abs_bound: float
+    relative: float
+    relative_bound: float
 
     @property
     def ok(self) -> bool:
-        return self.relative_frobenius <= self.tolerance
+        """Within both bounds; a bound that is not finite (a NaN reference) fails."""
+        bounds = (self.max_abs_bound, self.relative_bound)
+        return all(map(math.isfinite, bounds)) and self.max_abs <= bounds[0] and self.relative <= bounds[1]
+
+    @property
+    def severity(self) -> float:
+        """The larger of the two error-to-bound ratios (above 1 fails)."""
+        return max(_ratio(self.max_abs, self.max_abs_bound), _ratio(self.relative, self.relative_bound))
 
     def __str__(self) -> str:
         return (
-            f"{self.name} rel_frob={self.relative_frobenius:.2e} "
-            f"(tol {self.tolerance:.0e}) max_abs={self.max_abs:.2e}"
+            f"{self.name} max_abs={self.max_abs:.2e} (tol {self.max_abs_bound:.2e}) "
+            f"rel={self.relative:.2e} (tol {self.relative_bound:.2e})"
         )
+
+
+def _ratio(error: float, bound: float) -> float:
+    if error == 0:
+        return 0.0
+    return error / bound if bound > 0 else math.inf
 
 
 @dataclass(frozen=True)
@@ -88,41 +115,63 @@ class VerificationResult:
         return self.verdict == "verified"
 
     def worst(self) -> dict[str, OutputError]:
-        """The largest relative error of each output over all runs."""
+        """The error of each output closest to (or furthest past) its bounds, over all runs."""
         worst: dict[str, OutputError] = {}
         for run in self.runs:
             for error in run.errors:
                 known = worst.get(error.name)
-                if known is None or error.relative_frobenius > known.relative_frobenius:
+                if known is None or error.severity > known.severity:
                     worst[error.name] = error
         return worst
 
+    def shapes(self) -> list[ProblemShape]:
+        """The shapes of the runs, in run order, each once."""
+        return list(dict.fromkeys(run.shape for run in self.runs))
+
     def summary(self) -> str:
-        """The one-line verdict."""
+        """The one-line verdict, naming the failing run or the shapes that ran."""
         if self.diagnostics:
             return (
                 f"{self.verdict}: {len(self.diagnostics)} diagnostic(s) at "
                 f"{self.failing_run.describe()}"
             )
-        figures = "; ".join(str(e) for e in self.worst().values())
         if self.verdict == "mismatch":
+            figures = "; ".join(str(e) for e in self.failing_run.errors)
             return f"mismatch: {figures} at {self.failing_run.describe()}"
-        return f"verified: {figures} (worst of {len(self.runs)} run(s))"
+        figures = "; ".join(str(e) for e in self.worst().values())
+        seeds = ",".join(str(s) for s in dict.fromkeys(run.seed for run in self.runs))
+        schedules = ",".join(dict.fromkeys(run.schedule for run in self.runs))
+        shapes = self.shapes()
+        sizes = " ".join(
+            f"{s.batch},{s.heads_q},{s.heads_kv},{s.seqlen_q},{s.seqlen_kv}" for s in shapes
+        )
+        return (
+            f"verified: {figures} (worst of {len(self.runs)} runs: seeds {seeds}, schedules "
+            f"{schedules}, {len(shapes)} shape(s) B,HQ,HKV,SQ,SKV = {sizes}; D={shapes[0].head_dim})"
+        )
 
 
-def random_inputs(plan: KernelPlan, shape: ProblemShape, seed: int) -> dict[str, np.ndarray]:
-    """q, k, v drawn from N(0, 1), rounded to the kernel's element type, never zero."""
+def random_inputs(
+    plan: KernelPlan, shape: ProblemShape, seed: int, widest: float = MIN_SCORE_RANGE
+) -> dict[str, np.ndarray]:
+    """q, k, v drawn from N(0, 1), rounded to the kernel's element type, never zero;
+    column 0 of v is all ones. Seeds other than 0 scale each query row by a
+    log-uniform factor between 1 and `widest`."""
     rng = np.random.default_rng(seed)
     sizes = {
         "q": (shape.batch, shape.heads_q, shape.seqlen_q, shape.head_dim),
         "k": (shape.batch, shape.heads_kv, shape.seqlen_kv, shape.head_dim),
         "v": (shape.batch, shape.heads_kv, shape.seqlen_kv, shape.head_dim),
     }
+    values = {name: rng.standard_normal(size).astype(np.float32) for name, size in sizes.items()}
+    if seed != 0:
+        row_scale = widest ** rng.random(sizes["q"][:3] + (1,))
+        values["q"] *= row_scale.astype(np.float32)
+    values["v"][..., 0] = 1.0
     inputs = {}
-    for name, size in sizes.items():
-        values = rng.standard_normal(size).astype(np.float32)
-        values[values == 0] = 0.5
-        inputs[name] = rounding_for(plan.argument(name).type.element_type)(values)
+    for name, array in values.items():
+        array[array == 0] = 0.5
+        inputs[name] = rounding_for(plan.argument(name).type.element_type)(array)
     return inputs
 
 
@@ -133,40 +182,97 @@ def _sample_programs(count: int, programs: int | None, seed: int) -> list[int] |
     return sorted(int(p) for p in rng.choice(count, size=programs, replace=False))
 
 
-def _tolerance(plan: KernelPlan, name: str, override: float | None) -> float:
-    if override is not None:
-        return override
-    return TOLERANCES[type_name(plan.argument(name).type.element_type)]
+def _split_rowsum(outputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """o without column 0 as `o`, column 0 (the row sums of P) as `rowsum`, and lse."""
+    split = {"o": outputs["o"][..., 1:], "rowsum": outputs["o"][..., 0]}
+    if "lse" in outputs:
+        split["lse"] = outputs["lse"]
+    return split
 
 
-def _compare(name: str, execution, ref: np.ndarray, tolerance: float) -> OutputError:
-    """Relative Frobenius and max abs error on the rows the executed programs own."""
-    out = execution.outputs[name]
-    rows = execution.covered_rows
-    mask = np.broadcast_to(rows[..., None] if out.ndim == 4 else rows, out.shape)
-    out, ref = out[mask].astype(np.float64), ref[mask]
+class _Expected:
+    """The float64 reference and the kernel-precision emulation of one input set."""
+
+    def __init__(self, spec, plan: KernelPlan, inputs, scale: float):
+        q, k, v = (inputs[n].astype(np.float64) for n in ("q", "k", "v"))
+        reference = {"o": np.asarray(spec.reference(q, k, v, scale), dtype=np.float64).copy()}
+        emulated = kernel_precision(
+            spec,
+            inputs["q"],
+            inputs["k"],
+            inputs["v"],
+            scale,
+            rounding_for(plan.argument("q").type.element_type),
+            rounding_for(plan.argument("o").type.element_type),
+        )
+        lse = spec.reference_lse(q, k, v, scale) if plan.argument("lse") is not None else None
+        has_lse = lse is not None and "lse" in emulated
+        if has_lse:
+            reference["lse"] = np.asarray(lse, dtype=np.float64).copy()
+        else:
+            emulated.pop("lse", None)
+        fully_masked = np.isneginf(masked_scores(spec, q, k, scale, np.float64)).all(axis=-1)
+        reference["o"][fully_masked] = 0.0
+        if has_lse:
+            reference["lse"][fully_masked] = -np.inf
+        self.reference = _split_rowsum(reference)
+        self.emulated = _split_rowsum(emulated)
+        self.types = {
+            name: type_name(plan.argument("lse" if name == "lse" else "o").type.element_type)
+            for name in self.reference
+        }
+
+    def compare(self, outputs: dict[str, np.ndarray], covered_rows: np.ndarray) -> tuple[OutputError, ...]:
+        kernel = _split_rowsum(outputs)
+        errors = []
+        for name, reference in self.reference.items():
+            rows = np.broadcast_to(
+                covered_rows[..., None] if reference.ndim == 4 else covered_rows, reference.shape
+            )
+            errors.append(
+                _output_error(
+                    name,
+                    kernel[name][rows],
+                    self.emulated[name][rows],
+                    reference[rows],
+                    FLOORS[self.types[name]],
+                )
+            )
+        return tuple(errors)
+
+
+def _output_error(name: str, out, emulated, ref, floor: float) -> OutputError:
+    """The kernel's distance from `ref` and the bounds set by the emulated distance
+    (the criterion of the module docstring)."""
+    max_abs, relative = _distance(out, ref)
+    emulated_abs, emulated_relative = _distance(emulated, ref)
+    finite = np.abs(ref[np.isfinite(ref)])
+    floored = np.maximum(finite, 1.0) if name == "lse" else finite  # r of the criterion
+    ref_norm = np.linalg.norm(finite)
+    relative_floor = floor * np.linalg.norm(floored) / ref_norm if ref_norm > 0 else 0.0
+    return OutputError(
+        name,
+        max_abs,
+        ERROR_FACTOR * emulated_abs + floor * float(floored.max(initial=0.0)),
+        relative,
+        ERROR_FACTOR * emulated_relative + float(relative_floor),
+    )
+
+
+def _distance(out: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
+    """Max abs and relative Frobenius distance; equal infinities count as 0, NaN as inf."""
+    out = out.astype(np.float64)
     same_infinity = np.isinf(ref) & (out == ref)
     with np.errstate(invalid="ignore"):
         difference = np.where(same_infinity, 0.0, out - ref)
-    finite_ref = np.where(np.isinf(ref), 0.0, ref)
-    scale = np.linalg.norm(finite_ref)
-    error = np.linalg.norm(difference)
-    relative = float(error / scale) if scale > 0 else float(error)
-    max_abs = float(np.abs(difference).max()) if difference.size else 0.0
-    if np.isnan(relative):
-        relative = math.inf
-    return OutputError(name, relative, max_abs, tolerance)
-
-
-def _references(spec, plan: KernelPlan, inputs, scale: float) -> dict[str, np.ndarray]:
-    """The spec's float64 outputs (arrays or CPU tensors) for float64 inputs."""
-    q, k, v = (inputs[n].astype(np.float64) for n in ("q", "k", "v"))
-    references = {"o": np.asarray(spec.reference(q, k, v, scale), dtype=np.float64)}
-    if plan.argument("lse") is not None and spec.normalization == "softmax":
-        lse = spec.reference_lse(q, k, v, scale)
-        if lse is not None:
-            references["lse"] = np.asarray(lse, dtype=np.float64)
-    return references
+    difference = np.where(np.isnan(difference), np.inf, difference)
+    if not difference.size:
+        return 0.0, 0.0
+    scale = np.linalg.norm(np.where(np.isinf(ref), 0.0, ref))
+    with np.errstate(invalid="ignore"):
+        error = float(np.linalg.norm(difference))
+    relative = error / scale if scale > 0 else error
+    return float(np.abs(difference).max()), float(relative)
 
 
 def _tables(spec, plan: KernelPlan, inputs) -> dict[str, np.ndarray]:
@@ -180,38 +286,40 @@ def verify(
     module: ModuleOp,
     spec=None,
     shapes=None,
-    seeds=(0,),
-    tolerance: float | None = None,
-    schedules: int = 1,
+    seeds=(0, 1),
+    schedules: int = 2,
     programs: int | None = None,
-    num_sms: int = DEFAULT_NUM_SMS,
+    num_sms: int = VERIFY_NUM_SMS,
 ) -> VerificationResult:
     """Execute the kernel of `module` and compare it with `spec` (standard attention by default).
 
     Each shape (a ProblemShape or a (B, HQ, HKV, SQ, SKV, D) tuple; default:
-    `default_shapes`) runs with each input seed under `schedules` schedules:
+    `default_shapes` of the kernel and spec) runs with each input seed (0: N(0, 1),
+    others: widened scores; see `random_inputs`) under `schedules` schedules:
     the round-robin one, then seeded random ones.
     `programs` runs a seeded sample of that many programs instead of all.
-    `tolerance` overrides the per-type bound on relative Frobenius error.
-    The first run with diagnostics ends verification with their verdict.
+    The first run with diagnostics or a mismatch ends verification with its verdict.
     """
     verify_module(module)
     plan = KernelPlan(find_kernel(module))
     spec = spec or StandardAttention()
     if shapes is None:
-        shapes = default_shapes(plan.head_dim)
+        shapes = default_shapes(plan.kernel, spec, plan.head_dim)
+        if not shapes:
+            raise CuBridgeError("no default shape fits the spec's captured tensors; give shapes")
     shapes = [s if isinstance(s, ProblemShape) else ProblemShape(*s) for s in shapes]
     for shape in shapes:
         plan.check_shape(shape)
+    widest = score_range(spec)
     result = VerificationResult("verified")
     for shape in shapes:
         scale = 1.0 / math.sqrt(shape.head_dim)
         program_count = len(plan.program_tiles(shape, num_sms))
         for seed in seeds:
-            inputs = random_inputs(plan, shape, seed)
+            inputs = random_inputs(plan, shape, seed, widest)
             tables = _tables(spec, plan, inputs)
             selected = _sample_programs(program_count, programs, seed)
-            references = None
+            expected = None
             for index in range(schedules):
                 label = "round-robin" if index == 0 else f"random#{index}"
                 schedule_seed = None if index == 0 else seed * 7919 + index
@@ -225,20 +333,13 @@ def verify(
                     num_sms=num_sms,
                     tables=tables,
                 )
-                run = Run(shape, seed, label)
                 if execution.log:
                     diagnostics = execution.log.diagnostics
                     verdict = min((d.kind for d in diagnostics), key=KINDS.index)
-                    return VerificationResult(verdict, result.runs, diagnostics, run)
-                if references is None:
-                    references = _references(spec, plan, inputs, scale)
-                errors = tuple(
-                    _compare(name, execution, reference, _tolerance(plan, name, tolerance))
-                    for name, reference in references.items()
-                )
-                run = Run(shape, seed, label, errors)
+                    return VerificationResult(verdict, result.runs, diagnostics, Run(shape, seed, label))
+                expected = expected or _Expected(spec, plan, inputs, scale)
+                run = Run(shape, seed, label, expected.compare(execution.outputs, execution.covered_rows))
                 result.runs.append(run)
-                if result.ok and not all(e.ok for e in errors):
-                    result.verdict = "mismatch"
-                    result.failing_run = run
+                if not all(error.ok for error in run.errors):
+                    return VerificationResult("mismatch", result.runs, [], run)
     return result

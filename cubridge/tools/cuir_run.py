@@ -1,21 +1,47 @@
 """cuir-run: execute a CuIR kernel on the CPU and verify it against a specification.
 
-Prints each diagnostic as a located line, then a one-line verdict; exits 0
-only when the kernel is verified. Bad input (unreadable or invalid IR, a
-shape the kernel cannot run, a spec that does not load) is one
-`error: ...` line on stderr and exit status 2.
+Prints each diagnostic as a located line, then a one-line verdict naming the
+shapes it ran (or the failing run).
+
+Default shapes are derived from the kernel and the spec: sequence lengths
+at c-1, c and c+1 of every integer constant below 1024 of the kernel (tile
+sizes, kv bounds, mask code) and of the spec's hooks, and of every tile
+edge, within the lengths of the spec's captured tensors; each length is SQ
+of one shape and SKV of another; batch 2, grouped-query and one-to-one
+heads; two multiprocessors, so each persistent program runs several work
+tiles. Every shape runs with seeds 0 (q, k, v from N(0, 1)) and 1 (query
+rows scaled so that scores reach well past every constant of score_mod),
+each under the round-robin and a random schedule. Column 0 of v is ones:
+column 0 of o, the row sums of P, is checked as `rowsum`.
+
+Tolerances (FlashAttention's criterion), per output (o, rowsum, lse):
+max_abs and relative Frobenius error at most twice those of the same
+computation in the kernel's precision against the float64 reference, plus
+a floor of 2^-10 (bf16), 2^-13 (f16) or 2^-20 (f32), times max|ref| for
+max_abs.
+
+Exit status: 0 verified; 1 mismatch, race, deadlock, fault or coverage
+error; 2 bad input (unreadable or invalid IR, a shape the kernel cannot
+run, a spec that does not load), reported as one `error: ...` line on
+stderr.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
-from collections.abc import Sequence
+import os
 
-from cubridge.diagnostics import CuBridgeError, parse_module
-from cubridge.dialect import cuir_context
-from cubridge.interpreter.executor import DEFAULT_NUM_SMS, ProblemShape
-from cubridge.interpreter.verify import verify
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")  # small GEMMs: thread pools only contend
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
+
+from cubridge.diagnostics import CuBridgeError, parse_module  # noqa: E402
+from cubridge.dialect import cuir_context  # noqa: E402
+from cubridge.interpreter.executor import ProblemShape  # noqa: E402
+from cubridge.interpreter.shapes import VERIFY_NUM_SMS  # noqa: E402
+from cubridge.interpreter.verify import verify  # noqa: E402
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -24,24 +50,34 @@ class _ArgumentParser(argparse.ArgumentParser):
 
 
 def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = _ArgumentParser(prog="cuir-run", description=__doc__.splitlines()[0])
+    description, epilog = __doc__.split("\n\n", 1)
+    parser = _ArgumentParser(
+        prog="cuir-run",
+        description=description,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("input", help="CuIR file, or - for stdin")
     parser.add_argument("--spec", help="attention specification (SPEC.py); default: standard attention")
     parser.add_argument(
-        "--shape", type=ProblemShape.parse, help="B,HQ,HKV,SQ,SKV,D (default: a set of shapes)"
+        "--shape", type=ProblemShape.parse, action="append",
+        help="B,HQ,HKV,SQ,SKV,D; repeatable (default: shapes derived from the kernel and spec)",
     )
-    parser.add_argument("--seed", type=int, default=0, help="input seed (default 0)")
     parser.add_argument(
-        "--schedules", type=_positive, default=1,
-        help="schedules per run: round-robin, then seeded random ones (default 1)",
+        "--seed", type=_seed, action="append",
+        help="input seed; repeatable (default 0 and 1): 0 is N(0, 1), others widen the scores",
+    )
+    parser.add_argument(
+        "--schedules", type=_positive, default=2,
+        help="schedules per run: round-robin, then seeded random ones (default 2)",
     )
     parser.add_argument(
         "--programs", type=_programs, default=None,
         help="'all' (default) or N: a seeded sample of N programs",
     )
     parser.add_argument(
-        "--num-sms", type=_positive, default=DEFAULT_NUM_SMS,
-        help=f"multiprocessors for persistent schedules (default {DEFAULT_NUM_SMS})",
+        "--num-sms", type=_positive, default=VERIFY_NUM_SMS,
+        help=f"multiprocessors for persistent schedules (default {VERIFY_NUM_SMS})",
     )
     return parser.parse_args(argv)
 
@@ -49,6 +85,12 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 def _positive(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
+    return int(text)
+
+
+def _seed(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got '{text}'")
     return int(text)
 
 
@@ -87,8 +129,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     result = verify(
         module,
         spec=spec,
-        shapes=None if args.shape is None else [args.shape],
-        seeds=(args.seed,),
+        shapes=args.shape,
+        seeds=args.seed or (0, 1),
         schedules=args.schedules,
         programs=args.programs,
         num_sms=args.num_sms,

@@ -107,5 +107,5 @@ builtin.module {
 }
 
 // CHECK: {{.*}}coverage_double_write.mlir:95:9: error: coverage: cuir.store at {{.*}}coverage_double_write.mlir:95:9 in program 1 writes elements of %o that program 0 already wrote
-// CHECK: {{.*}}coverage_double_write.mlir:7:3: error: coverage: 73728 elements of %o in the executed programs' tiles were never written (the first at [0, 0, 128, 0])
-// CHECK: cuir-run: coverage: 2 diagnostic(s) at B=2 HQ=4 HKV=2 SQ=200 SKV=300 D=128 seed=0 schedule=round-robin
+// CHECK: {{.*}}coverage_double_write.mlir:7:3: error: coverage: 384 elements of %o in the executed programs' tiles were never written (the first at [0, 0, 128, 0])
+// CHECK: cuir-run: coverage: 2 diagnostic(s) at B=1 HQ=3 HKV=1 SQ=129 SKV=127 D=128 seed=0 schedule=round-robin

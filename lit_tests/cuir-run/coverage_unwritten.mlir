@@ -104,5 +104,5 @@ builtin.module {
   }
 }
 
-// CHECK: {{.*}}coverage_unwritten.mlir:6:3: error: coverage: 1600 elements of %lse in the executed programs' tiles were never written (the first at [0, 0, 0])
-// CHECK: cuir-run: coverage: 1 diagnostic(s) at B=2 HQ=4 HKV=2 SQ=200 SKV=300 D=128 seed=0 schedule=round-robin
+// CHECK: {{.*}}coverage_unwritten.mlir:6:3: error: coverage: 4 elements of %lse in the executed programs' tiles were never written (the first at [0, 0, 0])
+// CHECK: cuir-run: coverage: 1 diagnostic(s) at B=2 HQ=2 HKV=1 SQ=1 SKV=2 D=128 seed=0 schedule=round-robin

@@ -217,6 +217,6 @@ builtin.module {
 }
 
 // CHECK: {{.*}}deadlock_arrival_count.mlir:52:11: error: deadlock: @producer[0] of program 0 blocks on cuir.mbarrier_wait at {{.*}}deadlock_arrival_count.mlir:52:11: %k_empty[0] parity 0: phase 0, 2/3 arrivals, 0/0 tx bytes
-// CHECK: {{.*}}deadlock_arrival_count.mlir:131:11: error: deadlock: @consumer[0] of program 0 blocks on cuir.mbarrier_wait at {{.*}}deadlock_arrival_count.mlir:131:11: %k_full[0] parity 1: phase 1, 0/1 arrivals, 0/0 tx bytes
-// CHECK: {{.*}}deadlock_arrival_count.mlir:131:11: error: deadlock: @consumer[1] of program 0 blocks on cuir.mbarrier_wait at {{.*}}deadlock_arrival_count.mlir:131:11: %k_full[0] parity 1: phase 1, 0/1 arrivals, 0/0 tx bytes
-// CHECK: cuir-run: deadlock: 3 diagnostic(s) at B=2 HQ=4 HKV=2 SQ=200 SKV=300 D=128 seed=0 schedule=round-robin
+// CHECK: {{.*}}deadlock_arrival_count.mlir:95:9: error: deadlock: @consumer[0] of program 0 blocks on cuir.mbarrier_wait at {{.*}}deadlock_arrival_count.mlir:95:9: %k_full[0] parity 1: phase 1, 0/1 arrivals, 0/0 tx bytes
+// CHECK: {{.*}}deadlock_arrival_count.mlir:95:9: error: deadlock: @consumer[1] of program 0 blocks on cuir.mbarrier_wait at {{.*}}deadlock_arrival_count.mlir:95:9: %k_full[0] parity 1: phase 1, 0/1 arrivals, 0/0 tx bytes
+// CHECK: cuir-run: deadlock: 3 diagnostic(s) at B=1 HQ=3 HKV=1 SQ=128 SKV=129 D=128 seed=0 schedule=round-robin

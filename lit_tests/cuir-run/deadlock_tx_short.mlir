@@ -216,7 +216,7 @@ builtin.module {
   }
 }
 
-// CHECK: {{.*}}deadlock_tx_short.mlir:52:11: error: deadlock: @producer[0] of program 0 blocks on cuir.mbarrier_wait at {{.*}}deadlock_tx_short.mlir:52:11: %k_empty[0] parity 0: phase 0, 0/2 arrivals, 0/0 tx bytes
+// CHECK: {{.*}}deadlock_tx_short.mlir:42:9: error: deadlock: @producer[0] of program 0 blocks on cuir.mbarrier_wait at {{.*}}deadlock_tx_short.mlir:42:9: %q_empty parity 0: phase 0, 0/2 arrivals, 0/0 tx bytes
 // CHECK: {{.*}}deadlock_tx_short.mlir:95:9: error: deadlock: @consumer[0] of program 0 blocks on cuir.mbarrier_wait at {{.*}}deadlock_tx_short.mlir:95:9: %k_full[0] parity 0: phase 0, 1/1 arrivals, 32768/65536 tx bytes; fewer tx bytes than expected arrive, so the phase can never complete
 // CHECK: {{.*}}deadlock_tx_short.mlir:95:9: error: deadlock: @consumer[1] of program 0 blocks on cuir.mbarrier_wait at {{.*}}deadlock_tx_short.mlir:95:9: %k_full[0] parity 0: phase 0, 1/1 arrivals, 32768/65536 tx bytes; fewer tx bytes than expected arrive, so the phase can never complete
-// CHECK: cuir-run: deadlock: 3 diagnostic(s) at B=2 HQ=4 HKV=2 SQ=200 SKV=300 D=128 seed=0 schedule=round-robin
+// CHECK: cuir-run: deadlock: 3 diagnostic(s) at B=2 HQ=2 HKV=1 SQ=1 SKV=2 D=128 seed=0 schedule=round-robin

@@ -4,4 +4,4 @@
 // RUN: not cuir-run %examples/ir/attention_sm90_race.mlir 2>&1 | filecheck %s
 
 // CHECK: attention_sm90_race.mlir:167:11: error: race: cuir.map at {{.*}}attention_sm90_race.mlir:167:11 reads the result of cuir.gemm_async at {{.*}}attention_sm90_race.mlir:164:11 before its cuir.gemm_wait
-// CHECK-NEXT: cuir-run: race: 1 diagnostic(s) at B=2 HQ=4 HKV=2 SQ=200 SKV=300 D=128 seed=0 schedule=round-robin
+// CHECK-NEXT: cuir-run: race: 1 diagnostic(s) at B=1 HQ=3 HKV=1 SQ=128 SKV=129 D=128 seed=0 schedule=round-robin

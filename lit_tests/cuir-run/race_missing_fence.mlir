@@ -217,4 +217,4 @@ builtin.module {
 
 // CHECK: {{.*}}race_missing_fence.mlir:200:9: error: missing fence: cuir.store_async at {{.*}}race_missing_fence.mlir:200:9 reads %o_smem[0] through the async proxy, but cuir.store at {{.*}}race_missing_fence.mlir:199:9 in @consumer[0] wrote it with no cuir.fence_async_shared since
 // CHECK: {{.*}}race_missing_fence.mlir:200:9: error: missing fence: cuir.store_async at {{.*}}race_missing_fence.mlir:200:9 reads %o_smem[1] through the async proxy, but cuir.store at {{.*}}race_missing_fence.mlir:199:9 in @consumer[1] wrote it with no cuir.fence_async_shared since
-// CHECK: cuir-run: race: 2 diagnostic(s) at B=2 HQ=4 HKV=2 SQ=200 SKV=300 D=128 seed=0 schedule=round-robin
+// CHECK: cuir-run: race: 2 diagnostic(s) at B=2 HQ=2 HKV=1 SQ=1 SKV=2 D=128 seed=0 schedule=round-robin

@@ -217,7 +217,7 @@ builtin.module {
 }
 
 // CHECK: {{.*}}race_named_barrier_count.mlir:96:9: error: named barrier count: cuir.named_barrier_sync at {{.*}}race_named_barrier_count.mlir:96:9 in @consumer[0] expects 256 threads at named barrier 1, but cuir.named_barrier_arrive at {{.*}}race_named_barrier_count.mlir:83:9 expects 384 in the same generation
-// CHECK: {{.*}}race_named_barrier_count.mlir:52:11: error: deadlock: @producer[0] of program 0 blocks on cuir.mbarrier_wait at {{.*}}race_named_barrier_count.mlir:52:11: %k_empty[0] parity 0: phase 0, 0/2 arrivals, 0/0 tx bytes
+// CHECK: {{.*}}race_named_barrier_count.mlir:42:9: error: deadlock: @producer[0] of program 0 blocks on cuir.mbarrier_wait at {{.*}}race_named_barrier_count.mlir:42:9: %q_empty parity 0: phase 0, 0/2 arrivals, 0/0 tx bytes
 // CHECK: {{.*}}race_named_barrier_count.mlir:96:9: error: deadlock: @consumer[0] of program 0 blocks on cuir.named_barrier_sync at {{.*}}race_named_barrier_count.mlir:96:9: named barrier 1: generation 0, 256/384 threads arrived
 // CHECK: {{.*}}race_named_barrier_count.mlir:96:9: error: deadlock: @consumer[1] of program 0 blocks on cuir.named_barrier_sync at {{.*}}race_named_barrier_count.mlir:96:9: named barrier 2: generation 0, 128/256 threads arrived
-// CHECK: cuir-run: race: 4 diagnostic(s) at B=2 HQ=4 HKV=2 SQ=200 SKV=300 D=128 seed=0 schedule=round-robin
+// CHECK: cuir-run: race: 4 diagnostic(s) at B=2 HQ=2 HKV=1 SQ=1 SKV=2 D=128 seed=0 schedule=round-robin

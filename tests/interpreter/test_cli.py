@@ -20,7 +20,38 @@ def test_verified_example_exits_zero(capsys):
     assert main([str(EXAMPLES / "attention_sm80.mlir"), *SMALL]) == 0
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 1
-    assert out[0].startswith("cuir-run: verified: o rel_frob=")
+    assert out[0].startswith("cuir-run: verified: o max_abs=")
+    assert "; rowsum max_abs=" in out[0] and "; lse max_abs=" in out[0]
+    assert out[0].endswith(
+        "(worst of 4 runs: seeds 0,1, schedules round-robin,random#1, "
+        "1 shape(s) B,HQ,HKV,SQ,SKV = 1,2,1,150,70; D=128)"
+    )
+
+
+def test_default_run_names_the_derived_shapes(capsys):
+    assert main([str(EXAMPLES / "attention_sm90.mlir")]) == 0
+    (verdict,) = capsys.readouterr().out.splitlines()
+    assert "(worst of 48 runs: seeds 0,1, schedules round-robin,random#1, 12 shape(s) " in verdict
+    assert " 2,2,1,1,2 " in verdict and " 1,3,1,256,257 " in verdict
+
+
+def test_repeated_shapes_and_seeds(capsys):
+    arguments = ["--shape", "1,1,1,65,64,128", "--shape", "2,2,1,3,1,128", "--seed", "4", "--schedules", "1"]
+    assert main([str(EXAMPLES / "attention_sm80.mlir"), *arguments]) == 0
+    assert capsys.readouterr().out.rstrip().endswith(
+        "(worst of 2 runs: seeds 4, schedules round-robin, "
+        "2 shape(s) B,HQ,HKV,SQ,SKV = 1,1,1,65,64 2,2,1,3,1; D=128)"
+    )
+
+
+def test_help_states_defaults_tolerances_and_exit_codes(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "c-1, c and c+1 of every integer constant" in text
+    assert "seeds 0 (q, k, v from N(0, 1)) and 1" in text
+    assert "twice those of the same computation in the kernel's precision" in text
+    assert "Exit status: 0 verified; 1 mismatch, race, deadlock, fault or coverage error; 2 bad input" in text
 
 
 def test_race_example_exits_one_with_located_diagnostic(capsys):
@@ -54,7 +85,9 @@ def test_transferred_kernel_verifies_against_its_spec(capsys, monkeypatch):
 
 def test_kernel_that_ignores_its_spec_is_a_mismatch(capsys):
     assert main([str(EXAMPLES / "attention_sm80.mlir"), "--spec", str(SPECS / "causal.py"), *SMALL]) == 1
-    assert capsys.readouterr().out.startswith("cuir-run: mismatch: o rel_frob=")
+    out = capsys.readouterr().out
+    assert out.startswith("cuir-run: mismatch: o max_abs=")
+    assert out.rstrip().endswith("at B=1 HQ=2 HKV=1 SQ=150 SKV=70 D=128 seed=0 schedule=round-robin")
 
 
 @pytest.mark.parametrize(
@@ -65,6 +98,7 @@ def test_kernel_that_ignores_its_spec_is_a_mismatch(capsys):
         (["--shape", "1,0,1,5,5,128"], "every size must be positive"),
         (["--shape", "1,2,x"], "is not B,HQ,HKV,SQ,SKV,D"),
         (["--schedules", "0"], "expected a positive integer"),
+        (["--seed", "-1"], "expected a non-negative integer"),
         (["--spec", "/nonexistent/spec.py"], "cannot read spec"),
     ],
 )

@@ -1,0 +1,127 @@
+"""Default verification shapes and input ranges, derived from the kernel and the spec.
+
+Lengths straddle (c-1, c, c+1) every integer constant of the kernel (tile
+sizes, kv bounds, mask code) and of the spec's hooks below `MAX_LENGTH`, and
+every tile edge up to one past the largest of them (at least three kv
+tiles, so that a two-stage pipeline wraps), as far as the spec's captured
+tensors reach. Runs of consecutive lengths are paired
+cyclically: each length is SQ of one shape and SKV of another, so SQ < SKV
+and SQ > SKV both occur. Batch and head counts cycle through
+`HEAD_CONFIGS` (batch > 1, grouped-query 2:1 and 3:1, one kv head per
+query head), each with at least three work tiles. Two multiprocessors
+(`VERIFY_NUM_SMS`) then give a persistent program at least two work tiles,
+so that state carried from tile to tile (pipeline counters, barrier
+phases) is exercised.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import groupby
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import IndexType
+
+from cubridge.diagnostics import CuBridgeError
+from cubridge.dialect import cuir
+from cubridge.interpreter.executor import ProblemShape
+
+VERIFY_NUM_SMS = 2
+HEAD_CONFIGS = ((2, 2, 1), (1, 3, 1), (2, 2, 2))  # (B, HQ, HKV)
+MAX_LENGTH = 1024  # constants beyond it are not straddled: too costly to execute
+MIN_SCORE_RANGE = 8.0
+SCORE_RANGE_PER_CONSTANT = 3.0
+
+
+def hook_constants(spec, hooks=("mask_expr", "score_expr"), kinds=("int",)) -> set:
+    """The numeric constants of the given kinds ("int", "float") in the spec's traced hooks."""
+    exprs = [e for e in (getattr(spec, hook, None) for hook in hooks) if e is not None]
+    if not exprs:
+        return set()
+    from cubridge.frontends.expr import Expr  # only specs with traced hooks (and torch) get here
+
+    found = set()
+    seen: set[int] = set()
+
+    def visit(node) -> None:
+        if isinstance(node, tuple):
+            for item in node:
+                visit(item)
+            return
+        if not isinstance(node, Expr) or id(node) in seen:
+            return
+        seen.add(id(node))
+        if node.op == "const":
+            if node.kind in kinds and not isinstance(node.args[0], bool):
+                found.add(node.args[0])
+            return
+        for arg in node.args:
+            visit(arg)
+
+    for expr in exprs:
+        visit(expr)
+    return found
+
+
+def kernel_constants(kernel: cuir.KernelOp) -> set[int]:
+    """Magnitudes of the index constants of the kernel: tile sizes, bounds, mask code."""
+    return {
+        abs(op.value.value.data)
+        for op in kernel.walk()
+        if isinstance(op, arith.ConstantOp) and isinstance(op.value.type, IndexType)
+    }
+
+
+def tile_sizes(kernel: cuir.KernelOp) -> set[int]:
+    """The query tile rows and, for an attention kernel, the kv tile columns."""
+    sizes = {kernel.tile_m.value.data}
+    for op in kernel.walk():
+        if isinstance(op, cuir.RowReduceOp) and op.kind.data == "max":
+            sizes.add(op.source.type.dims[1])
+    return sizes
+
+
+def critical_lengths(kernel: cuir.KernelOp, spec) -> list[int]:
+    """Sequence lengths at c-1, c, c+1 of every constant and tile edge."""
+    tiles = tile_sizes(kernel)
+    constants = {abs(c) for c in kernel_constants(kernel) | hook_constants(spec)}
+    constants = {c for c in constants if 0 < c < MAX_LENGTH}
+    longest = max([2 * max(tiles) + 1] + [c + 1 for c in constants])
+    edges = {edge for tile in tiles for edge in range(tile, longest + 1, tile)}
+    return sorted({n for c in constants | edges for n in (c - 1, c, c + 1) if 1 <= n <= longest})
+
+
+def default_shapes(kernel: cuir.KernelOp, spec, head_dim: int) -> list[ProblemShape]:
+    """Shapes whose lengths are the critical lengths, each once as SQ and once as SKV."""
+    lengths = critical_lengths(kernel, spec)
+    pairs = []
+    for _, run in groupby(enumerate(lengths), key=lambda item: item[1] - item[0]):
+        run = [length for _, length in run]
+        pairs += [(run[i], run[(i + 1) % len(run)]) for i in range(len(run))]
+    shapes = [
+        ProblemShape(*HEAD_CONFIGS[i % len(HEAD_CONFIGS)], seqlen_q, seqlen_kv, head_dim)
+        for i, (seqlen_q, seqlen_kv) in enumerate(pairs)
+    ]
+    return [shape for shape in shapes if _captures_fit(spec, shape)]
+
+
+def _captures_fit(spec, shape: ProblemShape) -> bool:
+    """Whether the spec's captured tensors are long enough for `shape`."""
+    check = getattr(spec, "check_capture_bounds", None)
+    if check is None:
+        return True
+    try:
+        check(
+            (shape.batch, shape.heads_q, shape.seqlen_q, shape.head_dim),
+            (shape.batch, shape.heads_kv, shape.seqlen_kv, shape.head_dim),
+        )
+    except CuBridgeError:
+        return False
+    return True
+
+
+def score_range(spec) -> float:
+    """The score scale the widest query rows of the wide inputs reach: well past every
+    constant of score_mod (a cap, a threshold, a bias), and at least 8."""
+    constants = [abs(c) for c in hook_constants(spec, ("score_expr",), ("int", "float")) if math.isfinite(c)]
+    return max([MIN_SCORE_RANGE] + [SCORE_RANGE_PER_CONSTANT * c for c in constants])

@@ -1,0 +1,139 @@
+"""The default verification: derived shapes, wide inputs, the row-sum column,
+fully masked rows and the FlashAttention tolerance."""
+
+import math
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cubridge.diagnostics import CuBridgeError
+from cubridge.frontends.spec import load_spec
+from cubridge.interpreter import KernelPlan, ProblemShape, StandardAttention, execute, verify
+from cubridge.interpreter.executor import find_kernel
+from cubridge.interpreter.numerics import round_to_bf16
+from cubridge.interpreter.reference import kernel_precision, masked_scores
+from cubridge.interpreter.shapes import VERIFY_NUM_SMS, critical_lengths, default_shapes, score_range
+from cubridge.interpreter.verify import OutputError, random_inputs
+
+ROOT = Path(__file__).resolve().parents[2]
+SPECS = ROOT / "examples" / "specs"
+MUTATION_SPECS = ROOT / "tests" / "mutation" / "specs"
+
+
+def _spec(path: Path):
+    return load_spec(str(path))
+
+
+def test_lengths_straddle_spec_constants_and_tile_edges(example):
+    kernel = find_kernel(example("attention_sm90.mlir"))
+    lengths = critical_lengths(kernel, _spec(MUTATION_SPECS / "prefix_lm400.py"))
+    for edge in (64, 128, 256, 384, 400):
+        assert {edge - 1, edge, edge + 1} <= set(lengths)
+    assert max(lengths) == 401
+
+
+def test_each_length_is_sq_once_and_skv_once_with_gqa_and_batches(example):
+    kernel = find_kernel(example("attention_sm80.mlir"))
+    shapes = default_shapes(kernel, StandardAttention(), 128)
+    lengths = critical_lengths(kernel, StandardAttention())
+    assert Counter(s.seqlen_q for s in shapes) == Counter(lengths) == Counter(s.seqlen_kv for s in shapes)
+    assert any(s.seqlen_q < s.seqlen_kv for s in shapes) and any(s.seqlen_q > s.seqlen_kv for s in shapes)
+    assert any(s.batch > 1 for s in shapes)
+    assert any(s.heads_q > s.heads_kv for s in shapes) and any(s.heads_q == s.heads_kv for s in shapes)
+
+
+def test_persistent_programs_run_several_tiles_by_default(example):
+    plan = KernelPlan(find_kernel(example("attention_sm90.mlir")))
+    shapes = default_shapes(plan.kernel, StandardAttention(), 128)
+    tiles_per_program = [max(map(len, plan.program_tiles(s, VERIFY_NUM_SMS))) for s in shapes]
+    assert min(tiles_per_program) >= 2
+
+
+def test_lengths_stay_inside_captured_tensors(example, tmp_path):
+    spec = tmp_path / "short_documents.py"
+    spec.write_text(
+        "import torch\n"
+        "document_id = torch.arange(200) // 50\n"
+        "def mask_mod(b, h, q_idx, kv_idx):\n"
+        "    return (document_id[q_idx] == document_id[kv_idx]) & (q_idx - kv_idx < 30)\n"
+    )
+    shapes = default_shapes(find_kernel(example("attention_sm90.mlir")), _spec(spec), 128)
+    assert shapes and max(max(s.seqlen_q, s.seqlen_kv) for s in shapes) <= 200
+    assert {29, 30, 31} <= {s.seqlen_q for s in shapes}
+
+
+def test_wide_inputs_reach_past_the_score_constants(example):
+    spec = _spec(MUTATION_SPECS / "softcap30.py")
+    assert score_range(spec) == 90.0
+    assert score_range(_spec(SPECS / "sigmoid.py")) == pytest.approx(3 * math.log(256.0))
+    assert score_range(_spec(MUTATION_SPECS / "masked_rows.py")) == 9.0  # q_idx % 3; -inf is no range
+    plan = KernelPlan(find_kernel(example("attention_sm90.mlir")))
+    shape = ProblemShape(1, 2, 1, 200, 200, 128)
+    normal, wide = (random_inputs(plan, shape, seed, score_range(spec)) for seed in (0, 1))
+    for inputs, widest_score in ((normal, 8.0), (wide, 60.0)):
+        scores = masked_scores(StandardAttention(), inputs["q"], inputs["k"], 1 / math.sqrt(128), np.float64)
+        assert (np.abs(scores).max() > widest_score) == (inputs is wide)
+        assert (inputs["v"][..., 0] == 1).all()
+
+
+def test_fully_masked_rows_give_zero_output_and_minus_infinite_lse():
+    spec = _spec(MUTATION_SPECS / "masked_rows.py")
+    rng = np.random.default_rng(0)
+    q, k, v = (round_to_bf16(rng.standard_normal((1, 2, 7, 128))) for _ in range(3))
+    reference = np.asarray(spec.reference(q, k, v, 0.1))
+    lse = np.asarray(spec.reference_lse(q, k, v, 0.1))
+    emulated = kernel_precision(spec, q, k, v, 0.1, round_to_bf16, round_to_bf16)
+    masked = np.arange(7) % 3 == 1
+    for out in (reference, emulated["o"]):
+        assert not np.isnan(out).any()
+        assert (out[:, :, masked] == 0).all() and (out[:, :, ~masked] != 0).all()
+    for row_lse in (lse, emulated["lse"]):
+        assert np.isneginf(row_lse[:, :, masked]).all() and np.isfinite(row_lse[:, :, ~masked]).all()
+
+
+def test_kernel_error_is_within_twice_the_emulated_error(example):
+    """The yardstick is the same computation in bf16/fp32; the Hopper kernel's error
+    is of its size, and P rounded to bf16 is what makes it nonzero."""
+    plan = KernelPlan(find_kernel(example("attention_sm90.mlir")))
+    shape = ProblemShape(1, 2, 1, 300, 300, 128)
+    inputs = random_inputs(plan, shape, seed=0)
+    scale = 1 / math.sqrt(128)
+    run = execute(plan, shape, inputs, scale, num_sms=2)
+    q, k, v = inputs["q"], inputs["k"], inputs["v"]
+    reference = StandardAttention().reference(q, k, v, scale)
+    exact_p = kernel_precision(StandardAttention(), q, k, v, scale, np.float32, np.asarray)
+    emulated = kernel_precision(StandardAttention(), q, k, v, scale, round_to_bf16, round_to_bf16)
+    kernel_error = np.abs(run.outputs["o"] - reference).max()
+    emulated_error = np.abs(emulated["o"] - reference).max()
+    assert np.abs(exact_p["o"] - reference).max() < emulated_error / 10
+    assert emulated_error / 2 < kernel_error <= 2 * emulated_error
+
+
+def test_a_bound_that_is_not_finite_fails():
+    assert OutputError("o", 0.0, 1.0, 0.0, 1.0).ok
+    assert not OutputError("o", 0.0, math.inf, 0.0, 1.0).ok
+    assert not OutputError("o", 2.0, 1.0, 0.0, 1.0).ok
+
+
+def test_integer_thresholds_of_score_mod_widen_the_scores(tmp_path):
+    spec = tmp_path / "threshold.py"
+    spec.write_text(
+        "import torch\n"
+        "def score_mod(score, b, h, q_idx, kv_idx):\n"
+        "    return torch.where(score > 20, score, score / 2)\n"
+    )
+    assert score_range(_spec(spec)) == 60.0
+
+
+def test_no_default_shape_fitting_the_captures_is_an_error(example, tmp_path):
+    spec = tmp_path / "one_head.py"
+    spec.write_text(
+        "import torch\n"
+        "bias = torch.zeros(1)\n"
+        "def score_mod(score, b, h, q_idx, kv_idx):\n"
+        "    return score + bias[h]\n"
+    )
+    with pytest.raises(CuBridgeError, match="no default shape fits the spec's captured tensors"):
+        verify(example("attention_sm90.mlir"), _spec(spec))

@@ -1,0 +1,490 @@
+"""Planted bugs: each mutant edits the parsed (and possibly transferred) IR of a
+reference kernel, the way a wrong hand edit or a wrong pass would.
+
+A mutant names its program (sm90 or sm80), the spec it is transferred to and
+verified against (None: the reference kernel and standard attention), and a
+function that finds its op by structure (op name, SSA names of operands and
+results, enclosing worker or map) and changes an operand, an attribute or a
+constant, or drops or moves an op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr
+from xdsl.ir import Operation, SSAValue
+
+from cubridge.dialect import cuir
+
+ROOT = Path(__file__).resolve().parents[2]
+MUTATION_SPECS = Path(__file__).resolve().parent / "specs"
+
+
+def example_spec(name: str) -> str:
+    return str(ROOT / "examples" / "specs" / f"{name}.py")
+
+
+def mutation_spec(name: str) -> str:
+    return str(MUTATION_SPECS / f"{name}.py")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    program: str
+    spec: str | None
+    mutate: Callable[[Operation], None]
+
+
+# ----------------------------------------------------------------------------
+# Finding ops
+# ----------------------------------------------------------------------------
+
+
+def _hint(value: SSAValue) -> str | None:
+    return value.name_hint
+
+
+def worker(module: Operation, name: str) -> cuir.WorkerOp:
+    return next(op for op in module.walk() if isinstance(op, cuir.WorkerOp) and op.sym_name.data == name)
+
+
+def ops(scope: Operation, name: str, *operand_hints: str, result: str | None = None) -> list[Operation]:
+    """Ops called `name` under `scope` that read values named `operand_hints` (and
+    define one named `result`), in program order."""
+    found = []
+    for op in scope.walk():
+        if op.name != name:
+            continue
+        hints = [_hint(operand) for operand in op.operands]
+        if any(hint not in hints for hint in operand_hints):
+            continue
+        if result is not None and result not in [_hint(r) for r in op.results]:
+            continue
+        found.append(op)
+    return found
+
+
+def only(scope: Operation, name: str, *operand_hints: str, result: str | None = None) -> Operation:
+    (op,) = ops(scope, name, *operand_hints, result=result)
+    return op
+
+
+def only_in_block(block, name: str) -> Operation:
+    """The one op called `name` directly in `block` (not in nested regions)."""
+    (op,) = [op for op in block.ops if op.name == name]
+    return op
+
+
+def loop_body(module: Operation, index: int = 0) -> Operation:
+    """The `index`-th kv loop (scf.for) of the consumer, which carries the softmax state."""
+    return [op for op in ops(worker(module, "consumer"), "scf.for") if len(op.results) > 1][index]
+
+
+def value(scope: Operation, hint: str) -> SSAValue:
+    """The first value named `hint` under `scope` (an op result or a block argument)."""
+    for op in scope.walk():
+        for result in op.results:
+            if result.name_hint == hint:
+                return result
+        for region in op.regions:
+            for block in region.blocks:
+                for arg in block.args:
+                    if arg.name_hint == hint:
+                        return arg
+    raise LookupError(hint)
+
+
+def score_maps(module: Operation) -> list[cuir.MapOp]:
+    """The maps whose first input is a score tile (S = Q K^T), in program order."""
+    return [
+        op
+        for op in module.walk()
+        if isinstance(op, cuir.MapOp) and op.results[0].name_hint in ("score_first", "score_tile", "score")
+    ]
+
+
+def constants(scope: Operation, literal) -> list[arith.ConstantOp]:
+    return [
+        op
+        for op in scope.walk()
+        if isinstance(op, arith.ConstantOp)
+        and isinstance(op.value, IntegerAttr | FloatAttr)
+        and op.value.value.data == literal
+    ]
+
+
+# ----------------------------------------------------------------------------
+# Editing ops
+# ----------------------------------------------------------------------------
+
+
+def erase(op: Operation) -> None:
+    op.detach()
+    op.erase()
+
+
+def bypass(op: Operation, operand: int = 0) -> None:
+    """Drop `op`, its uses reading its `operand`-th operand instead."""
+    op.results[0].replace_all_uses_with(op.operands[operand])
+    erase(op)
+
+
+def move_before(op: Operation, anchor: Operation) -> None:
+    op.detach()
+    anchor.parent_block().insert_op_before(op, anchor)
+
+
+def replace_operand(op: Operation, hint: str, new: SSAValue) -> None:
+    index = [_hint(operand) for operand in op.operands].index(hint)
+    op.operands[index] = new
+
+
+def replace_op(op: Operation, new: Operation) -> None:
+    op.parent_block().insert_op_before(new, op)
+    for old_result, new_result in zip(op.results, new.results):
+        old_result.replace_all_uses_with(new_result)
+    erase(op)
+
+
+def set_constant(op: arith.ConstantOp, literal) -> None:
+    kind = FloatAttr if isinstance(op.value, FloatAttr) else IntegerAttr
+    replace_op(op, arith.ConstantOp(kind(literal, op.value.type)))
+
+
+def set_predicate(op: arith.CmpiOp, predicate: str) -> None:
+    replace_op(op, arith.CmpiOp(op.lhs, op.rhs, predicate))
+
+
+def index_constant(op: Operation, literal: int) -> SSAValue:
+    """A new index constant placed before `op`."""
+    constant = arith.ConstantOp(IntegerAttr(literal, IndexType()))
+    op.parent_block().insert_op_before(constant, op)
+    return constant.result
+
+
+# ----------------------------------------------------------------------------
+# Hopper reference (sm90): pipeline counters, phases, waits, arrives, stages
+# ----------------------------------------------------------------------------
+
+
+def producer_kv_counter_reset_per_tile(module):
+    """The producer starts every work tile's kv loop at count 0."""
+    loop = only(worker(module, "producer"), "scf.for", "kv_count")
+    replace_operand(loop, "kv_count", index_constant(loop, 0))
+
+
+def consumer_kv_counter_reset_per_tile(module):
+    """The consumer carries count 0, not its kv count, into the next work tile."""
+    tile_loop = only(worker(module, "consumer"), "cuir.for_each_tile")
+    end = tile_loop.body.block.last_op
+    replace_operand(end, "count_last", index_constant(end, 0))
+
+
+def q_full_wait_constant_parity(module):
+    """The consumer waits for Q with parity 0 on every work tile."""
+    wait = only(worker(module, "consumer"), "cuir.mbarrier_wait", "q_full")
+    replace_operand(wait, "q_parity", index_constant(wait, 0))
+
+
+def q_empty_wait_constant_parity(module):
+    """The producer waits for a free Q buffer with the first tile's parity on every tile."""
+    wait = only(worker(module, "producer"), "cuir.mbarrier_wait", "q_empty")
+    replace_operand(wait, "q_free_parity", index_constant(wait, 1))
+
+
+def k_full_wait_constant_parity(module):
+    """The kv loop waits for K with parity 0, whatever round the stage is in."""
+    wait = only(loop_body(module), "cuir.mbarrier_wait", "k_full")
+    replace_operand(wait, "parity", index_constant(wait, 0))
+
+
+def k_empty_wait_wrong_parity(module):
+    """The producer waits for a free K stage with the full parity (not its complement)."""
+    wait = only(worker(module, "producer"), "cuir.mbarrier_wait", "k_empty")
+    replace_operand(wait, "free_parity", value(worker(module, "producer"), "parity"))
+
+
+def k_full_wait_dropped(module):
+    erase(only(loop_body(module), "cuir.mbarrier_wait", "k_full"))
+
+
+def v_full_wait_dropped(module):
+    erase(only(loop_body(module), "cuir.mbarrier_wait", "v_full"))
+
+
+def v_empty_wait_dropped(module):
+    erase(only(worker(module, "producer"), "cuir.mbarrier_wait", "v_empty"))
+
+
+def k_empty_arrive_dropped(module):
+    erase(only(loop_body(module), "cuir.mbarrier_arrive", "k_empty"))
+
+
+def last_v_release_before_gemm_wait(module):
+    """The last kv tile's V stage is released before the P V GEMM reading it has
+    completed; the producer's next work tile refills it."""
+    consumer = worker(module, "consumer")
+    move_before(
+        only(consumer, "cuir.mbarrier_arrive", "v_empty", "last_stage"),
+        only(consumer, "cuir.gemm_wait", "o_done"),
+    )
+
+
+def v_empty_released_one_stage_early(module):
+    """The retired V stage is computed from count - 1: the stage P V still reads."""
+    retired = only(loop_body(module), "arith.subi", "count", result="retired_count")
+    replace_operand(retired, "c2", value(worker(module, "consumer"), "c1"))
+
+
+def q_empty_arrive_at_tile_start(module):
+    """The consumer frees the Q buffer before its GEMMs have read it."""
+    consumer = worker(module, "consumer")
+    arrive = only(consumer, "cuir.mbarrier_arrive", "q_empty")
+    move_before(arrive, only(consumer, "cuir.mbarrier_wait", "q_full").next_op)
+
+
+def q_empty_arrive_dropped(module):
+    erase(only(worker(module, "consumer"), "cuir.mbarrier_arrive", "q_empty"))
+
+
+def score_gemm_wait_dropped(module):
+    erase(only(loop_body(module), "cuir.gemm_wait", "s_done"))
+
+
+def store_wait_group_dropped(module):
+    """The epilogue overwrites the O staging tile while the previous TMA store reads it."""
+    erase(only(worker(module, "consumer"), "cuir.wait_group", "prev_store"))
+
+
+def fence_before_store_dropped(module):
+    erase(only(worker(module, "consumer"), "cuir.fence_async_shared"))
+
+
+def k_expect_tx_half(module):
+    expect = only(worker(module, "producer"), "cuir.mbarrier_expect_tx", "k_full")
+    expect.tx_bytes = IntegerAttr(expect.tx_bytes.value.data // 2, expect.tx_bytes.type)
+
+
+def score_gemm_reads_previous_stage(module):
+    """S = Q K^T reads the K stage of the previous kv tile."""
+    body = loop_body(module)
+    gemm = only(body, "cuir.gemm_async", "k_smem")
+    replace_operand(gemm, "stage", value(body, "prev_stage"))
+
+
+def accumulator_rescale_dropped(module):
+    """O is not rescaled by exp(m_old - m_new) when the running max grows."""
+    bypass(only(loop_body(module), "cuir.map", result="acc_rescaled"))
+
+
+def normalization_dropped(module):
+    """O is stored without dividing by the row sum l."""
+    bypass(only(worker(module, "consumer"), "cuir.map", result="o_normalized"))
+
+
+def lse_without_row_max(module):
+    body = only(worker(module, "consumer"), "cuir.map", result="row_lse").body.block
+    bypass(only_in_block(body, "arith.addf"), 1)
+
+
+def log2e_wrong(module):
+    """exp2(x * 1.4427) becomes exp2(x * 1.44): a slightly wrong softmax temperature."""
+    set_constant(only(worker(module, "consumer"), "arith.constant", result="log2e"), 1.44)
+
+
+def kv_bound_check_off_by_one(module):
+    """The loop's score map keeps column seqlen_kv (a zero-filled row of K)."""
+    (score_map,) = [m for m in score_maps(module) if m.results[0].name_hint == "score_tile"]
+    set_predicate(only(score_map, "arith.cmpi", result="in_bounds"), "ule")
+
+
+def gqa_head_mapping_wrong(module):
+    """kv head = head % (HQ / HKV) instead of head / (HQ / HKV), in producer."""
+    divide = only(worker(module, "producer"), "arith.divui", result="kv_head")
+    replace_op(divide, arith.RemUIOp(divide.lhs, divide.rhs))
+
+
+def softmax_scale_dropped_in_loop(module):
+    (score_map,) = [m for m in score_maps(module) if m.results[0].name_hint == "score_tile"]
+    bypass(only(score_map, "arith.mulf", result="scaled"))
+
+
+def ping_pong_sync_dropped(module):
+    """The loop's GEMMs skip the turn-taking named barrier of the two consumer groups."""
+    erase(only(loop_body(module), "cuir.named_barrier_sync"))
+
+
+# ----------------------------------------------------------------------------
+# Ampere reference (sm80)
+# ----------------------------------------------------------------------------
+
+
+def sm80_v_wait_group_dropped(module):
+    erase(only(module, "cuir.wait_group", "v_loaded"))
+
+
+def sm80_k_wait_group_dropped(module):
+    erase(only(module, "cuir.wait_group", "k_loaded"))
+
+
+def sm80_kv_tiles_rounded_down(module):
+    """The number of kv tiles is seqlen_kv / 64, dropping the partial last tile."""
+    count = only(module, "arith.ceildivui", result="num_kv_tiles")
+    replace_op(count, arith.DivUIOp(count.lhs, count.rhs))
+
+
+# ----------------------------------------------------------------------------
+# Transferred kernels: score and mask code, bounds, captured tensors
+# ----------------------------------------------------------------------------
+
+
+def softcap_30_to_35(module):
+    for constant in constants(module, 30.0):
+        set_constant(constant, 35.0)
+
+
+def prefix_400_to_399(module):
+    """The mask constant of the score maps (not the kv bounds) is off by one."""
+    for score_map in score_maps(module):
+        for constant in constants(score_map, 400):
+            set_constant(constant, 399)
+
+
+def prefix_kv_bound_off_by_one(module):
+    """The last key of the prefix (256) becomes 255 in the kv bounds: kv tile 2
+    (keys 256..383) is skipped by query tiles before it."""
+    for constant in constants(module, 256):
+        set_constant(constant, 255)
+
+
+def causal_mask_excludes_diagonal(module):
+    """q_idx >= kv_idx becomes q_idx > kv_idx (in the maps that apply the mask)."""
+    for score_map in score_maps(module):
+        for compare in ops(score_map, "arith.cmpi", "qi", "ki"):
+            set_predicate(compare, "sgt")
+
+
+def mask_selects(module) -> list[Operation]:
+    """The selects of the score maps that apply mask_mod (masked entries -inf)."""
+    return [op for m in score_maps(module) for op in ops(m, "arith.select", result="masked")]
+
+
+def sliding_window_mask_dropped(module):
+    """The last (partially masked) kv loop's score map keeps every key."""
+    bypass(mask_selects(module)[-1], 1)
+
+
+def masked_value_zero(module):
+    """Masked scores are set to 0 instead of -inf (they still get weight)."""
+    for select in mask_selects(module):
+        set_constant(select.operands[2].owner, 0.0)
+
+
+def sigmoid_score_mod_dropped(module):
+    for score_map in score_maps(module):
+        bypass(only(score_map, "arith.addf", result="modified"))
+
+
+def relu_score_mod_dropped(module):
+    for score_map in score_maps(module):
+        bypass(only(score_map, "arith.subf", result="modified"))
+
+
+def document_id_read_at_kv_index(module):
+    """document_id[q_idx] is read as document_id[kv_idx]: every key is in the query's document."""
+    for score_map in score_maps(module):
+        for gather in ops(score_map, "cuir.gather", "qi"):
+            replace_operand(gather, "qi", value(score_map, "ki"))
+
+
+def alibi_slope_of_head_zero(module):
+    """alibi_slopes[h] is read at head 0 for every head."""
+    for score_map in score_maps(module):
+        for gather in ops(score_map, "cuir.gather", "alibi_slopes"):
+            gather.operands[1] = index_constant(gather, 0)
+
+
+def empty_row_guard_dropped(module):
+    """O = acc / l without the l == 0 guard: rows a score_mod masks fully become NaN."""
+    normalized = only(worker(module, "consumer"), "cuir.map", result="o_normalized").body.block
+    bypass(only_in_block(normalized, "arith.select"), 2)
+
+
+MUTANTS = (
+    Mutant("producer kv counter reset per tile", "sm90", None, producer_kv_counter_reset_per_tile),
+    Mutant("consumer kv counter reset per tile", "sm90", None, consumer_kv_counter_reset_per_tile),
+    Mutant("q_full wait with constant parity", "sm90", None, q_full_wait_constant_parity),
+    Mutant("q_empty wait with constant parity", "sm90", None, q_empty_wait_constant_parity),
+    Mutant("k_full wait with constant parity", "sm90", None, k_full_wait_constant_parity),
+    Mutant("k_empty wait with the full parity", "sm90", None, k_empty_wait_wrong_parity),
+    Mutant("k_full wait dropped", "sm90", None, k_full_wait_dropped),
+    Mutant("v_full wait dropped", "sm90", None, v_full_wait_dropped),
+    Mutant("v_empty wait dropped", "sm90", None, v_empty_wait_dropped),
+    Mutant("k_empty arrive dropped", "sm90", None, k_empty_arrive_dropped),
+    Mutant("last V stage released before its gemm wait", "sm90", None, last_v_release_before_gemm_wait),
+    Mutant("v stage released one stage early", "sm90", None, v_empty_released_one_stage_early),
+    Mutant("q_empty arrive at tile start", "sm90", None, q_empty_arrive_at_tile_start),
+    Mutant("q_empty arrive dropped", "sm90", None, q_empty_arrive_dropped),
+    Mutant("score gemm wait dropped", "sm90", None, score_gemm_wait_dropped),
+    Mutant("store wait_group dropped", "sm90", None, store_wait_group_dropped),
+    Mutant("fence before TMA store dropped", "sm90", None, fence_before_store_dropped),
+    Mutant("K expect_tx bytes halved", "sm90", None, k_expect_tx_half),
+    Mutant("score gemm reads the previous K stage", "sm90", None, score_gemm_reads_previous_stage),
+    Mutant("accumulator rescale dropped", "sm90", None, accumulator_rescale_dropped),
+    Mutant("normalization dropped", "sm90", None, normalization_dropped),
+    Mutant("LSE without the row max", "sm90", None, lse_without_row_max),
+    Mutant("log2(e) constant changed", "sm90", None, log2e_wrong),
+    Mutant("kv bound check off by one", "sm90", None, kv_bound_check_off_by_one),
+    Mutant("GQA head mapping divui -> remui", "sm90", None, gqa_head_mapping_wrong),
+    Mutant("softmax scale dropped in the kv loop", "sm90", None, softmax_scale_dropped_in_loop),
+    Mutant("ping-pong named barrier sync dropped", "sm90", None, ping_pong_sync_dropped),
+    Mutant("sm80 V wait_group dropped", "sm80", None, sm80_v_wait_group_dropped),
+    Mutant("sm80 K wait_group dropped", "sm80", None, sm80_k_wait_group_dropped),
+    Mutant("sm80 kv tile count rounded down", "sm80", None, sm80_kv_tiles_rounded_down),
+    Mutant("softcap 30 -> 35", "sm90", mutation_spec("softcap30"), softcap_30_to_35),
+    Mutant("prefix 400 -> 399 in the mask", "sm90", mutation_spec("prefix_lm400"), prefix_400_to_399),
+    Mutant(
+        "prefix kv bound 256 -> 255",
+        "sm90",
+        mutation_spec("prefix_lm257"),
+        prefix_kv_bound_off_by_one,
+    ),
+    Mutant(
+        "causal mask excludes the diagonal",
+        "sm90",
+        example_spec("causal"),
+        causal_mask_excludes_diagonal,
+    ),
+    Mutant(
+        "sliding window mask dropped in the last loop",
+        "sm80",
+        example_spec("sliding_window"),
+        sliding_window_mask_dropped,
+    ),
+    Mutant("masked scores 0 instead of -inf", "sm90", example_spec("sliding_window"), masked_value_zero),
+    Mutant("sigmoid score_mod dropped", "sm90", example_spec("sigmoid"), sigmoid_score_mod_dropped),
+    Mutant("relu score_mod dropped", "sm90", mutation_spec("relu_shifted"), relu_score_mod_dropped),
+    Mutant(
+        "document_id read at the kv index",
+        "sm90",
+        example_spec("document_mask"),
+        document_id_read_at_kv_index,
+    ),
+    Mutant(
+        "alibi slope of head 0 for every head",
+        "sm80",
+        example_spec("alibi"),
+        alibi_slope_of_head_zero,
+    ),
+    Mutant(
+        "empty-row guard of the normalization dropped",
+        "sm90",
+        mutation_spec("masked_rows"),
+        empty_row_guard_dropped,
+    ),
+)
