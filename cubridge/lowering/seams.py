@@ -440,8 +440,14 @@ class SeamFinder:
         ]
         dead = _dead(unclaimed)
         for op in unclaimed:
-            if op not in dead:
-                raise _fail(f"cannot place {op.name}: no seam of the reference source covers it", op)
+            if op in dead:
+                continue
+            users = [use.operation for result in op.results for use in result.uses]
+            located = next((user for user in users if location_of(user) is not None), None)
+            if location_of(op) is None and located is not None:
+                raise _fail(f"cannot place {op.name}, an operand of {located.name}: no seam of the reference "
+                            "source covers it", located)
+            raise _fail(f"cannot place {op.name}: no seam of the reference source covers it", op)
         for reference_op, copies in self.diff.copies.items():
             for copy in copies:
                 self._check_operands(reference_op, copy, activation, removable)

@@ -1,0 +1,142 @@
+"""--lower: the reference source back byte for byte, every example spec lowered onto both references (and compiled
+by nvcc where it is installed), the patch confined to the two seams, and located errors for what no seam
+covers."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from xdsl.dialects import arith, math as mathd
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from cubridge.dialect.cuir import KernelOp, MapOp, MbarrierWaitOp
+from cubridge.diagnostics import CuBridgeError, parse_module
+from cubridge.frontends.spec import load_spec
+from cubridge.lowering import REFERENCES, lower_module
+from cubridge.passes.transfer import transfer_kernel
+from cubridge.runtime.compiler import INCLUDE_DIR, KERNELS_DIR
+from cubridge.tools.cuir_opt import CuirOptMain, main as cuir_opt
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+SPECS = sorted((REPOSITORY / "examples" / "specs").glob("*.py"))
+PROGRAMS = {"sm90": REPOSITORY / "examples" / "ir" / "attention_sm90.mlir",
+            "sm80": REPOSITORY / "examples" / "ir" / "attention_sm80.mlir"}
+
+
+def _parse(reference: str):
+    path = PROGRAMS[reference]
+    return parse_module(CuirOptMain(args=["-"]).ctx, path.read_text(), str(path))
+
+
+def _kernel(module) -> KernelOp:
+    return next(op for op in module.walk() if isinstance(op, KernelOp))
+
+
+def _transferred(reference: str, spec_path: Path):
+    module = _parse(reference)
+    transfer_kernel(_kernel(module), load_spec(str(spec_path)))
+    return module
+
+
+@pytest.mark.parametrize("reference", sorted(PROGRAMS))
+def test_untransformed_reference_lowers_to_its_source_byte_for_byte(reference, tmp_path, capsys):
+    output = tmp_path / "out.cu"
+    assert cuir_opt(["--lower", str(PROGRAMS[reference]), "-o", str(output)]) == 0
+    assert output.read_bytes() == (KERNELS_DIR / f"attention_{reference}.cu").read_bytes()
+
+
+@pytest.mark.parametrize("reference", sorted(PROGRAMS))
+def test_every_spec_patches_only_the_two_seams(reference):
+    entry_macro = REFERENCES[f"attention_{reference}.cu"].entry_macro
+    for spec in SPECS:
+        lowered = lower_module(_parse(reference), _transferred(reference, spec), spec.stem)
+        diff = lowered.diff()
+        hunks = re.findall(r"^@@ ", diff, re.MULTILINE)
+        removed = [line for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")]
+        assert len(hunks) == 2, (spec.stem, diff)
+        assert removed and all(line.startswith(f"-{entry_macro}(") for line in removed), spec.stem
+
+
+def test_seams_hold_the_spec_code():
+    lowered = lower_module(_parse("sm90"), _transferred("sm90", REPOSITORY / "examples/specs/alibi.py"), "alibi")
+    text = lowered.source
+    assert "struct AlibiVariant : FullAttention {" in text
+    assert "Table<float, 1> alibi_slopes;" in text
+    assert re.search(r"gather\(args\.alibi_slopes, h\);\s+// alibi\.py:\d+", text)
+    assert re.search(r"kv_idx <= q_idx|q_idx >= kv_idx", text)
+    assert lowered.schedule == "dynamic" and lowered.modifies_scores and lowered.softmax
+    assert lowered.args == (("alibi_slopes", "Table<float, 1>"),)
+
+
+def test_head_dim_256_needs_its_own_program():
+    module = _transferred("sm90", REPOSITORY / "examples/specs/causal.py")
+    with pytest.raises(CuBridgeError, match="80-key kv tiles at head dim 256"):
+        lower_module(_parse("sm90"), module, "causal", (("bf16", 256),))
+
+
+def test_a_change_outside_every_seam_is_a_located_error():
+    module = _transferred("sm90", REPOSITORY / "examples/specs/causal.py")
+    wait = next(op for op in _kernel(module).walk() if isinstance(op, MbarrierWaitOp))
+    constant = arith.ConstantOp.from_int_and_width(0, wait.operands[-1].type)
+    Rewriter.insert_op(constant, InsertPoint.before(wait))
+    wait.operands[-1] = constant.result
+    with pytest.raises(CuBridgeError, match=r"attention_sm90\.mlir:\d+:\d+: error: lower: .*no seam"):
+        lower_module(_parse("sm90"), module, "causal")
+
+
+def test_an_op_without_cuda_is_a_located_error():
+    module = _transferred("sm90", REPOSITORY / "examples/specs/softcap.py")
+    tanh = next(op for op in _kernel(module).walk() if isinstance(op, mathd.TanhOp))
+    atan = mathd.AtanOp(tanh.operand)
+    atan.location = tanh.location
+    Rewriter.replace_op(tanh, atan)
+    with pytest.raises(CuBridgeError, match=r"softcap\.py:\d+:1: error: lower: modify_score has no CUDA for math\.atan"):
+        lower_module(_parse("sm90"), module, "softcap")
+
+
+def test_a_kernel_without_a_reference_source_is_a_located_error():
+    module = _parse("sm90")
+    del _kernel(module).properties["source"]
+    with pytest.raises(CuBridgeError, match="names no reference source"):
+        lower_module(module, module.clone(), "x")
+
+
+def test_emit_diff_prints_the_patch(capsys):
+    spec = REPOSITORY / "examples/specs/sigmoid.py"
+    assert cuir_opt([f"--transfer={spec}", "--emit-diff", str(PROGRAMS["sm80"])]) == 0
+    diff = capsys.readouterr().out
+    assert diff.startswith("--- a/cubridge/runtime/kernels/attention_sm80.cu\n+++ b/cubridge/runtime/kernels/attention_sm80.cu\n")
+    assert "+  static constexpr bool kSoftmax = false;" in diff
+    assert "+CUBRIDGE_ATTENTION_ENTRY(attention_sm80_bf16_d128_sigmoid, __nv_bfloat16, 128, 64, SigmoidVariant)" in diff
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed: the lowered sources are not compiled")
+def test_every_lowered_spec_compiles(tmp_path):
+    jobs = []
+    for reference, arch in (("sm90", "-gencode=arch=compute_90a,code=sm_90a"), ("sm80", "-arch=sm_80")):
+        for spec in SPECS:
+            lowered = lower_module(_parse(reference), _transferred(reference, spec), spec.stem, (("bf16", 128),))
+            path = tmp_path / f"{reference}_{spec.stem}.cu"
+            path.write_text(lowered.source)
+            jobs.append((path, arch))
+
+    def compile_one(job):
+        path, arch = job
+        result = subprocess.run(["nvcc", "-cubin", "-O3", "-std=c++17", arch, f"-I{INCLUDE_DIR}", str(path), "-o",
+                                 str(path.with_suffix(".cubin"))], capture_output=True, text=True)
+        return path.name, result.returncode, result.stderr[-2000:]
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        failures = [f"{name}: {err}" for name, code, err in pool.map(compile_one, jobs) if code]
+    assert not failures, "\n".join(failures)
+
+
+def test_references_table_names_the_kernels():
+    assert set(REFERENCES) == {"attention_sm90.cu", "attention_sm80.cu"}
+    for reference in REFERENCES.values():
+        assert reference.path.is_file()
