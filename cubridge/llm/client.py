@@ -116,7 +116,7 @@ class ChatClient:
                 if status != 429 and status < 500:
                     raise CuBridgeError(
                         f"{self.what}: {self.settings.base_url} refused the request: "
-                        f"HTTP {status}: {_first_line(error.message)}"
+                        f"HTTP {status}: {_error_message(error)}"
                     ) from None
                 failures.append(f"HTTP {status}")
                 delay = _retry_after(error.response.headers.get("retry-after"))
@@ -170,8 +170,11 @@ def _retry_after(header: str | None) -> float | None:
         return None  # an HTTP date: the exponential backoff applies
 
 
-def _first_line(text: str) -> str:
-    return next((line.strip() for line in str(text).splitlines() if line.strip()), "no message")
+def _error_message(error) -> str:
+    """The server's own message (the body's error.message), else openai's, on one line."""
+    body = error.body
+    text = body.get("message") if isinstance(body, dict) else None
+    return " ".join(str(text or error.message).split())
 
 
 def write_atomically(path: Path, text: str) -> None:

@@ -165,7 +165,7 @@ def _repair_task(path: Path, source: str, request: str | None, diagnostics: str 
     if request is not None:
         parts.append(f"Make this change: {request}")
     if diagnostics is not None:
-        parts.append(f"nvcc (sm_{capability[0]}{capability[1]}) rejects the source:\n```\n{diagnostics}\n```")
+        parts.append(f"nvcc's diagnostics (sm_{capability[0]}{capability[1]}):\n```\n{diagnostics}\n```")
     parts.append(f"## {path.name}\n```cuda\n{_numbered(source)}```")
     messages = (
         {"role": "system", "content": SYSTEM_PROMPT},
