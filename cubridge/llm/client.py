@@ -52,6 +52,8 @@ class Ledger:
             f"{self.retries} retried, {self.prompt_tokens} prompt + "
             f"{self.completion_tokens} completion tokens"
         )
+        if not self.prices:
+            return line + ", nothing spent (every reply from the cache)"
         if None in self.prices or len(self.prices) != 1:
             return line + ", cost unknown (set CUBRIDGE_LLM_PRICE=IN,OUT in USD per million tokens)"
         prompt_price, completion_price = next(iter(self.prices))

@@ -85,6 +85,9 @@ def test_a_429_and_a_timeout_are_retried_with_the_same_request(lifted, llm_env):
     transcript = json.loads((llm_env / "lifted.mlir.llm.json").read_text())["runs"][0]
     assert transcript["candidates"][0]["retries"] == ["HTTP 429", f"timed out after {TIMEOUT:g}s"]
     assert stderr.splitlines()[0].startswith("llm: 4 request(s), 0 from cache, 2 retried, ")
+    assert stderr.splitlines()[0].endswith(
+        "cost unknown (set CUBRIDGE_LLM_PRICE=IN,OUT in USD per million tokens)"
+    )
 
 
 def test_the_prompt_holds_the_cuir_reference_and_the_source(lifted):
@@ -107,7 +110,7 @@ def test_a_rerun_is_answered_from_the_cache(lifted, llm_env, capsys):
     assert (llm_env / "lifted.mlir").read_text() == first
     assert capsys.readouterr().err.splitlines()[0] == (
         "llm: 4 request(s), 4 from cache, 0 retried, 0 prompt + 0 completion tokens, "
-        "cost unknown (set CUBRIDGE_LLM_PRICE=IN,OUT in USD per million tokens)"
+        "nothing spent (every reply from the cache)"
     )
 
 
