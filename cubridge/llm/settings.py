@@ -4,7 +4,7 @@
 |---|---|---|
 | CUBRIDGE_LLM_BASE_URL | --llm-base-url | OpenAI-compatible endpoint, e.g. http://localhost:8000/v1 (required) |
 | CUBRIDGE_LLM_MODEL | --llm-model | model name the endpoint serves (required) |
-| CUBRIDGE_LLM_API_KEY | --llm-api-key | bearer key (default: none sent that matters, for local servers) |
+| CUBRIDGE_LLM_API_KEY | --llm-api-key | bearer key (local servers need none) |
 | CUBRIDGE_LLM_OFFLINE=1 | --llm-offline | replay replies from the cache only |
 | CUBRIDGE_LLM_CACHE_DIR | | reply cache (default ~/.cache/cubridge/llm) |
 | CUBRIDGE_LLM_TIMEOUT | | seconds per request (default 120) |
