@@ -17,7 +17,21 @@ def _transfer() -> type[ModulePass]:
     return TransferPass
 
 
+def _llm_lift() -> type[ModulePass]:
+    from cubridge.passes.llm import LLMLiftPass
+
+    return LLMLiftPass
+
+
+def _llm_transfer() -> type[ModulePass]:
+    from cubridge.passes.llm import LLMTransferPass
+
+    return LLMTransferPass
+
+
 PASS_FACTORIES: dict[str, Callable[[], type[ModulePass]]] = {
     "cuir-set-worker-regs": _set_worker_regs,
     "transfer": _transfer,
+    "llm-lift": _llm_lift,
+    "llm-transfer": _llm_transfer,
 }

@@ -26,6 +26,7 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from cubridge.diagnostics import CuBridgeError, parse_module, verify_module
+from cubridge.llm import session as llm_session
 from cubridge.passes import PASS_FACTORIES
 
 CHUNK_SEPARATOR = "// -----"
@@ -73,8 +74,10 @@ class CuirOptMain(xDSLOptMain):
             action="store_true",
             help="like --lower, but print the patch against the reference source as a unified diff",
         )
+        llm_session.add_llm_arguments(arg_parser)
 
     def setup_pipeline(self) -> None:
+        llm_session.current().configure(llm_session.flags_from(self.args), self.args.output_file)
         if self.args.transfer is not None:
             transfer = f'transfer{{spec="{self.args.transfer}"}}'
             self.args.passes = ",".join(p for p in (self.args.passes, transfer) if p)
@@ -221,11 +224,15 @@ def load_pass_plugin(path: str) -> list[type[ModulePass]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    session = llm_session.begin()
     try:
         CuirOptMain(description="CuIR optimizer driver", args=argv).run()
     except CuBridgeError as error:
         print(error, file=sys.stderr)
         return 1
+    finally:
+        for line in session.report():
+            print(line, file=sys.stderr)
     return 0
 
 
