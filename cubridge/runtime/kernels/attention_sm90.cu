@@ -308,13 +308,18 @@ __device__ __forceinline__ void producer_mainloop(const SharedStorage<T, kHeadDi
     const int kv_head = tile.head / (p.num_heads_q / p.num_heads_kv);
     const KvRange range =
         Policy::template kv_range<kBlockN<kHeadDim>>(p, args, tile, first_row(tile), last_row(p, tile));
+    // The kv row of the next position is looked up a step ahead: block lists read it from global memory, and
+    // the lookup then overlaps this step's waits instead of delaying its loads (past the end it reads an
+    // unused slot, or 0 outside the table, and is never loaded).
+    int kv_row = Policy::kv_tile(p, args, tile, range.begin) * kBlockN<kHeadDim>;
     for (int j = range.begin; j < range.end; ++j, ++kv.count) {
+      const int next_kv_row = Policy::kv_tile(p, args, tile, j + 1) * kBlockN<kHeadDim>;
       const int stage = kv.stage();
-      const int kv_row = Policy::kv_tile(p, args, tile, j) * kBlockN<kHeadDim>;
       mbarrier_wait(smem.k_empty(stage), kv.free_parity());
       if (leader) load_kv_tile<kHeadDim>(smem.k_tile(stage), k_map, smem.k_full(stage), kv_row, kv_head, tile.batch);
       mbarrier_wait(smem.v_empty(stage), kv.free_parity());
       if (leader) load_kv_tile<kHeadDim>(smem.v_tile(stage), v_map, smem.v_full(stage), kv_row, kv_head, tile.batch);
+      kv_row = next_kv_row;
     }
     linear = __shfl_sync(0xffffffffu, next_linear, 0);
   }
