@@ -3,8 +3,8 @@
 A spec file defines `score_mod(score, b, h, q_idx, kv_idx)` and/or
 `mask_mod(b, h, q_idx, kv_idx)` with FlexAttention's signatures and meaning,
 optionally `normalization` ("softmax", "sigmoid" or "relu") and an eager
-`reference(q, k, v)`. `load_spec` runs the file, traces the hooks into
-`Expr`s and finds the tensors they capture; see docs/specs.md.
+`reference(q, k, v)`. `load_spec` runs the file, traces the hooks with torch
+into `Expr`s (`hooks`) and finds the tensors they capture; see docs/specs.md.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import torch
 from cubridge.diagnostics import CuBridgeError
 from cubridge.frontends.expr import BOOL, Expr, evaluate
 from cubridge.frontends.eager import hooks_from_attention
-from cubridge.frontends.trace import Tracer
+from cubridge.frontends.hooks import captured_tensors, failure, trace_hook
 
 NORMALIZATIONS = ("softmax", "sigmoid", "relu")
 SCORE_MOD_ARGS = ("score", "b", "h", "q_idx", "kv_idx")
@@ -120,7 +120,7 @@ class AttentionSpec:
         b, h, q_idx, kv_idx = _index_grid(batch, heads, seqlen_q, kv_shape[2])
         env = {"b": b, "h": h, "q_idx": q_idx, "kv_idx": kv_idx, **self.captures}
         for read in _gathers(self.score_expr, self.mask_expr):
-            name, indices, line = read.args
+            name, indices = read.args
             table = self.captures[name]
             for dim, index in enumerate(indices):
                 values = evaluate(index, env)
@@ -130,7 +130,7 @@ class AttentionSpec:
                         f"captured tensor '{name}' has {table.shape[dim]} entries in dimension "
                         f"{dim} but the hook reads indices {low}..{high} for q {list(q_shape)}, "
                         f"k {list(kv_shape)}",
-                        f"{self.path}:{line}",
+                        f"{self.path}:{read.line or 1}",
                     )
 
 
@@ -154,15 +154,15 @@ def load_spec(path: str) -> AttentionSpec:
             f"unknown normalization {normalization!r}; expected one of {', '.join(NORMALIZATIONS)}",
             f"{path}:{_assignment_line(path, 'normalization')}",
         )
-    hooks = [(score_mod, SCORE_MOD_ARGS), (mask_mod, MASK_MOD_ARGS)]
-    captures: dict[str, torch.Tensor] = {}
+    hooks = [(hook, arguments) for hook, arguments in ((score_mod, SCORE_MOD_ARGS), (mask_mod, MASK_MOD_ARGS)) if hook]
+    bound: dict[str, torch.Tensor] = {}
     for hook, arguments in hooks:
-        if hook is not None:
-            _check_arity(hook, arguments, path)
-            captures |= _captured_tensors(hook)
-    tracer = Tracer(path, captures)
-    score_expr = tracer.trace(score_mod, SCORE_MOD_ARGS) if score_mod is not None else None
-    mask_expr = tracer.trace(mask_mod, MASK_MOD_ARGS) if mask_mod is not None else None
+        _check_arity(hook, arguments, path)
+        bound |= captured_tensors(hook)
+    score_expr = trace_hook(score_mod, SCORE_MOD_ARGS, path, bound) if score_mod is not None else None
+    mask_expr = trace_hook(mask_mod, MASK_MOD_ARGS, path, bound) if mask_mod is not None else None
+    read = set().union(*(expr.leaves() for expr in (score_expr, mask_expr) if expr is not None))
+    captures = {name: tensor for name, tensor in bound.items() if name in read}
     if score_expr is not None and score_expr.kind == BOOL:
         raise CuBridgeError("score_mod must return a score, not a boolean", _definition(score_mod))
     if mask_expr is not None and mask_expr.kind != BOOL:
@@ -186,7 +186,7 @@ def load_spec(path: str) -> AttentionSpec:
 def _from_eager_attention(path: str, module: types.ModuleType, attention: Callable) -> AttentionSpec:
     """A spec whose hooks are recovered from `attention(q, k, v)`, its own ground truth."""
     _check_arity(attention, ("q", "k", "v"), path)
-    captures = _captured_tensors(attention)
+    captures = captured_tensors(attention)
     hooks = hooks_from_attention(attention, path, captures)
     return AttentionSpec(
         name=os.path.splitext(os.path.basename(path))[0],
@@ -218,6 +218,8 @@ def _run_spec_file(path: str) -> types.ModuleType:
         loader_spec.loader.exec_module(module)
     except SyntaxError as error:
         raise CuBridgeError(f"syntax error in spec: {error.msg}", f"{path}:{error.lineno}") from None
+    except Exception as error:  # the spec is user code: any failure is located in it
+        raise failure("importing the spec", error, path, f"{path}:1") from None
     return module
 
 
@@ -233,28 +235,6 @@ def _check_arity(hook: Callable, arguments: tuple[str, ...], path: str) -> None:
             f"{len(parameters)} parameter(s)",
             _definition(hook),
         )
-
-
-def _captured_tensors(hook: Callable) -> dict[str, torch.Tensor]:
-    """Tensors the hook reads from its module globals or its closure, by variable name."""
-    code = hook.__code__
-    found = {
-        name: hook.__globals__[name]
-        for name in _global_names(code)
-        if isinstance(hook.__globals__.get(name), torch.Tensor)
-    }
-    for name, cell in zip(code.co_freevars, hook.__closure__ or ()):
-        if isinstance(cell.cell_contents, torch.Tensor):
-            found[name] = cell.cell_contents
-    return found
-
-
-def _global_names(code: types.CodeType) -> set[str]:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _global_names(const)
-    return names
 
 
 def _assignment_line(path: str, variable: str) -> int:

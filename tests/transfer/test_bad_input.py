@@ -64,10 +64,71 @@ BAD_SPECS = {
         import torch
 
         def score_mod(score, b, h, q_idx, kv_idx):
-            return torch.sin(score)
+            return torch.atan(score)
         """,
         4,
-        "unsupported torch operation 'sin' in a hook",
+        "unsupported operation 'aten.atan.default' in a hook",
+    ),
+    "unsupported op in a helper": (
+        """
+        import torch
+
+        def shifted(score):
+            return torch.atan(score) + 1
+
+        def score_mod(score, b, h, q_idx, kv_idx):
+            return shifted(score)
+        """,
+        4,
+        "unsupported operation 'aten.atan.default' in a hook",
+    ),
+    "exception on import": (
+        """
+        import torch
+
+        table = torch.zeros(4)[10]
+        """,
+        3,
+        "importing the spec failed: IndexError: index 10 is out of bounds for dimension 0 with size 4",
+    ),
+    "name error in a hook": (
+        """
+        def mask_mod(b, h, q_idx, kv_idx):
+            return q_idx >= kv_idx + OFFSET
+        """,
+        2,
+        "tracing mask_mod failed: NameError: name 'OFFSET' is not defined",
+    ),
+    "int() of a traced value": (
+        """
+        def mask_mod(b, h, q_idx, kv_idx):
+            return kv_idx < int(q_idx)
+        """,
+        2,
+        "data-dependent Python control flow in a hook: use torch.where instead of "
+        "if/and/or/not on traced values",
+    ),
+    "a tensor made in the hook": (
+        """
+        import torch
+
+        def score_mod(score, b, h, q_idx, kv_idx):
+            return score + torch.tensor([1.0, 2.0])[h]
+        """,
+        4,
+        "the hook reads a [2] tensor that is not a module-level or closure variable of the spec; define it as one",
+    ),
+    "a slice used as a scalar": (
+        """
+        import torch
+
+        table = torch.zeros(4, 3)
+
+        def score_mod(score, b, h, q_idx, kv_idx):
+            return score + table[h]
+        """,
+        6,
+        "a [3] part of captured tensor 'table' used as a scalar: index every dimension",
     ),
 }
 
