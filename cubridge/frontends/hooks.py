@@ -13,6 +13,7 @@ from. `op_table` renders `CONVERTERS` for docs/specs.md.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import traceback
@@ -57,12 +58,18 @@ class _Unsupported(Exception):
 def trace_hook(hook: Callable, arguments: tuple[str, ...], path: str, captures: dict[str, torch.Tensor]) -> Expr:
     """The hook's result as an `Expr` over `arguments` and `captures` (by name);
     any failure is a CuBridgeError at the line of `path` that caused it."""
-    definition = f"{hook.__code__.co_filename}:{hook.__code__.co_firstlineno}"
-    graph_module = _trace(hook, arguments, path, definition)
-    return _Conversion(graph_module, path, captures, definition).run(arguments)
+    graph_module = _trace(hook, arguments, path, definition(hook))
+    return _Conversion(graph_module, path, captures, definition(hook)).run(arguments)
 
 
-class _IndexWithTensors(TorchFunctionMode):
+def definition(hook: Callable) -> str:
+    """`file:line` of the hook's `def` (of the function a functools.partial wraps)."""
+    while isinstance(hook, functools.partial):
+        hook = hook.func
+    return f"{hook.__code__.co_filename}:{hook.__code__.co_firstlineno}"
+
+
+class IndexWithTensors(TorchFunctionMode):
     """`table[i]` with tensor (or int) indices becomes `aten.index`, not a Python
     integer read from `i`, as in FlexAttention's TransformGetItemToIndex."""
 
@@ -91,19 +98,20 @@ def _trace(hook: Callable, arguments: tuple[str, ...], path: str, definition: st
         _record_lines_of(function.__code__)
     examples = [torch.zeros((), dtype=torch.float32 if name == "score" else torch.int64) for name in arguments]
     trace = make_fx(
-        hook,
+        torch.func.functionalize(hook, remove="mutations_and_views"),  # `x += y` as `x = x + y`
         decomposition_table=_decomposition_table(),
         tracing_mode="fake",
         _allow_non_fake_inputs=True,  # captured tensors are real
         record_stack_traces=True,
     )
     try:
-        with _IndexWithTensors():
+        with IndexWithTensors():
             return trace(*examples)
     except Exception as error:  # the hook is user code: any failure is located there
         if isinstance(error, GuardOnDataDependentSymNode):
             raise CuBridgeError(CONTROL_FLOW, located(error, path, definition)) from None
-        raise failure(f"tracing {hook.__name__}", error, path, definition) from None
+        name = getattr(hook, "__name__", "the hook")
+        raise failure(f"tracing {name}", error, path, definition) from None
 
 
 def _record_lines_of(code: types.CodeType) -> None:
@@ -161,12 +169,15 @@ def captured_tensors(hook: Callable) -> dict[str, torch.Tensor]:
 
 def _reachable_functions(hook: Callable) -> list[types.FunctionType]:
     """The hook and the functions it calls by name: those in its closure (FlexAttention's
-    and_masks / or_masks keep the functions they combine there) and the module-level
-    functions of its own file that it names."""
+    and_masks / or_masks keep the functions they combine there) or a functools.partial,
+    and the module-level functions of its own file that it names."""
     found: dict[types.FunctionType, None] = {}
     pending: list = [hook]
     while pending:
         function = pending.pop()
+        if isinstance(function, functools.partial):
+            pending += [function.func, *function.args, *function.keywords.values()]
+            continue
         if not isinstance(function, types.FunctionType) or function in found:
             continue
         found[function] = None
@@ -536,6 +547,7 @@ def _full(size, fill_value, **_):
 
 
 _converts("arith.constant", aten.scalar_tensor.default)(lambda value, **_: _expr(value))
+_converts("arith.constant", aten.full_like.default)(lambda like, fill_value, **_: _expr(fill_value))
 
 
 @_converts("arith.sitofp / fptosi / cmp (dtype conversions; floats compute in f32)", aten._to_copy.default)
@@ -543,7 +555,8 @@ def _to_copy(operand, dtype=None, **_):
     return E.cast(_expr(operand), _kind_of(dtype)) if dtype is not None else _expr(operand)
 
 
-_converts("(no op)", aten.clone.default, aten.alias.default, aten.lift_fresh_copy.default)(lambda operand, **_: operand)
+_converts("(no op)", aten.clone.default, aten.alias.default, aten.alias_copy.default, aten.detach_copy.default,
+          aten.lift_fresh_copy.default)(lambda operand, **_: operand)
 
 
 @_converts("cuir.gather", aten.index.Tensor)
@@ -553,7 +566,7 @@ def _index(table, indices):
     return table.indexed(list(indices))
 
 
-@_converts("cuir.gather", aten.select.int)
+@_converts("cuir.gather", aten.select.int, aten.select_copy.int)
 def _select(table, dimension, index):
     if not isinstance(table, _Slice):
         raise _Unsupported("indexing a value that is not a captured tensor")

@@ -24,7 +24,7 @@ import torch
 from cubridge.diagnostics import CuBridgeError
 from cubridge.frontends.expr import BOOL, Expr, evaluate
 from cubridge.frontends.eager import hooks_from_attention
-from cubridge.frontends.hooks import captured_tensors, failure, trace_hook
+from cubridge.frontends.hooks import IndexWithTensors, captured_tensors, definition, failure, trace_hook
 
 NORMALIZATIONS = ("softmax", "sigmoid", "relu")
 SCORE_MOD_ARGS = ("score", "b", "h", "q_idx", "kv_idx")
@@ -71,17 +71,18 @@ class AttentionSpec:
         return torch.logsumexp(scores, dim=-1)
 
     def _scores(self, q: torch.Tensor, k: torch.Tensor, scale: float):
-        """Materialized hook scores (masked entries -inf) and the keep mask, float64."""
+        """Materialized hook scores (masked entries -inf) and the keep mask, float64.
+
+        The hooks run as FlexAttention runs them: on each element, vectorized with vmap."""
         batch, heads, seqlen_q, _ = q.shape
         seqlen_kv = k.shape[2]
         scores = (q @ _repeat_kv_heads(k, heads).transpose(-1, -2)) * scale
-        b, h, q_idx, kv_idx = _index_grid(batch, heads, seqlen_q, seqlen_kv)
+        indices = [torch.arange(size) for size in (batch, heads, seqlen_q, seqlen_kv)]
         if self.score_mod is not None:
-            scores = torch.as_tensor(self.score_mod(scores, b, h, q_idx, kv_idx)).double()
-            scores = scores.expand(batch, heads, seqlen_q, seqlen_kv)
+            scores = _per_element(self.score_mod, score_first=True)(scores, *indices).double()
         keep = torch.ones_like(scores, dtype=torch.bool)
         if self.mask_mod is not None:
-            keep = torch.as_tensor(self.mask_mod(b, h, q_idx, kv_idx)).expand_as(keep)
+            keep = _per_element(self.mask_mod, score_first=False)(*indices).expand_as(keep)
         return scores.masked_fill(~keep, -math.inf), keep
 
     def extra_inputs(self, kernel, q, k, v) -> dict[str, np.ndarray]:
@@ -164,11 +165,11 @@ def load_spec(path: str) -> AttentionSpec:
     read = set().union(*(expr.leaves() for expr in (score_expr, mask_expr) if expr is not None))
     captures = {name: tensor for name, tensor in bound.items() if name in read}
     if score_expr is not None and score_expr.kind == BOOL:
-        raise CuBridgeError("score_mod must return a score, not a boolean", _definition(score_mod))
+        raise CuBridgeError("score_mod must return a score, not a boolean", definition(score_mod))
     if mask_expr is not None and mask_expr.kind != BOOL:
         raise CuBridgeError(
             f"mask_mod must return a boolean, but returns {_KIND_NAMES[mask_expr.kind]} expression",
-            _definition(mask_mod),
+            definition(mask_mod),
         )
     return AttentionSpec(
         name=os.path.splitext(os.path.basename(path))[0],
@@ -223,18 +224,18 @@ def _run_spec_file(path: str) -> types.ModuleType:
     return module
 
 
-def _definition(hook: Callable) -> str:
-    return f"{hook.__code__.co_filename}:{hook.__code__.co_firstlineno}"
-
-
 def _check_arity(hook: Callable, arguments: tuple[str, ...], path: str) -> None:
-    parameters = inspect.signature(hook).parameters
-    if len(parameters) != len(arguments):
+    """The hook can be called with `arguments` (parameters with defaults may follow)."""
+    signature = inspect.signature(hook)
+    try:
+        signature.bind(*arguments)
+    except TypeError:
+        name = getattr(hook, "__name__", "the hook")
         raise CuBridgeError(
-            f"{hook.__name__} takes ({', '.join(arguments)}) but is defined with "
-            f"{len(parameters)} parameter(s)",
-            _definition(hook),
-        )
+            f"{name} takes ({', '.join(arguments)}) but is defined with "
+            f"{len(signature.parameters)} parameter(s)",
+            definition(hook),
+        ) from None
 
 
 def _assignment_line(path: str, variable: str) -> int:
@@ -258,6 +259,21 @@ def _index_grid(batch: int, heads: int, seqlen_q: int, seqlen_kv: int):
         torch.arange(seqlen_q).view(1, 1, -1, 1),
         torch.arange(seqlen_kv).view(1, 1, 1, -1),
     )
+
+
+def _per_element(hook: Callable, score_first: bool) -> Callable:
+    """`hook` on 1-D b, h, q_idx, kv_idx vectors (and a [B, H, SQ, SKV] score), giving
+    [B, H, SQ, SKV]: vmapped over each, as FlexAttention applies hooks."""
+    score_dims = (0,) if score_first else ()
+    vectorized = hook
+    for dims in ((None, None, None, 0), (None, None, 0, None), (None, 0, None, None), (0, None, None, None)):
+        vectorized = torch.vmap(vectorized, in_dims=score_dims + dims)
+
+    def apply(*args):
+        with IndexWithTensors():
+            return torch.as_tensor(vectorized(*args))
+
+    return apply
 
 
 def _repeat_kv_heads(tensor: torch.Tensor, query_heads: int) -> torch.Tensor:
