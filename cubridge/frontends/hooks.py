@@ -58,8 +58,9 @@ class _Unsupported(Exception):
 def trace_hook(hook: Callable, arguments: tuple[str, ...], path: str, captures: dict[str, torch.Tensor]) -> Expr:
     """The hook's result as an `Expr` over `arguments` and `captures` (by name);
     any failure is a CuBridgeError at the line of `path` that caused it."""
-    graph_module = _trace(hook, arguments, path, definition(hook))
-    return _Conversion(graph_module, path, captures, definition(hook)).run(arguments)
+    where = definition(hook)
+    graph_module = _trace(hook, arguments, path, where)
+    return _Conversion(graph_module, path, captures, where).run(arguments)
 
 
 def definition(hook: Callable) -> str:
@@ -93,7 +94,8 @@ def _decomposition_table() -> dict:
     return _decompositions
 
 
-def _trace(hook: Callable, arguments: tuple[str, ...], path: str, definition: str) -> torch.fx.GraphModule:
+def _trace(hook: Callable, arguments: tuple[str, ...], path: str, where: str) -> torch.fx.GraphModule:
+    """The hook's ATen graph; `where` locates failures outside the spec file."""
     for function in _reachable_functions(hook):
         _record_lines_of(function.__code__)
     examples = [torch.zeros((), dtype=torch.float32 if name == "score" else torch.int64) for name in arguments]
@@ -109,9 +111,9 @@ def _trace(hook: Callable, arguments: tuple[str, ...], path: str, definition: st
             return trace(*examples)
     except Exception as error:  # the hook is user code: any failure is located there
         if isinstance(error, GuardOnDataDependentSymNode):
-            raise CuBridgeError(CONTROL_FLOW, located(error, path, definition)) from None
+            raise CuBridgeError(CONTROL_FLOW, located(error, path, where)) from None
         name = getattr(hook, "__name__", "the hook")
-        raise failure(f"tracing {name}", error, path, definition) from None
+        raise failure(f"tracing {name}", error, path, where) from None
 
 
 def _record_lines_of(code: types.CodeType) -> None:
@@ -290,7 +292,9 @@ def _converts(lowered_to: str, *overloads):
 
 
 class _Conversion:
-    def __init__(self, graph_module: torch.fx.GraphModule, path: str, captures: dict[str, torch.Tensor], definition: str):
+    def __init__(
+        self, graph_module: torch.fx.GraphModule, path: str, captures: dict[str, torch.Tensor], definition: str
+    ):
         self.graph_module = graph_module
         self.path = path
         self.capture_names = {id(tensor): name for name, tensor in reversed(captures.items())}
@@ -586,4 +590,6 @@ def op_table() -> str:
         by_lowering.setdefault(converter.lowered_to, []).append(f"`{overload}`")
     rows = ["| ATen operations | lowered to |", "| --- | --- |"]
     rows += [f"| {', '.join(names)} | {lowered_to} |" for lowered_to, names in by_lowering.items()]
+    decomposed = ", ".join(f"`{packet._qualified_op_name.replace('::', '.')}`" for packet in DECOMPOSED)
+    rows += ["", f"Traced through their decompositions (with the core-ATen ones): {decomposed}."]
     return "\n".join(rows) + "\n"

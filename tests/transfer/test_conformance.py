@@ -204,6 +204,16 @@ SPECS = {
 
         mask_mod = causal_mask
         """,
+    "torch_arithmetic": """
+        # not from the ecosystem: torch's semantics of the operations the ones above use
+        def score_mod(score, b, h, q_idx, kv_idx):
+            divisor = kv_idx % 5 - 7  # negative: floor division and remainder take its sign
+            integer = (q_idx - 100) // divisor + (q_idx - 50) % divisor + (q_idx - 60) // 7 + (q_idx - 61) % 9
+            truncated = torch.div(q_idx - 90, 4, rounding_mode="trunc") + torch.trunc(score * 3)
+            floating = score // 0.5 + score % 0.7 + torch.sin(score) + torch.sign(score - 0.1)
+            powers = score ** 3 + abs(score) ** 0.5 + 2 ** score + score.abs() ** 1.5
+            return score + 0.01 * integer + 0.1 * truncated + floating + 0.1 * powers + torch.erf(score)
+        """,
 }
 
 SHAPES = {"graphormer_spatial_bias": ProblemShape(2, 2, 1, 200, 180, 128)}
