@@ -10,8 +10,7 @@ a node's `line` (the spec line it was traced from) takes no part in it.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -106,7 +105,7 @@ def with_line(expr: Expr, line: int | None) -> Expr:
     if line is None or expr.line is not None or expr.op == "arg":
         return expr
     args = tuple(_with_line_arg(arg, line) for arg in expr.args)
-    return dataclasses.replace(expr, args=args, line=line)
+    return replace(expr, args=args, line=line)
 
 
 def _with_line_arg(arg, line: int):

@@ -84,14 +84,9 @@ class IndexWithTensors(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
-_decompositions: dict | None = None
-
-
+@functools.cache
 def _decomposition_table() -> dict:
-    global _decompositions
-    if _decompositions is None:
-        _decompositions = {**core_aten_decompositions(), **get_decompositions(list(DECOMPOSED))}
-    return _decompositions
+    return {**core_aten_decompositions(), **get_decompositions(list(DECOMPOSED))}
 
 
 def _trace(hook: Callable, arguments: tuple[str, ...], path: str, where: str) -> torch.fx.GraphModule:
@@ -214,12 +209,9 @@ def _global_names(code: types.CodeType) -> set[str]:
 # ----------------------------------------------------------------------------
 
 
-_KINDS = {torch.bool: BOOL}
-
-
 def _kind_of(dtype: torch.dtype) -> str:
-    if dtype in _KINDS:
-        return _KINDS[dtype]
+    if dtype == torch.bool:
+        return BOOL
     return FLOAT if dtype.is_floating_point else INT
 
 
