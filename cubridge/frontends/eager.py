@@ -167,7 +167,9 @@ class _Interpreter:
                 return receiver  # broadcasting only: the hook computes one element
             if name in _NORMALIZATIONS:
                 return _Probabilities(_NORMALIZATIONS[name], receiver)
-            return _pointwise(lambda value, *rest, **options: getattr(value, name)(*rest, **options), receiver, *args, **kwargs)
+            return _pointwise(
+                lambda value, *rest, **options: getattr(value, name)(*rest, **options), receiver, *args, **kwargs
+            )
         raise self.fail(f"unsupported method '{name}'")
 
     def _operand_method(self, name: str, operand: _Operand, args):

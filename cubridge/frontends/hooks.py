@@ -74,7 +74,7 @@ class IndexWithTensors(TorchFunctionMode):
     """`table[i]` with tensor (or int) indices becomes `aten.index`, not a Python
     integer read from `i`, as in FlexAttention's TransformGetItemToIndex."""
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
+    def __torch_function__(self, func, _types, args=(), kwargs=None):
         if func is torch.Tensor.__getitem__:
             table, index = args
             positions = index if isinstance(index, tuple) else (index,)

@@ -158,7 +158,7 @@ def load_spec(path: str) -> AttentionSpec:
     hooks = [(hook, arguments) for hook, arguments in ((score_mod, SCORE_MOD_ARGS), (mask_mod, MASK_MOD_ARGS)) if hook]
     bound: dict[str, torch.Tensor] = {}
     for hook, arguments in hooks:
-        _check_arity(hook, arguments, path)
+        _check_arity(hook, arguments)
         bound |= captured_tensors(hook)
     score_expr = trace_hook(score_mod, SCORE_MOD_ARGS, path, bound) if score_mod is not None else None
     mask_expr = trace_hook(mask_mod, MASK_MOD_ARGS, path, bound) if mask_mod is not None else None
@@ -186,7 +186,7 @@ def load_spec(path: str) -> AttentionSpec:
 
 def _from_eager_attention(path: str, module: types.ModuleType, attention: Callable) -> AttentionSpec:
     """A spec whose hooks are recovered from `attention(q, k, v)`, its own ground truth."""
-    _check_arity(attention, ("q", "k", "v"), path)
+    _check_arity(attention, ("q", "k", "v"))
     captures = captured_tensors(attention)
     hooks = hooks_from_attention(attention, path, captures)
     return AttentionSpec(
@@ -224,7 +224,7 @@ def _run_spec_file(path: str) -> types.ModuleType:
     return module
 
 
-def _check_arity(hook: Callable, arguments: tuple[str, ...], path: str) -> None:
+def _check_arity(hook: Callable, arguments: tuple[str, ...]) -> None:
     """The hook can be called with `arguments` (parameters with defaults may follow)."""
     signature = inspect.signature(hook)
     try:
