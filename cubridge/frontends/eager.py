@@ -4,10 +4,10 @@ The function is traced with torch.fx and its graph interpreted abstractly:
 `q @ k^T` (k possibly `repeat_interleave`d for grouped-query heads) is the
 raw score tile, and multiplying it by `q.shape[-1] ** -0.5` gives the scaled
 score that score_mod receives. `torch.arange` over the score tile's last two
-sizes gives q_idx and kv_idx; elementwise code on these is traced like a
-hook. The tile must then go through softmax, sigmoid or relu into `@ v`.
-Outermost `masked_fill(cond, -inf)` / `where(cond, x, -inf)` become mask_mod;
-the rest is score_mod. Anything else is a located error.
+sizes gives q_idx and kv_idx; elementwise code on these is collected into a
+hook, traced as hooks are. The tile must then go through softmax, sigmoid or
+relu into `@ v`. Outermost `masked_fill(cond, -inf)` / `where(cond, x, -inf)`
+become mask_mod; the rest is score_mod. Anything else is a located error.
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ import torch.fx
 from cubridge.diagnostics import CuBridgeError
 from cubridge.frontends import expr as E
 from cubridge.frontends.expr import FLOAT, Expr
-from cubridge.frontends.trace import Traced, Tracer
+from cubridge.frontends.hooks import trace_hook
+
+SCORE_ARGUMENTS = ("score", "b", "h", "q_idx", "kv_idx")
 
 
 @dataclass(frozen=True)
@@ -47,10 +49,18 @@ class _Shape:
     of: object
 
 
+@dataclass(frozen=True, eq=False)
+class _Pointwise:
+    """Score-shaped elementwise code: `compute` maps the hook arguments (0-d tensors,
+    by name) to its value."""
+
+    compute: Callable[[dict[str, torch.Tensor]], torch.Tensor]
+
+
 @dataclass(frozen=True)
 class _Probabilities:
     normalization: str
-    score: Expr
+    score: _Pointwise
 
 
 _SIZE_MEANINGS = {
@@ -88,12 +98,25 @@ def hooks_from_attention(attention: Callable, path: str, captures: dict[str, tor
         graph = torch.fx.symbolic_trace(attention).graph
     except Exception as error:  # fx reports untraceable Python in many ways
         raise CuBridgeError(f"cannot trace attention with torch.fx: {error}", where) from None
-    return _Interpreter(Tracer(path, captures), where).run(graph)
+    return _Interpreter(path, captures, where).run(graph)
+
+
+def _pointwise(function: Callable, *args, **kwargs) -> _Pointwise:
+    """`function` applied to the values of the arguments that are pointwise code."""
+
+    def compute(env: dict[str, torch.Tensor]):
+        def value(arg):
+            return arg.compute(env) if isinstance(arg, _Pointwise) else arg
+
+        return function(*map(value, args), **{key: value(arg) for key, arg in kwargs.items()})
+
+    return _Pointwise(compute)
 
 
 class _Interpreter:
-    def __init__(self, tracer: Tracer, where: str):
-        self.tracer = tracer
+    def __init__(self, path: str, captures: dict[str, torch.Tensor], where: str):
+        self.path = path
+        self.captures = captures
         self.where = where
         self.values: dict[torch.fx.Node, object] = {}
 
@@ -114,7 +137,13 @@ class _Interpreter:
     def _result(self, value) -> EagerHooks:
         if not isinstance(value, _Output):
             raise self.fail("the result is not P @ v for P = softmax/sigmoid/relu of the scores")
-        score, mask = _split_mask(value.probabilities.score)
+        compute = value.probabilities.score.compute
+
+        def score_mod(*arguments):
+            return compute(dict(zip(SCORE_ARGUMENTS, arguments)))
+
+        traced = trace_hook(score_mod, SCORE_ARGUMENTS, self.path, self.captures)
+        score, mask = _split_mask(traced)
         unmodified = score == E.argument("score", FLOAT)
         return EagerHooks(None if unmodified else score, mask, value.probabilities.normalization)
 
@@ -133,16 +162,14 @@ class _Interpreter:
     def _method(self, name: str, receiver, args, kwargs):
         if isinstance(receiver, _Operand):
             return self._operand_method(name, receiver, args)
-        if isinstance(receiver, Traced):
-            if name in ("unsqueeze", "view", "reshape", "expand", "to", "float", "double"):
-                return receiver
-            if name == "masked_fill":
-                condition, value = args
-                dropped = self.tracer.lift(condition, "the masked_fill condition")
-                return Traced(self.tracer, E.select(dropped, E.constant(float(value)), receiver.expr))
+        if isinstance(receiver, _Pointwise):
+            if name in ("unsqueeze", "view", "reshape", "expand"):
+                return receiver  # broadcasting only: the hook computes one element
             if name in _NORMALIZATIONS:
-                return _Probabilities(_NORMALIZATIONS[name], receiver.expr)
-            return getattr(receiver, name)(*args, **kwargs)
+                return _Probabilities(_NORMALIZATIONS[name], receiver)
+            return _pointwise(
+                lambda value, *rest, **options: getattr(value, name)(*rest, **options), receiver, *args, **kwargs
+            )
         raise self.fail(f"unsupported method '{name}'")
 
     def _operand_method(self, name: str, operand: _Operand, args):
@@ -162,8 +189,8 @@ class _Interpreter:
             return self._getitem(*args)
         if target in (operator.matmul, torch.matmul):
             return self._matmul(*args)
-        if target in _NORMALIZATIONS and isinstance(args[0], Traced):
-            return _Probabilities(_NORMALIZATIONS[target], args[0].expr)
+        if target in _NORMALIZATIONS and isinstance(args[0], _Pointwise):
+            return _Probabilities(_NORMALIZATIONS[target], args[0])
         if target is torch.arange:
             return self._arange(args[-1])
         if any(_is(a, _Operand("scores")) for a in args):
@@ -172,15 +199,17 @@ class _Interpreter:
             return self._size_arithmetic(target, args)
         if any(isinstance(a, _Operand | _Probabilities) for a in args):
             raise self.fail(f"unsupported operation '{name}' on the attention operands")
-        return target(*args, **kwargs)  # score code on traced values, or constants
+        if any(isinstance(a, _Pointwise) for a in (*args, *kwargs.values())):
+            return _pointwise(target, *args, **kwargs)
+        return target(*args, **kwargs)  # constants
 
     def _getitem(self, container, index):
         if isinstance(container, _Shape):
             shaped = container.of
             # elementwise code keeps the score tile's shape
-            role = shaped.role if isinstance(shaped, _Operand) else "scores" if isinstance(shaped, Traced) else "other"
+            role = shaped.role if isinstance(shaped, _Operand) else "scores" if isinstance(shaped, _Pointwise) else "other"
             return _Size(_SIZE_MEANINGS.get((role, index), "other"))
-        if isinstance(container, Traced):  # [:, None] and friends only broadcast
+        if isinstance(container, _Pointwise):  # [:, None] and friends only broadcast
             return container
         return container[index]
 
@@ -195,7 +224,8 @@ class _Interpreter:
         meanings = {"seqlen_q": "q_idx", "seqlen_kv": "kv_idx"}
         if not isinstance(size, _Size) or size.meaning not in meanings:
             raise self.fail("torch.arange must run over the score tile's rows or columns")
-        return Traced(self.tracer, E.argument(meanings[size.meaning]))
+        argument = meanings[size.meaning]
+        return _Pointwise(lambda env: env[argument])
 
     def _size_arithmetic(self, target, args):
         """Track the softmax scale 1 / sqrt(head_dim) and its inverse; other sizes are opaque."""
@@ -211,7 +241,7 @@ class _Interpreter:
         if (target is operator.mul and _is(other, _Size("scale"))) or (
             target is operator.truediv and _is(args[1], _Size("inverse_scale"))
         ):
-            return Traced(self.tracer, E.argument("score", FLOAT))
+            return _Pointwise(lambda env: env["score"])
         raise self.fail("the scores must be multiplied by q.shape[-1] ** -0.5 before anything else")
 
 

@@ -4,12 +4,13 @@ An `Expr` is an immutable node of a small expression DAG: leaves are the
 hook arguments (`score`, `b`, `h`, `q_idx`, `kv_idx`), constants and reads of
 captured tensors; inner nodes are elementwise arithmetic, comparisons, boolean
 logic and math functions. Every node has a kind: `float`, `int` or `bool`.
-Structural equality makes equal subexpressions share one node when emitted.
+Structural equality makes equal subexpressions share one node when emitted;
+a node's `line` (the spec line it was traced from) takes no part in it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -23,21 +24,22 @@ LOGIC = ("and", "or")
 
 @dataclass(frozen=True)
 class Expr:
-    """One node: `op` applied to `args` (Exprs, or the payload of a leaf)."""
+    """One node: `op` applied to `args` (Exprs, or the payload of a leaf); `line`:
+    the spec line the node was traced from, if any."""
 
     op: str
     args: tuple
     kind: str
+    line: int | None = field(default=None, compare=False, hash=False)
 
     def leaves(self) -> set[str]:
         """Names of the hook arguments and captured tensors this expression reads."""
         if self.op == "arg":
             return {self.args[0]}
-        names = {self.args[0]} if self.op == "gather" else set()
-        for arg in self.args:
-            if isinstance(arg, Expr):
-                names |= arg.leaves()
-        return names
+        if self.op == "gather":
+            name, indices = self.args
+            return {name}.union(*(index.leaves() for index in indices))
+        return set().union(*(arg.leaves() for arg in self.args if isinstance(arg, Expr)))
 
 
 def argument(name: str, kind: str = INT) -> Expr:
@@ -78,14 +80,40 @@ def unary(op: str, operand: Expr) -> Expr:
     return Expr(op, (operand,), FLOAT)
 
 
+def cast(operand: Expr, kind: str) -> Expr:
+    """`operand` converted to `kind` as torch converts dtypes (float to int truncates;
+    to bool is `!= 0`)."""
+    if operand.kind == kind:
+        return operand
+    if operand.op == "const":
+        return constant({FLOAT: float, INT: int, BOOL: bool}[kind](operand.args[0]))
+    return Expr("cast", (operand,), kind)
+
+
 def select(condition: Expr, if_true: Expr, if_false: Expr) -> Expr:
     kind = FLOAT if FLOAT in (if_true.kind, if_false.kind) else if_true.kind
     return Expr("select", (condition, if_true, if_false), kind)
 
 
-def gather(name: str, indices: tuple[Expr, ...], kind: str, line: int) -> Expr:
-    """A read of captured tensor `name`; `line` is where the hook indexes it."""
-    return Expr("gather", (name, indices, line), kind)
+def gather(name: str, indices: tuple[Expr, ...], kind: str) -> Expr:
+    """A read of captured tensor `name` at one index per dimension."""
+    return Expr("gather", (name, indices), kind)
+
+
+def with_line(expr: Expr, line: int | None) -> Expr:
+    """`expr` with `line` on every node that has none yet (hook arguments stay bare)."""
+    if line is None or expr.line is not None or expr.op == "arg":
+        return expr
+    args = tuple(_with_line_arg(arg, line) for arg in expr.args)
+    return replace(expr, args=args, line=line)
+
+
+def _with_line_arg(arg, line: int):
+    if isinstance(arg, Expr):
+        return with_line(arg, line)
+    if isinstance(arg, tuple):
+        return tuple(_with_line_arg(a, line) for a in arg)
+    return arg
 
 
 def evaluate(expr: Expr, env: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -107,11 +135,13 @@ def _evaluate_node(node: Expr, visit, env: dict[str, torch.Tensor]) -> torch.Ten
     if op == "const":
         return torch.tensor(node.args[0])
     if op == "gather":
-        name, indices, _ = node.args
+        name, indices = node.args
         return env[name][tuple(visit(i).long() for i in indices)]
     args = [visit(a) for a in node.args]
     if op == "select":
         return torch.where(*args)
+    if op == "cast":
+        return _CASTS[node.kind](args[0])
     if len(args) == 1:
         return _UNARY_EVAL[op](args[0])
     lhs, rhs = args
@@ -130,6 +160,18 @@ _UNARY_EVAL = {
     "log": torch.log,
     "sigmoid": torch.sigmoid,
     "sqrt": torch.sqrt,
+    "erf": torch.erf,
+    "sin": torch.sin,
+    "cos": torch.cos,
+    "floor": torch.floor,
+    "ceil": torch.ceil,
+    "trunc": torch.trunc,
+}
+
+_CASTS = {
+    FLOAT: lambda value: value.double(),
+    INT: lambda value: value.long(),
+    BOOL: lambda value: value != 0,
 }
 
 _BINARY_EVAL = {
@@ -138,7 +180,9 @@ _BINARY_EVAL = {
     "mul": torch.mul,
     "floordiv": torch.floor_divide,
     "ceildiv": lambda a, b: -torch.floor_divide(-a, b),
+    "truncdiv": lambda a, b: torch.div(a, b, rounding_mode="trunc"),
     "mod": torch.remainder,
+    "pow": lambda a, b: torch.pow(a.double(), b),
     "min": torch.minimum,
     "max": torch.maximum,
     "lt": torch.lt,

@@ -3,8 +3,8 @@
 A spec file defines `score_mod(score, b, h, q_idx, kv_idx)` and/or
 `mask_mod(b, h, q_idx, kv_idx)` with FlexAttention's signatures and meaning,
 optionally `normalization` ("softmax", "sigmoid" or "relu") and an eager
-`reference(q, k, v)`. `load_spec` runs the file, traces the hooks into
-`Expr`s and finds the tensors they capture; see docs/specs.md.
+`reference(q, k, v)`. `load_spec` runs the file, traces the hooks with torch
+into `Expr`s (`hooks`) and finds the tensors they capture; see docs/specs.md.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import torch
 from cubridge.diagnostics import CuBridgeError
 from cubridge.frontends.expr import BOOL, Expr, evaluate
 from cubridge.frontends.eager import hooks_from_attention
-from cubridge.frontends.trace import Tracer
+from cubridge.frontends.hooks import IndexWithTensors, captured_tensors, definition, failure, trace_hook
 
 NORMALIZATIONS = ("softmax", "sigmoid", "relu")
 SCORE_MOD_ARGS = ("score", "b", "h", "q_idx", "kv_idx")
@@ -73,17 +73,18 @@ class AttentionSpec:
         return torch.logsumexp(scores, dim=-1)
 
     def _scores(self, q: torch.Tensor, k: torch.Tensor, scale: float):
-        """Materialized hook scores (masked entries -inf) and the keep mask, float64."""
+        """Materialized hook scores (masked entries -inf) and the keep mask, float64.
+
+        The hooks run as FlexAttention runs them: on each element, vectorized with vmap."""
         batch, heads, seqlen_q, _ = q.shape
         seqlen_kv = k.shape[2]
         scores = (q @ _repeat_kv_heads(k, heads).transpose(-1, -2)) * scale
-        b, h, q_idx, kv_idx = _index_grid(batch, heads, seqlen_q, seqlen_kv)
+        indices = [torch.arange(size) for size in (batch, heads, seqlen_q, seqlen_kv)]
         if self.score_mod is not None:
-            scores = torch.as_tensor(self.score_mod(scores, b, h, q_idx, kv_idx)).double()
-            scores = scores.expand(batch, heads, seqlen_q, seqlen_kv)
+            scores = _per_element(self.score_mod, score_first=True)(scores, *indices).double()
         keep = torch.ones_like(scores, dtype=torch.bool)
         if self.mask_mod is not None:
-            keep = torch.as_tensor(self.mask_mod(b, h, q_idx, kv_idx)).expand_as(keep)
+            keep = _per_element(self.mask_mod, score_first=False)(*indices).expand_as(keep)
         return scores.masked_fill(~keep, -math.inf), keep
 
     def extra_inputs(self, kernel, q, k, v) -> dict[str, np.ndarray]:
@@ -122,7 +123,7 @@ class AttentionSpec:
         b, h, q_idx, kv_idx = _index_grid(batch, heads, seqlen_q, kv_shape[2])
         env = {"b": b, "h": h, "q_idx": q_idx, "kv_idx": kv_idx, **self.captures}
         for read in _gathers(self.score_expr, self.mask_expr):
-            name, indices, line = read.args
+            name, indices = read.args
             table = self.captures[name]
             for dim, index in enumerate(indices):
                 values = evaluate(index, env)
@@ -132,7 +133,7 @@ class AttentionSpec:
                         f"captured tensor '{name}' has {table.shape[dim]} entries in dimension "
                         f"{dim} but the hook reads indices {low}..{high} for q {list(q_shape)}, "
                         f"k {list(kv_shape)}",
-                        f"{self.path}:{line}",
+                        f"{self.path}:{read.line or 1}",
                     )
 
 
@@ -156,21 +157,21 @@ def load_spec(path: str) -> AttentionSpec:
             f"unknown normalization {normalization!r}; expected one of {', '.join(NORMALIZATIONS)}",
             f"{path}:{_assignment_line(path, 'normalization')}",
         )
-    hooks = [(score_mod, SCORE_MOD_ARGS), (mask_mod, MASK_MOD_ARGS)]
-    captures: dict[str, torch.Tensor] = {}
+    hooks = [(hook, arguments) for hook, arguments in ((score_mod, SCORE_MOD_ARGS), (mask_mod, MASK_MOD_ARGS)) if hook]
+    bound: dict[str, torch.Tensor] = {}
     for hook, arguments in hooks:
-        if hook is not None:
-            _check_arity(hook, arguments, path)
-            captures |= _captured_tensors(hook)
-    tracer = Tracer(path, captures)
-    score_expr = tracer.trace(score_mod, SCORE_MOD_ARGS) if score_mod is not None else None
-    mask_expr = tracer.trace(mask_mod, MASK_MOD_ARGS) if mask_mod is not None else None
+        _check_arity(hook, arguments)
+        bound |= captured_tensors(hook)
+    score_expr = trace_hook(score_mod, SCORE_MOD_ARGS, path, bound) if score_mod is not None else None
+    mask_expr = trace_hook(mask_mod, MASK_MOD_ARGS, path, bound) if mask_mod is not None else None
+    read = set().union(*(expr.leaves() for expr in (score_expr, mask_expr) if expr is not None))
+    captures = {name: tensor for name, tensor in bound.items() if name in read}
     if score_expr is not None and score_expr.kind == BOOL:
-        raise CuBridgeError("score_mod must return a score, not a boolean", _definition(score_mod))
+        raise CuBridgeError("score_mod must return a score, not a boolean", definition(score_mod))
     if mask_expr is not None and mask_expr.kind != BOOL:
         raise CuBridgeError(
             f"mask_mod must return a boolean, but returns {_KIND_NAMES[mask_expr.kind]} expression",
-            _definition(mask_mod),
+            definition(mask_mod),
         )
     return AttentionSpec(
         name=os.path.splitext(os.path.basename(path))[0],
@@ -187,8 +188,8 @@ def load_spec(path: str) -> AttentionSpec:
 
 def _from_eager_attention(path: str, module: types.ModuleType, attention: Callable) -> AttentionSpec:
     """A spec whose hooks are recovered from `attention(q, k, v)`, its own ground truth."""
-    _check_arity(attention, ("q", "k", "v"), path)
-    captures = _captured_tensors(attention)
+    _check_arity(attention, ("q", "k", "v"))
+    captures = captured_tensors(attention)
     hooks = hooks_from_attention(attention, path, captures)
     return AttentionSpec(
         name=os.path.splitext(os.path.basename(path))[0],
@@ -222,43 +223,23 @@ def _run_spec_file(path: str) -> types.ModuleType:
         loader_spec.loader.exec_module(module)
     except SyntaxError as error:
         raise CuBridgeError(f"syntax error in spec: {error.msg}", f"{path}:{error.lineno}") from None
+    except Exception as error:  # the spec is user code: any failure is located in it
+        raise failure("importing the spec", error, path, f"{path}:1") from None
     return module
 
 
-def _definition(hook: Callable) -> str:
-    return f"{hook.__code__.co_filename}:{hook.__code__.co_firstlineno}"
-
-
-def _check_arity(hook: Callable, arguments: tuple[str, ...], path: str) -> None:
-    parameters = inspect.signature(hook).parameters
-    if len(parameters) != len(arguments):
+def _check_arity(hook: Callable, arguments: tuple[str, ...]) -> None:
+    """The hook can be called with `arguments` (parameters with defaults may follow)."""
+    signature = inspect.signature(hook)
+    try:
+        signature.bind(*arguments)
+    except TypeError:
+        name = getattr(hook, "__name__", "the hook")
         raise CuBridgeError(
-            f"{hook.__name__} takes ({', '.join(arguments)}) but is defined with "
-            f"{len(parameters)} parameter(s)",
-            _definition(hook),
-        )
-
-
-def _captured_tensors(hook: Callable) -> dict[str, torch.Tensor]:
-    """Tensors the hook reads from its module globals or its closure, by variable name."""
-    code = hook.__code__
-    found = {
-        name: hook.__globals__[name]
-        for name in _global_names(code)
-        if isinstance(hook.__globals__.get(name), torch.Tensor)
-    }
-    for name, cell in zip(code.co_freevars, hook.__closure__ or ()):
-        if isinstance(cell.cell_contents, torch.Tensor):
-            found[name] = cell.cell_contents
-    return found
-
-
-def _global_names(code: types.CodeType) -> set[str]:
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _global_names(const)
-    return names
+            f"{name} takes ({', '.join(arguments)}) but is defined with "
+            f"{len(signature.parameters)} parameter(s)",
+            definition(hook),
+        ) from None
 
 
 def _assignment_line(path: str, variable: str) -> int:
@@ -282,6 +263,21 @@ def _index_grid(batch: int, heads: int, seqlen_q: int, seqlen_kv: int):
         torch.arange(seqlen_q).view(1, 1, -1, 1),
         torch.arange(seqlen_kv).view(1, 1, 1, -1),
     )
+
+
+def _per_element(hook: Callable, score_first: bool) -> Callable:
+    """`hook` on 1-D b, h, q_idx, kv_idx vectors (and a [B, H, SQ, SKV] score), giving
+    [B, H, SQ, SKV]: vmapped over each, as FlexAttention applies hooks."""
+    score_dims = (0,) if score_first else ()
+    vectorized = hook
+    for dims in ((None, None, None, 0), (None, None, 0, None), (None, 0, None, None), (0, None, None, None)):
+        vectorized = torch.vmap(vectorized, in_dims=score_dims + dims)
+
+    def apply(*args):
+        with IndexWithTensors():
+            return torch.as_tensor(vectorized(*args))
+
+    return apply
 
 
 def _repeat_kv_heads(tensor: torch.Tensor, query_heads: int) -> torch.Tensor:

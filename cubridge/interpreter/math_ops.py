@@ -5,11 +5,18 @@ verification tolerances)."""
 from __future__ import annotations
 
 import numpy as np
+import torch
 from xdsl.dialects import math
 from xdsl.ir import Operation
 
 from cubridge.interpreter.arith_ops import elementwise_step
 from cubridge.interpreter.compiler import Compiler, Step, handles
+
+def _erf(value):
+    """erf in float32, on scalars and arrays (numpy has none)."""
+    result = torch.erf(torch.as_tensor(value, dtype=torch.float32)).numpy()
+    return result if isinstance(value, np.ndarray) else np.float32(result)
+
 
 ELEMENTWISE = {
     math.AbsFOp: np.abs,
@@ -24,6 +31,7 @@ ELEMENTWISE = {
     math.SqrtOp: np.sqrt,
     math.RsqrtOp: lambda x: np.float32(1) / np.sqrt(x),
     math.TanhOp: np.tanh,
+    math.ErfOp: _erf,
     math.SinOp: np.sin,
     math.CosOp: np.cos,
     math.TanOp: np.tan,

@@ -46,11 +46,11 @@ _COORDINATES = (argument("b"), argument("h"), argument("q_tile"))
 
 
 def _count(name: str) -> Expr:
-    return gather(name, _COORDINATES, INT, 0)
+    return gather(name, _COORDINATES, INT)
 
 
 def _entry(name: str, position: Expr) -> Expr:
-    return gather(name, (*_COORDINATES, position), INT, 0)
+    return gather(name, (*_COORDINATES, position), INT)
 
 
 def list_plan() -> TilePlan:

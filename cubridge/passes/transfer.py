@@ -71,6 +71,8 @@ class TransferPass(ModulePass):
     spec: str
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not isinstance(self.spec, str):  # the field's default is ModulePass.spec, a method
+            raise CuBridgeError('pass transfer requires argument "spec": transfer{spec="SPEC.py"}')
         spec = load_spec(self.spec)
         kernels = [k for k in op.walk() if isinstance(k, KernelOp)]
         if not kernels:
@@ -168,7 +170,7 @@ def _insert_hooks(site: ScoreSite, spec: AttentionSpec, tables: dict[str, SSAVal
     q_tile, head, batch = site.tile_loop.tile_coords
     q_idx, kv_idx = site.score_map.index_args
     leaves = {"score": scaled, "b": batch, "h": head, "q_idx": q_idx, "kv_idx": kv_idx, **tables}
-    lowering = ScalarLowering(insert, leaves)
+    lowering = ScalarLowering(insert, leaves, source=spec.path)
     scored = scaled
     if spec.score_expr is not None:
         scored = _named(lowering.lower(spec.score_expr, E.FLOAT), "modified")

@@ -3,13 +3,16 @@
 Every user error (bad IR, unknown op or pass, missing file, a failing pass)
 is one `file:line:col: error: ...` line on stderr and a non-zero exit; with
 `--verify-diagnostics` the diagnostic goes to stdout and the exit is 0, so
-lit tests can FileCheck it. Output goes to `-o` only once every chunk has
-succeeded, through a temporary file renamed into place.
+lit tests can FileCheck it. With `--split-input-file` every chunk runs: the
+ones that succeed are printed even when another fails, as mlir-opt does.
+Output goes to `-o` only once every chunk has succeeded, through a
+temporary file renamed into place.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import inspect
 import os
@@ -30,6 +33,22 @@ from cubridge.llm import session as llm_session
 from cubridge.passes import PASS_FACTORIES
 
 CHUNK_SEPARATOR = "// -----"
+# xDSL's passes that apply to CuIR (its arith, math and scf code and any op);
+# the others, for xDSL's other dialects, stay registered but are not listed.
+XDSL_PASSES_FOR_CUIR = ("canonicalize", "cse", "dce", "licm", "constant-fold-interp", "scf-for-loop-range-folding")
+
+
+class _ChunksFailed(Exception):
+    """Some `--split-input-file` chunks failed; their errors are already printed."""
+
+
+class _Once(argparse.Action):
+    """An option that may be given once."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest) is not None:
+            raise CuBridgeError(f"{option_string} given twice ('{getattr(namespace, self.dest)}' and '{values}')")
+        setattr(namespace, self.dest, values)
 
 
 class CuirOptMain(xDSLOptMain):
@@ -59,6 +78,7 @@ class CuirOptMain(xDSLOptMain):
         )
         arg_parser.add_argument(
             "--transfer",
+            action=_Once,
             metavar="SPEC.py",
             help="append the transfer pass for this attention spec to the pipeline",
         )
@@ -75,6 +95,21 @@ class CuirOptMain(xDSLOptMain):
             help="like --lower, but print the patch against the reference source as a unified diff",
         )
         llm_session.add_llm_arguments(arg_parser)
+        self._list_passes(arg_parser)
+
+    def _list_passes(self, arg_parser: argparse.ArgumentParser) -> None:
+        """`--help` lists CuIR's passes with their options, then xDSL's passes for CuIR."""
+        passes = next(action for action in arg_parser._actions if "--passes" in action.option_strings)
+        passes.help = "comma-separated pass pipeline, e.g. 'transfer{spec=\"SPEC.py\"},canonicalize,cse' (passes below)"
+        lines = ["CuIR passes:"]
+        for name, factory in PASS_FACTORIES.items():
+            pass_class = factory()
+            options = " ".join(f"{field.name}=..." for field in dataclasses.fields(pass_class))
+            summary = (inspect.getdoc(pass_class) or "").splitlines()[0]
+            lines += [f"  {name}{{{options}}}" if options else f"  {name}", f"      {summary}"]
+        lines += ["", "xDSL passes that run on CuIR:", "  " + ", ".join(XDSL_PASSES_FOR_CUIR)]
+        arg_parser.epilog = "\n".join(lines)
+        arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
 
     def setup_pipeline(self) -> None:
         llm_session.current().configure(llm_session.flags_from(self.args), self.args.output_file)
@@ -105,16 +140,33 @@ class CuirOptMain(xDSLOptMain):
         text = self._read_input()
         chunks = self._split(text)
         output = StringIO()
+        failed = False
         for index, (chunk, line_offset) in enumerate(chunks):
             if index:
                 output.write(CHUNK_SEPARATOR + "\n")
             try:
                 output.write(self._process(chunk, line_offset))
             except CuBridgeError as error:
-                if not self.args.verify_diagnostics:
+                if not self.args.verify_diagnostics and len(chunks) == 1:
                     raise
-                print(error)
+                failed |= self._report(error)
+        if failed:
+            self._write_partial_output(output.getvalue())
         self._write_output(output.getvalue())
+
+    def _report(self, error: CuBridgeError) -> bool:
+        """Print a chunk's error (to stdout under --verify-diagnostics); whether it fails the run."""
+        if self.args.verify_diagnostics:
+            print(error)
+            return False
+        print(error, file=sys.stderr)
+        return True
+
+    def _write_partial_output(self, text: str) -> None:
+        """The chunks that succeeded go to stdout (never to -o); the run fails."""
+        if self.args.output_file is None:
+            sys.stdout.write(text)
+        raise _ChunksFailed()
 
     def get_input_name(self) -> str:
         # stdin is "<stdin>" in diagnostics (as in cuir-run), whether given as "-" or not at all
@@ -162,6 +214,10 @@ class CuirOptMain(xDSLOptMain):
         except DiagnosticException as error:
             message = str(error.args[0]) if error.args else str(error)
             raise CuBridgeError(message, self.get_input_name()) from None
+        except Exception as error:  # a pass that crashes is one error line too
+            lines = str(error).strip().splitlines()
+            detail = f": {lines[0]}" if lines else ""
+            raise CuBridgeError(f"a pass failed: {type(error).__name__}{detail}", self.get_input_name()) from None
         if reference is None:
             return self._print(module)
         from cubridge.lowering import lower_module
@@ -229,6 +285,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         CuirOptMain(description="CuIR optimizer driver", args=argv).run()
     except CuBridgeError as error:
         print(error, file=sys.stderr)
+        return 1
+    except _ChunksFailed:
         return 1
     finally:
         for line in session.report():

@@ -2,14 +2,15 @@
 // RUN: filecheck %s --input-file %t
 // RUN: not grep alpha %t
 
-// Sigmoid normalization on the FA3-style kernel: P = sigmoid(score) elementwise.
+// Sigmoid normalization on the FA3-style kernel: P = sigmoid(score) elementwise,
+// as 0.5 tanh(score / 2) + 0.5.
 // The rescale factors go, and so does the loop-carried alpha that took them to
 // the next step: P V accumulates into the carried O as it is, in the loop and
 // after it, and the epilogue does not divide by the row sum.
 
 // CHECK:      %p_first = cuir.map %score_first (%{{.*}}: f32, %{{.*}}: index, %{{.*}}: index) {
-// CHECK:        math.exp
-// CHECK:        arith.divf
+// CHECK:        math.tanh
+// CHECK-NOT:    arith.divf
 // CHECK:      } : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
 // CHECK-NEXT: %l_first = cuir.row_reduce sum %p_first init %l_init :
 // CHECK:      %m_last, %l_last, %o_last, %p_last, %pv_last_done, %count_last = scf.for %j_1 = %{{.*}} iter_args(%m = %m_first, %l = %l_first, %acc = %o_zero, %p_prev = %p_first, %pv_prev_done = %s_first_done, %count_1 = %count_after_first) -> (!cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.token<@consumer>, index) {

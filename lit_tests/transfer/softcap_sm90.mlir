@@ -11,7 +11,7 @@
 // CHECK-NEXT:   %[[CAP:.*]] = arith.constant 2.000000e+00 : f32
 // CHECK-NEXT:   %[[RATIO:.*]] = arith.divf %scaled, %[[CAP]] : f32
 // CHECK-NEXT:   %[[TANH:.*]] = math.tanh %[[RATIO]] : f32
-// CHECK-NEXT:   %modified = arith.mulf %[[CAP]], %[[TANH]] : f32
+// CHECK-NEXT:   %modified = arith.mulf %[[TANH]], %[[CAP]] : f32
 // CHECK-NEXT:   %in_bounds = arith.cmpi ult, %ki, %seqlen_kv{{.*}} : index
 // CHECK-NEXT:   %score = arith.select %in_bounds, %modified, %neg_inf : f32
 // CHECK-NEXT:   cuir.yield %score : f32
@@ -24,5 +24,5 @@
 // CHECK-NEXT:   %[[CAP_1:.*]] = arith.constant 2.000000e+00 : f32
 // CHECK-NEXT:   %[[RATIO_1:.*]] = arith.divf %scaled_1, %[[CAP_1]] : f32
 // CHECK-NEXT:   %[[TANH_1:.*]] = math.tanh %[[RATIO_1]] : f32
-// CHECK-NEXT:   %modified_1 = arith.mulf %[[CAP_1]], %[[TANH_1]] : f32
+// CHECK-NEXT:   %modified_1 = arith.mulf %[[TANH_1]], %[[CAP_1]] : f32
 // CHECK:      cuir.row_reduce max %score_tile init %m

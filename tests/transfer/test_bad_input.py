@@ -8,7 +8,8 @@ import torch
 from cubridge.diagnostics import CuBridgeError
 from cubridge.frontends.spec import load_spec
 from cubridge.passes.transfer import TransferPass
-from cubridge.tools.cuir_opt import main as cuir_opt
+from cubridge.tools.cuir_opt import XDSL_PASSES_FOR_CUIR, main as cuir_opt
+from cubridge.tools.cuir_run import main as cuir_run
 
 from transfer_helpers import ROOT, load_program, spec_path
 
@@ -64,10 +65,71 @@ BAD_SPECS = {
         import torch
 
         def score_mod(score, b, h, q_idx, kv_idx):
-            return torch.sin(score)
+            return torch.atan(score)
         """,
         4,
-        "unsupported torch operation 'sin' in a hook",
+        "unsupported operation 'aten.atan.default' in a hook",
+    ),
+    "unsupported op in a helper": (
+        """
+        import torch
+
+        def shifted(score):
+            return torch.atan(score) + 1
+
+        def score_mod(score, b, h, q_idx, kv_idx):
+            return shifted(score)
+        """,
+        4,
+        "unsupported operation 'aten.atan.default' in a hook",
+    ),
+    "exception on import": (
+        """
+        import torch
+
+        table = torch.zeros(4)[10]
+        """,
+        3,
+        "importing the spec failed: IndexError: index 10 is out of bounds for dimension 0 with size 4",
+    ),
+    "name error in a hook": (
+        """
+        def mask_mod(b, h, q_idx, kv_idx):
+            return q_idx >= kv_idx + OFFSET
+        """,
+        2,
+        "tracing mask_mod failed: NameError: name 'OFFSET' is not defined",
+    ),
+    "int() of a traced value": (
+        """
+        def mask_mod(b, h, q_idx, kv_idx):
+            return kv_idx < int(q_idx)
+        """,
+        2,
+        "data-dependent Python control flow in a hook: use torch.where instead of "
+        "if/and/or/not on traced values",
+    ),
+    "a tensor made in the hook": (
+        """
+        import torch
+
+        def score_mod(score, b, h, q_idx, kv_idx):
+            return score + torch.tensor([1.0, 2.0])[h]
+        """,
+        4,
+        "the hook reads a [2] tensor that is not a module-level or closure variable of the spec; define it as one",
+    ),
+    "a slice used as a scalar": (
+        """
+        import torch
+
+        table = torch.zeros(4, 3)
+
+        def score_mod(score, b, h, q_idx, kv_idx):
+            return score + table[h]
+        """,
+        6,
+        "a [3] part of captured tensor 'table' used as a scalar: index every dimension",
     ),
 }
 
@@ -79,6 +141,41 @@ def test_bad_spec_is_a_located_error(tmp_path, case):
     with pytest.raises(CuBridgeError) as error:
         load_spec(path)
     assert str(error.value) == f"{path}:{line}: error: {message}"
+
+
+@pytest.mark.parametrize("case", BAD_SPECS)
+def test_both_tools_report_a_bad_spec_in_one_line(tmp_path, capsys, case):
+    source, line, message = BAD_SPECS[case]
+    path = write_spec(tmp_path, source)
+    program = str(ROOT / "examples" / "ir" / "attention_sm80.mlir")
+    expected = f"{path}:{line}: error: {message}\n"
+    assert cuir_opt([f"--transfer={path}", program]) == 1
+    assert capsys.readouterr() == ("", expected)
+    assert cuir_run([program, "--spec", path]) == 2
+    assert capsys.readouterr() == ("", expected)
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        (["-p", "transfer"], 'error: pass transfer requires argument "spec": transfer{spec="SPEC.py"}'),
+        (["--transfer=a.py", "--transfer=b.py"], "error: --transfer given twice ('a.py' and 'b.py')"),
+    ],
+)
+def test_transfer_pipeline_problems_are_one_line(capsys, arguments, message):
+    program = str(ROOT / "examples" / "ir" / "attention_sm80.mlir")
+    assert cuir_opt([*arguments, program]) == 1
+    assert capsys.readouterr() == ("", message + "\n")
+
+
+def test_help_lists_cuir_passes_with_their_options_then_xdsl_passes_for_cuir(capsys):
+    with pytest.raises(SystemExit):
+        cuir_opt(["--help"])
+    text = capsys.readouterr().out
+    cuir, xdsl = text.split("CuIR passes:")[1].split("xDSL passes that run on CuIR:")
+    assert "transfer{spec=...}" in cuir and "cuir-set-worker-regs{worker=... regs=...}" in cuir
+    assert xdsl.split() == [name + "," for name in XDSL_PASSES_FOR_CUIR[:-1]] + [XDSL_PASSES_FOR_CUIR[-1]]
+    assert "convert-arith-to-riscv" not in text
 
 
 def test_short_captured_tensor_is_an_error_at_bind_time(tmp_path):

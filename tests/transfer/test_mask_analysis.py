@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cubridge.frontends.spec import MASK_MOD_ARGS, load_spec
-from cubridge.frontends.trace import Tracer
+from cubridge.frontends.hooks import trace_hook
 from cubridge.passes.mask_analysis import EMPTY, FULL, PARTIAL, NotAffine, classify_tiles, tile_plan
 from cubridge.passes import mask_table
 from cubridge.passes.mask_table import build_block_lists
@@ -46,7 +46,7 @@ def brute_force(mask_mod, block_m: int, block_n: int, seqlen_q: int, seqlen_kv: 
 
 
 def trace_mask(mask_mod):
-    return Tracer(__file__, {}).trace(mask_mod, MASK_MOD_ARGS)
+    return trace_hook(mask_mod, MASK_MOD_ARGS, __file__, {})
 
 
 def assert_sound(plan_classes: np.ndarray, truth: np.ndarray) -> None:

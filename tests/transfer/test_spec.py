@@ -5,6 +5,7 @@ import math
 
 import pytest
 import torch
+from xdsl.dialects.builtin import FileLineColLoc
 
 from cubridge.diagnostics import CuBridgeError
 from cubridge.frontends.spec import load_spec
@@ -95,3 +96,35 @@ def test_eager_function_that_is_not_attention_is_a_located_error(tmp_path):
     assert str(error.value) == (
         f"{path}:1: error: eager attention: the result is not P @ v for P = softmax/sigmoid/relu of the scores"
     )
+
+
+def test_ops_of_a_hook_carry_the_spec_line_they_were_traced_from():
+    path = spec_path("alibi")
+    spec = load_spec(path)
+    assert spec.score_expr.line == 13 and spec.mask_expr.line == 17
+    module = transferred("sm80", path)
+    lines = {
+        op.name: op.location.line.data
+        for op in module.walk()
+        if isinstance(op.location, FileLineColLoc) and op.location.filename.data == path
+    }
+    assert lines["cuir.gather"] == 13 and lines["arith.addf"] == 13 and lines["arith.cmpi"] == 17
+
+
+def test_tensors_captured_by_flexattention_combinators_are_found(tmp_path):
+    path = tmp_path / "spec.py"
+    path.write_text(
+        "import torch\n"
+        "from torch.nn.attention.flex_attention import and_masks\n"
+        "document = torch.zeros(300, dtype=torch.int64)\n"
+        "unused = torch.ones(3)\n"
+        "def same_document(b, h, q_idx, kv_idx):\n"
+        "    return document[q_idx] == document[kv_idx]\n"
+        "def causal(b, h, q_idx, kv_idx):\n"
+        "    unused.shape\n"
+        "    return q_idx >= kv_idx\n"
+        "mask_mod = and_masks(causal, same_document)\n"
+    )
+    spec = load_spec(str(path))
+    assert list(spec.captures) == ["document"]
+    assert spec.mask_expr.leaves() == {"document", "q_idx", "kv_idx"}

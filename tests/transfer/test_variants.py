@@ -5,9 +5,13 @@ in the last one, windowed masks leave whole query tiles without a visible key.
 """
 
 import pytest
+from xdsl.passes import PassPipeline
 
+from cubridge.dialect import cuir_context
 from cubridge.frontends.spec import load_spec
 from cubridge.interpreter import ProblemShape, verify
+from cubridge.tools import cuir_opt
+from cubridge.tools.cuir_opt import XDSL_PASSES_FOR_CUIR
 
 from transfer_helpers import PROGRAMS, SPECS, spec_path, transferred
 
@@ -53,3 +57,11 @@ def test_persistent_kernel_claims_tiles_dynamically_when_their_kv_ranges_differ(
     assert [k.schedule.data for k in kernels] == [schedule]
     grid = [op for op in transferred("sm80", spec_path(name)).walk() if op.name == "cuir.kernel"]
     assert [k.schedule.data for k in grid] == ["grid"]
+
+
+@pytest.mark.parametrize("name", XDSL_PASSES_FOR_CUIR)
+def test_xdsl_passes_listed_for_cuir_keep_a_transferred_kernel_correct(name):
+    module = transferred("sm90", spec_path("document_mask"))
+    PassPipeline.parse_spec(cuir_opt.CuirOptMain(args=["-"]).available_passes, name).apply(cuir_context(), module)
+    result = verify(module, load_spec(spec_path("document_mask")), shapes=[ProblemShape(1, 2, 1, 200, 260, 128)])
+    assert result.ok, result.summary()
