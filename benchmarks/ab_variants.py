@@ -51,23 +51,23 @@ _SM80_CONDITIONAL_RESCALE = (_SM80_LOOP, "if (__any_sync(0xffffffffu, correction
 def _sm90_skip_loads_after_fill(operand: str) -> tuple[str, str]:
     """The producer loads K or V only until the stages are filled, then arrives on the full barrier without a
     copy: the consumers reuse stale tiles, and no bytes of that operand leave L2."""
-    issue = f"      if (leader)\n        load_kv_tile<kHeadDim>(smem.{operand}_tile(stage)"
+    issue = f"      if (leader) load_kv_tile<kHeadDim>(smem.{operand}_tile(stage)"
     skip = (f"      if (leader && kv.count >= kStages) mbarrier_arrive(smem.{operand}_full(stage));\n"
-            f"      else if (leader)\n        load_kv_tile<kHeadDim>(smem.{operand}_tile(stage)")
+            f"      else if (leader) load_kv_tile<kHeadDim>(smem.{operand}_tile(stage)")
     return issue, skip
 
 
 # The producer prefetches the next tile's Q into L2 once it has issued this tile's last K/V loads (about two kv
 # steps before the consumers need Q): Q is read once, so its load at the tile boundary otherwise comes from HBM.
 _SM90_Q_PREFETCH = [
-    ("template <typename T, int kHeadDim, bool kCausal>\n__device__ __forceinline__ void producer_mainloop(",
+    ("template <typename T, int kHeadDim, typename Policy>\n__device__ __forceinline__ void producer_mainloop(",
      "__device__ __forceinline__ void tma_prefetch_l2_4d(const CUtensorMap* map, int c0, int c1, int c2, int c3) {\n"
      "  asm volatile(\"cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];\\n\" ::\"l\"(map), "
      "\"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(c3) : \"memory\");\n}\n\n"
-     "template <typename T, int kHeadDim, bool kCausal>\n__device__ __forceinline__ void producer_mainloop("),
+     "template <typename T, int kHeadDim, typename Policy>\n__device__ __forceinline__ void producer_mainloop("),
     ("    linear = __shfl_sync(0xffffffffu, next_linear, 0);\n",
      "    if (leader && scheduler.valid(next_linear)) {\n"
-     "      const Tile next = scheduler.decode(next_linear);\n"
+     "      const WorkTile next = scheduler.decode(next_linear);\n"
      "      for (int group = 0; group < kConsumerGroups; ++group)\n"
      "        for (int panel = 0; panel < Layout::kPanels; ++panel)\n"
      "          tma_prefetch_l2_4d(q_map, panel * kPanelCols, next.q_tile * kBlockM + group * kConsumerRows, next.head,\n"
@@ -77,8 +77,9 @@ _SM90_Q_PREFETCH = [
 ]
 # The consumer's group index broadcast from lane 0, so that ptxas knows it is warp-uniform and keeps the Q
 # descriptors in uniform registers (run 26: 16 R2UR fewer per kv step).
-_SM90_UNIFORM_GROUP = ("consumer_mainloop<T, kHeadDim, kCausal>(smem, p, o_map, warp_group - 1,",
-                       "consumer_mainloop<T, kHeadDim, kCausal>(smem, p, o_map, __shfl_sync(0xffffffffu, warp_group - 1, 0),")
+_SM90_UNIFORM_GROUP = ("consumer_mainloop<T, kHeadDim, Policy>(smem, p, args, o_map, warp_group - 1,",
+                       "consumer_mainloop<T, kHeadDim, Policy>(smem, p, args, o_map, "
+                       "__shfl_sync(0xffffffffu, warp_group - 1, 0),")
 
 # The row max and row sum of a softmax step as pairwise trees instead of one running chain each: the same
 # operations, a dependency chain of log2(n) instead of n (the max is exact either way; the sum's rounding

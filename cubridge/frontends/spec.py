@@ -81,10 +81,10 @@ class AttentionSpec:
         scores = (q @ _repeat_kv_heads(k, heads).transpose(-1, -2)) * scale
         indices = [torch.arange(size) for size in (batch, heads, seqlen_q, seqlen_kv)]
         if self.score_mod is not None:
-            scores = _per_element(self.score_mod, score_first=True)(scores, *indices).double()
+            scores = per_element(self.score_mod, score_first=True)(scores, *indices).double()
         keep = torch.ones_like(scores, dtype=torch.bool)
         if self.mask_mod is not None:
-            keep = _per_element(self.mask_mod, score_first=False)(*indices).expand_as(keep)
+            keep = per_element(self.mask_mod, score_first=False)(*indices).expand_as(keep)
         return scores.masked_fill(~keep, -math.inf), keep
 
     def extra_inputs(self, kernel, q, k, v) -> dict[str, np.ndarray]:
@@ -265,7 +265,7 @@ def _index_grid(batch: int, heads: int, seqlen_q: int, seqlen_kv: int):
     )
 
 
-def _per_element(hook: Callable, score_first: bool) -> Callable:
+def per_element(hook: Callable, score_first: bool) -> Callable:
     """`hook` on 1-D b, h, q_idx, kv_idx vectors (and a [B, H, SQ, SKV] score), giving
     [B, H, SQ, SKV]: vmapped over each, as FlexAttention applies hooks."""
     score_dims = (0,) if score_first else ()

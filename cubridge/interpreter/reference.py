@@ -76,18 +76,14 @@ def masked_scores(spec, q: np.ndarray, k: np.ndarray, scale: float, dtype) -> np
         return scores
     import torch  # hooks are torch code; standard attention never gets here without a mask
 
-    batch, heads, seqlen_q, seqlen_kv = scores.shape
-    grid = (
-        torch.arange(batch).view(-1, 1, 1, 1),
-        torch.arange(heads).view(1, -1, 1, 1),
-        torch.arange(seqlen_q).view(1, 1, -1, 1),
-        torch.arange(seqlen_kv).view(1, 1, 1, -1),
-    )
+    from cubridge.frontends.spec import per_element
+
+    indices = [torch.arange(size) for size in scores.shape]
     result = torch.from_numpy(scores)
-    if spec.score_mod is not None:
-        result = torch.as_tensor(spec.score_mod(result, *grid)).expand(scores.shape)
+    if spec.score_mod is not None:  # per element, as FlexAttention applies hooks (and as the spec's reference)
+        result = per_element(spec.score_mod, score_first=True)(result, *indices).to(result.dtype)
     if spec.mask_mod is not None:
-        keep = torch.as_tensor(spec.mask_mod(*grid)).expand(scores.shape)
+        keep = per_element(spec.mask_mod, score_first=False)(*indices).expand(scores.shape)
         result = result.masked_fill(~keep, -torch.inf)
     return result.numpy().astype(dtype)
 

@@ -217,6 +217,9 @@ SPECS = {
 }
 
 SHAPES = {"graphormer_spatial_bias": ProblemShape(2, 2, 1, 200, 180, 128)}
+# `2 ** score` and `score ** 3` overflow float32 on seed 1's widened scores, in any kernel (the float64
+# reference does not): seed 0's N(0, 1) scores check torch's semantics of the operations
+SEEDS = {"torch_arithmetic": (0,)}
 DEFAULT_SHAPE = ProblemShape(1, 2, 1, 200, 256, 128)
 
 
@@ -235,5 +238,6 @@ def spec_files(tmp_path_factory):
 @pytest.mark.parametrize("name", SPECS)
 def test_flexattention_code_transfers_and_verifies(spec_files, name, program):
     module = transferred(program, spec_files[name])
-    result = verify(module, load_spec(spec_files[name]), shapes=[SHAPES.get(name, DEFAULT_SHAPE)])
+    result = verify(module, load_spec(spec_files[name]), shapes=[SHAPES.get(name, DEFAULT_SHAPE)],
+                    seeds=SEEDS.get(name, (0, 1)))
     assert result.ok, result.summary()
