@@ -113,8 +113,13 @@ def _trace(hook: Callable, arguments: tuple[str, ...], path: str, where: str) ->
 
 def _record_lines_of(code: types.CodeType) -> None:
     """Make torch keep stack frames of `code` and the functions nested in it on the
-    graph nodes (make_fx records frames of registered functions only)."""
-    torch.fx.proxy._register_stack_trace_anchor(types.SimpleNamespace(__code__=code))
+    graph nodes (make_fx records frames of registered functions only). On torch releases
+    without that registry (2.11, on the GPU machines) a node's line is whatever frame torch
+    kept, or unknown."""
+    register = getattr(torch.fx.proxy, "_register_stack_trace_anchor", None)
+    if register is None:
+        return
+    register(types.SimpleNamespace(__code__=code))
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             _record_lines_of(const)
