@@ -10,14 +10,20 @@ into `Expr`s (`hooks`) and finds the tensors they capture; see docs/specs.md.
 from __future__ import annotations
 
 import ast
+import functools
+import hashlib
 import importlib.util
 import inspect
 import math
 import os
+import pickle
+import site
 import sys
+import tempfile
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -162,8 +168,15 @@ def load_spec(path: str) -> AttentionSpec:
     for hook, arguments in hooks:
         _check_arity(hook, arguments)
         bound |= captured_tensors(hook)
-    score_expr = trace_hook(score_mod, SCORE_MOD_ARGS, path, bound) if score_mod is not None else None
-    mask_expr = trace_hook(mask_mod, MASK_MOD_ARGS, path, bound) if mask_mod is not None else None
+    key = _trace_key(path, module, bound)
+    traced = _cached_traces(key)
+    if traced is None:
+        traced = tuple(
+            trace_hook(hook, arguments, path, bound) if hook is not None else None
+            for hook, arguments in ((score_mod, SCORE_MOD_ARGS), (mask_mod, MASK_MOD_ARGS))
+        )
+        _store_traces(key, traced)
+    score_expr, mask_expr = traced
     read = set().union(*(expr.leaves() for expr in (score_expr, mask_expr) if expr is not None))
     captures = {name: tensor for name, tensor in bound.items() if name in read}
     if score_expr is not None and score_expr.kind == BOOL:
@@ -184,6 +197,72 @@ def load_spec(path: str) -> AttentionSpec:
         mask_expr=mask_expr,
         user_reference=getattr(module, "reference", None),
     )
+
+
+def _local_sources(path: str, module: types.ModuleType) -> list[str]:
+    """The spec file and the project files its globals come from (modules, functions and classes defined
+    outside the Python installation): the code its hooks can run."""
+    roots = tuple({sys.prefix, sys.base_prefix, *site.getsitepackages(), site.getusersitepackages()})
+    files = {path}
+    for value in vars(module).values():
+        source = value if isinstance(value, types.ModuleType) else sys.modules.get(getattr(value, "__module__", ""))
+        file = getattr(source, "__file__", None)
+        if file and file.endswith(".py") and not os.path.abspath(file).startswith(roots):
+            files.add(os.path.abspath(file))
+    return sorted(files)
+
+
+@functools.cache
+def _tracer_version() -> str:
+    """The frontend's own code and torch's version: a traced hook depends on both."""
+    digest = hashlib.sha256(torch.__version__.encode())
+    for file in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(file.read_bytes())
+    return digest.hexdigest()
+
+
+def _trace_key(path: str, module: types.ModuleType, bound: dict[str, torch.Tensor]) -> str:
+    """Everything a traced hook depends on: the code it can run, the spec's scalar globals (constants an
+    import brought in), the kinds and ranks of the tensors it can read (and the values of 0-d ones, which
+    become constants), and the tracer."""
+    digest = hashlib.sha256(_tracer_version().encode())
+    for file in _local_sources(path, module):
+        digest.update(b"\0file\0" + file.encode() + b"\0" + Path(file).read_bytes())
+    for name, value in sorted(vars(module).items()):
+        if isinstance(value, bool | int | float | str | tuple) and not name.startswith("__"):
+            digest.update(f"\0{name}={value!r}".encode())
+    for name, tensor in sorted(bound.items()):
+        value = repr(tensor.item()) if tensor.dim() == 0 else ""
+        digest.update(f"\0{name}:{tensor.dtype}:{tuple(tensor.shape)}:{value}".encode())
+    return digest.hexdigest()
+
+
+def _trace_cache() -> Path:
+    configured = os.environ.get("CUBRIDGE_CACHE_DIR")
+    return (Path(configured) if configured else Path.home() / ".cache" / "cubridge") / "hooks"
+
+
+def _cached_traces(key: str):
+    """The traced (score, mask) Exprs of an earlier load with the same key, or None. Tracing imports torch's
+    compiler stack (about a second per process): both tools of a pipeline load the same spec."""
+    try:
+        with open(_trace_cache() / f"{key}.pickle", "rb") as stream:
+            return pickle.load(stream)
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
+        return None
+
+
+def _store_traces(key: str, traced) -> None:
+    """Written to a temporary file and renamed into place: a reader sees a whole entry or none."""
+    directory = _trace_cache()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
+        with os.fdopen(handle, "wb") as stream:
+            pickle.dump(traced, stream)
+        os.replace(temporary, directory / f"{key}.pickle")
+    except OSError:
+        return  # an unwritable cache only costs the next load a trace
 
 
 def _from_eager_attention(path: str, module: types.ModuleType, attention: Callable) -> AttentionSpec:

@@ -6,9 +6,9 @@
 // CHECK:      struct SoftcapVariant : FullAttention {
 // CHECK-NEXT:   static constexpr bool kModifiesScores = true;
 // CHECK:        __device__ static float modify_score(float score, int b, int h, int q_idx, int kv_idx, const Args& args) {
-// CHECK-NEXT:     const float v = score * 0.5f;
-// CHECK-NEXT:     const float v1 = fast_tanh(v);
-// CHECK-NEXT:     const float modified = 2.0f * v1;
+// CHECK-NEXT:     const float v = score * 0.5f;  // softcap.py:9
+// CHECK-NEXT:     const float v1 = fast_tanh(v);  // softcap.py:9
+// CHECK-NEXT:     const float modified = v1 * 2.0f;  // softcap.py:9
 // CHECK-NEXT:     return modified;
 // CHECK-NEXT:   }
 // CHECK-NEXT: };
