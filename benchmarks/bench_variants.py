@@ -1,6 +1,6 @@
-"""Variant benchmark: each spec's sm90 kernel (cuir-opt --transfer --lower, compiled) beside FlexAttention
-(torch.compile, Triton backend; FLASH backend where FlashAttention-4 is installed), cuDNN SDPA where the variant
-is plain or causal, eager PyTorch, and our own causal kernel. Correctness first on heads 0 and HQ-1 of batch 0
+"""Variant benchmark: each spec's kernel on the sm90 reference (--reference sm80: the Ampere one), transferred,
+lowered and compiled, beside FlexAttention (torch.compile, Triton backend; FLASH backend where FlashAttention-4
+is installed), SDPA (cuDNN, or FlashAttention-2 as sdpa-flash) where the variant is plain or causal, eager PyTorch, and our own causal kernel. Correctness first on heads 0 and HQ-1 of batch 0
 (FlashAttention's criterion against float64); a provider that fails or cannot run is reported with its reason
 and not timed. Then paired timing (benchmarks/timing.py). TFLOPS = 4 B HQ SQ SKV D density / time, density =
 the exact fraction of kept (q, kv) pairs. Writes results.json and results.md to --out. GPU-only.
@@ -129,17 +129,19 @@ def flex_provider(spec, backend: str | None):
     return make
 
 
-def sdpa_provider(spec):
+def sdpa_provider(spec, backend: str):
+    """torch SDPA with one backend (CUDNN_ATTENTION, FLASH_ATTENTION: FlashAttention-2) for the variants it
+    expresses: plain and causal attention."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.nn.functional import scaled_dot_product_attention
 
     causal = spec.name == "causal"
     if spec.score_expr is not None or (spec.mask_expr is not None and not causal):
-        raise RuntimeError("cuDNN SDPA expresses plain and causal attention only")
+        raise RuntimeError("SDPA expresses plain and causal attention only")
 
     def make(q, k, v):
         def run():
-            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            with sdpa_kernel(getattr(SDPBackend, backend)):
                 return scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=q.shape[1] != k.shape[1])
         return run
 
@@ -153,6 +155,7 @@ def main() -> int:
     parser.add_argument("--seqlens", default="4k,8k")
     parser.add_argument("--providers", default="cubridge,causal-sm90,flex,flex-flash,sdpa-cudnn,eager")
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--reference", default="sm90", choices=("sm90", "sm80"), help="the variant's reference kernel")
     parser.add_argument("--out", default="bench-variants")
     args = parser.parse_args()
     out = Path(args.out)
@@ -160,7 +163,7 @@ def main() -> int:
     rows = []
     for spec_path in args.specs.split(","):
         start = time.perf_counter()
-        kernel = build_variant(spec_path, "sm90")
+        kernel = build_variant(spec_path, args.reference)
         spec = kernel.spec
         build_seconds = time.perf_counter() - start
         for config_name in args.configs.split(","):
@@ -206,7 +209,9 @@ def run_case(kernel, spec, config_name, batch, heads_q, heads_kv, seqlen, head_d
             elif name == "flex-flash":
                 makers[name] = flex_provider(spec, "FLASH")
             elif name == "sdpa-cudnn":
-                makers[name] = sdpa_provider(spec)
+                makers[name] = sdpa_provider(spec, "CUDNN_ATTENTION")
+            elif name == "sdpa-flash":
+                makers[name] = sdpa_provider(spec, "FLASH_ATTENTION")
             elif name == "eager":
                 makers[name] = lambda q, k, v: (lambda: eager_chunks(spec, q, k, v, scale))
         except Exception as error:  # a provider that cannot express the variant
