@@ -37,7 +37,7 @@ from cubridge.dialect.cuir import CopyAsyncOp, CopyOp, DimOp, ForEachTileOp, Gat
 from cubridge.dialect.types import GlobalTensorType
 from cubridge.diagnostics import CuBridgeError, SourceLocation, describe_location, location_of
 from cubridge.lowering.cxx import SliceEmitter, table_type
-from cubridge.passes.transfer_match import AttentionMatch, ScoreSite, kv_tile_width, match_attention
+from cubridge.passes.transfer_match import AttentionMatch, ScoreSite, enclosing, kv_tile_width, match_attention
 
 _FIXED_PROPERTIES = ("threads", "smem_bytes", "cluster", "tile_m", "order", "source", "sym_name")
 
@@ -235,7 +235,7 @@ class SeamFinder:
 
     def _hook_leaves(self, score_map: MapOp, scaled: SSAValue | None) -> dict[SSAValue, str]:
         q_idx, kv_idx = score_map.index_args
-        tile_loop = _enclosing(score_map, ForEachTileOp)
+        tile_loop = enclosing(score_map, ForEachTileOp)
         _, head, batch = tile_loop.tile_coords
         leaves = {q_idx: "q_idx", kv_idx: "kv_idx", head: "h", batch: "b"}
         if scaled is not None:
@@ -337,7 +337,7 @@ class SeamFinder:
             position = variant_load.parent_op()
             while position is not None and not (isinstance(position, scf.ForOp) and position in clones):
                 position = position.parent_op()
-            tile_loop = _enclosing(variant_load, ForEachTileOp)
+            tile_loop = enclosing(variant_load, ForEachTileOp)
             q_tile, head, batch = tile_loop.tile_coords
             leaves = {
                 position.body.block.args[0]: "position",
@@ -377,9 +377,9 @@ class SeamFinder:
         full = [loop for loop in consumer_copies if any(_inside(m, loop) for m in unmasked)]
         if len(full) > 1:
             raise _fail("more than one mask-free part of the kv loop", full[1])
-        tile_loop = _enclosing(consumer_copies[0], ForEachTileOp)
+        tile_loop = enclosing(consumer_copies[0], ForEachTileOp)
         leaves: dict[SSAValue, str] = {}
-        for loop in (tile_loop, _enclosing(bounds_loop, ForEachTileOp) if producer else tile_loop):
+        for loop in (tile_loop, enclosing(bounds_loop, ForEachTileOp) if producer else tile_loop):
             q_tile, head, batch = loop.tile_coords
             leaves |= {q_tile: "tile.q_tile", head: "tile.head", batch: "tile.batch"}
         emitter = SliceEmitter(
@@ -547,13 +547,6 @@ def _slice(value: SSAValue) -> set[SSAValue]:
         if not isinstance(current, BlockArgument) and current.owner.name.split(".")[0] in ("arith", "math", "cuir"):
             pending += list(current.owner.operands)
     return found
-
-
-def _enclosing(op: Operation, kind: type):
-    parent = op.parent_op()
-    while parent is not None and not isinstance(parent, kind):
-        parent = parent.parent_op()
-    return parent
 
 
 def _inside(op: Operation, ancestor: Operation) -> bool:

@@ -54,51 +54,10 @@ constexpr int shared_bytes() {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Variant policies: everything an instance computes beyond softmax(scale Q K^T) V goes through the members
-// below, and nothing else in this file differs between variants. examples/ir/attention_sm80.mlir mirrors the
-// FullAttention instance; cuir-opt --lower writes a transferred variant as a policy derived from
+// Variant policies (cubridge/variant.cuh): everything an instance computes beyond softmax(scale Q K^T) V goes
+// through a policy's members, and nothing else in this file differs between variants. examples/ir/attention_sm80.mlir
+// mirrors the FullAttention instance; cuir-opt --lower writes a transferred variant as a policy derived from
 // FullAttention that overrides the members whose CuIR changed (docs/lowering.md).
-struct FullAttention {
-  // Kernel inputs beyond the parameters (captured tensors, block lists), passed by value.
-  struct Args {};
-  // Whether the variant has a score_mod, `static float modify_score(float score, int b, int h, int q_idx,
-  // int kv_idx, const Args&)` of a scaled score; then the exp2 FFMA no longer folds the scale.
-  static constexpr bool kModifiesScores = false;
-  // Softmax normalization; false: P = activate(score), `static float activate(float score)`, with no row max,
-  // rescaling or division by row sums.
-  static constexpr bool kSoftmax = true;
-
-  // The kv tiles that rows [q_first, q_last] of `tile` visit.
-  // (The members take the Args of the policy that calls them, so a variant that adds inputs keeps them.)
-  template <int kBlockN, typename VariantArgs>
-  __device__ static KvRange kv_range(const AttentionParams& p, const VariantArgs&, const WorkTile&, int, int) {
-    return KvRange{0, (p.seqlen_k + kBlockN - 1) / kBlockN, 0, p.seqlen_k / kBlockN};
-  }
-  // The kv tile at `position` of the work tile's sequence.
-  template <typename VariantArgs>
-  __device__ static int kv_tile(const AttentionParams&, const VariantArgs&, const WorkTile&, int position) {
-    return position;
-  }
-  // mask_mod(b, h, q_idx, kv_idx): whether the score is kept.
-  template <typename VariantArgs>
-  __device__ static bool keep(int, int, int, int, const VariantArgs&) {
-    return true;
-  }
-};
-
-// Causal, top-left aligned: query i sees keys j <= i.
-struct CausalAttention : FullAttention {
-  template <int kBlockN, typename VariantArgs>
-  __device__ static KvRange kv_range(const AttentionParams& p, const VariantArgs&, const WorkTile&, int q_first,
-                                    int q_last) {
-    const int kv_end = min(p.seqlen_k, q_last + 1);
-    return KvRange{0, (kv_end + kBlockN - 1) / kBlockN, 0, min(p.seqlen_k, q_first + 1) / kBlockN};
-  }
-  template <typename VariantArgs>
-  __device__ static bool keep(int, int, int q_idx, int kv_idx, const VariantArgs&) {
-    return kv_idx <= q_idx;
-  }
-};
 
 // [variant policy] cuir-opt --lower inserts a transferred variant's policy after this line.
 

@@ -53,6 +53,50 @@ __device__ __forceinline__ T gather(const Table<T, kRank>& table, Index... index
   return inside ? __ldg(table.data + flat) : T(0);
 }
 
+// The reference variant: softmax(scale Q K^T) V over every key. A policy's members see the kernel's parameters
+// (`Params`: seqlen_q, seqlen_k, ...) and the Args of the policy that calls them, so a variant that adds inputs
+// keeps the members it does not override.
+struct FullAttention {
+  // Kernel inputs beyond the kernel's parameters (captured tensors, block lists), passed by value.
+  struct Args {};
+  // Whether the variant has a score_mod, `static float modify_score(float score, int b, int h, int q_idx,
+  // int kv_idx, const Args&)` of a scaled score; then the exp2 FFMA no longer folds the scale.
+  static constexpr bool kModifiesScores = false;
+  // Softmax normalization; false: P = activate(score), `static float activate(float score)`, with no row max,
+  // rescaling or division by row sums.
+  static constexpr bool kSoftmax = true;
+
+  // The kv tiles that rows [q_first, q_last] of `tile` visit, in every role. A kernel that peels the first
+  // position needs end > begin.
+  template <int kBlockN, typename Params, typename VariantArgs>
+  __device__ static KvRange kv_range(const Params& p, const VariantArgs&, const WorkTile&, int, int) {
+    return KvRange{0, (p.seqlen_k + kBlockN - 1) / kBlockN, 0, p.seqlen_k / kBlockN};
+  }
+  // The kv tile at `position` of the work tile's sequence.
+  template <typename Params, typename VariantArgs>
+  __device__ static int kv_tile(const Params&, const VariantArgs&, const WorkTile&, int position) {
+    return position;
+  }
+  // mask_mod(b, h, q_idx, kv_idx): whether the score is kept.
+  template <typename VariantArgs>
+  __device__ static bool keep(int, int, int, int, const VariantArgs&) {
+    return true;
+  }
+};
+
+// Causal, top-left aligned: query i sees keys j <= i.
+struct CausalAttention : FullAttention {
+  template <int kBlockN, typename Params, typename VariantArgs>
+  __device__ static KvRange kv_range(const Params& p, const VariantArgs&, const WorkTile&, int q_first, int q_last) {
+    const int kv_end = min(p.seqlen_k, q_last + 1);
+    return KvRange{0, (kv_end + kBlockN - 1) / kBlockN, 0, min(p.seqlen_k, q_first + 1) / kBlockN};
+  }
+  template <typename VariantArgs>
+  __device__ static bool keep(int, int, int q_idx, int kv_idx, const VariantArgs&) {
+    return kv_idx <= q_idx;
+  }
+};
+
 // arith.floordivsi: the quotient rounded toward negative infinity (Python's and torch's //).
 __device__ __forceinline__ int floor_div(int a, int b) {
   const int quotient = a / b;
