@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from cubridge.dialect.cuir import CopyAsyncOp, CopyOp, DimOp, ForEachTileOp, GatherOp, KernelOp, MapOp, YieldOp
 from cubridge.dialect.types import GlobalTensorType
@@ -125,9 +125,6 @@ class KernelDiff:
         if isinstance(value, BlockArgument):
             return value.owner.parent_op(), -1 - value.index
         return value.owner, value.index
-
-    def removed(self) -> list[Operation]:
-        return [op for op, copies in self.copies.items() if not copies]
 
 
 # ----------------------------------------------------------------------------
@@ -495,8 +492,8 @@ class SeamFinder:
                 continue
             if activation and (
                 loose
-                or _owned_by(before, removable)
-                or _is_activation(after, self.claimed_ops)
+                or _defined_by(before, removable)
+                or _defined_by(after, self.claimed_ops)
                 or self._carried_elsewhere(before, after)
             ):
                 continue
@@ -513,12 +510,8 @@ def describe_value(value: SSAValue) -> str:
     return f"a result of {value.owner.name}" if not isinstance(value, BlockArgument) else "a block argument"
 
 
-def _owned_by(value: SSAValue, ops: set[Operation]) -> bool:
+def _defined_by(value: SSAValue, ops: set[Operation]) -> bool:
     return not isinstance(value, BlockArgument) and value.owner in ops
-
-
-def _is_activation(value: SSAValue, claimed: set[Operation]) -> bool:
-    return not isinstance(value, BlockArgument) and value.owner in claimed
 
 
 def _dead(ops: list[Operation]) -> set[Operation]:
