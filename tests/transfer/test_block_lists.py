@@ -97,3 +97,16 @@ def test_interleaved_documents_skip_a_tile_inside_the_range():
         kept = (partial | full)[0, 0, 0].tolist()
         first, last = kept.index(True), len(kept) - 1 - kept[::-1].index(True)
         assert not all(kept[first : last + 1])
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_masks_of_disjoint_bands_take_block_lists(program):
+    """share_question keeps a question band and an answer band per row: the hull between them would visit
+    empty tiles, so it gets block lists; PrefixLM's two bands merge into one and keep closed-form bounds."""
+
+    def argument_names(spec):
+        kernel = next(op for op in transferred(program, spec_path(spec)).walk() if op.name == "cuir.kernel")
+        return [name.data for name in kernel.arg_names.data]
+
+    assert "kv_num_blocks" in argument_names("share_question")
+    assert "kv_num_blocks" not in argument_names("prefix_lm")
