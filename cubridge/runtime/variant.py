@@ -105,16 +105,16 @@ class VariantKernel:
 
     def __call__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None = None,
                  return_lse: bool = False, **captured: torch.Tensor):
-        head_dims = tuple(SM90_BLOCK_N if self.reference == "sm90" else sm80_host.BLOCK_N)
-        scale, device_index, capability = prepare_launch(q, k, v, scale, kernel=f"{self.spec.name} ({self.reference})",
-                                                         head_dims=head_dims)
-        self._check_arch(capability)
         if return_lse and self.spec.normalization != "softmax":
             raise InvalidInputError(f"return_lse: the {self.spec.normalization} normalization has no log-sum-exp")
         unknown = set(captured) - set(self.spec.captures)
         if unknown:
             raise InvalidInputError(f"unknown captured tensor(s) {sorted(unknown)}; the spec captures "
                                     f"{sorted(self.spec.captures) or 'none'}")
+        head_dims = tuple(SM90_BLOCK_N if self.reference == "sm90" else sm80_host.BLOCK_N)
+        scale, device_index, capability = prepare_launch(q, k, v, scale, kernel=f"{self.spec.name} ({self.reference})",
+                                                         head_dims=head_dims)
+        self._check_arch(capability)
         lowered, compiled = self.compiled(DTYPE_NAMES[q.dtype], q.shape[3], capability)
         tables = self._tables(lowered, q, k, captured)
         args = _table_struct(lowered.args)()
