@@ -19,7 +19,6 @@ import os
 import pickle
 import site
 import sys
-import tempfile
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +28,8 @@ import numpy as np
 import torch
 
 from cubridge.diagnostics import CuBridgeError
+from cubridge.files import write_atomically
+from cubridge.runtime.compiler import cache_dir
 from cubridge.frontends.expr import BOOL, Expr, evaluate
 from cubridge.frontends.eager import hooks_from_attention
 from cubridge.frontends.hooks import IndexWithTensors, captured_tensors, definition, failure, trace_hook
@@ -238,8 +239,7 @@ def _trace_key(path: str, module: types.ModuleType, bound: dict[str, torch.Tenso
 
 
 def _trace_cache() -> Path:
-    configured = os.environ.get("CUBRIDGE_CACHE_DIR")
-    return (Path(configured) if configured else Path.home() / ".cache" / "cubridge") / "hooks"
+    return cache_dir() / "hooks"
 
 
 def _cached_traces(key: str):
@@ -253,16 +253,11 @@ def _cached_traces(key: str):
 
 
 def _store_traces(key: str, traced) -> None:
-    """Written to a temporary file and renamed into place: a reader sees a whole entry or none."""
-    directory = _trace_cache()
+    """Written whole or not at all; an unwritable cache only costs the next load a trace."""
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=directory, suffix=".tmp")
-        with os.fdopen(handle, "wb") as stream:
-            pickle.dump(traced, stream)
-        os.replace(temporary, directory / f"{key}.pickle")
+        write_atomically(_trace_cache() / f"{key}.pickle", pickle.dumps(traced), make_directories=True)
     except OSError:
-        return  # an unwritable cache only costs the next load a trace
+        return
 
 
 def _from_eager_attention(path: str, module: types.ModuleType, attention: Callable) -> AttentionSpec:

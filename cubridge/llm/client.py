@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cubridge.diagnostics import CuBridgeError
+from cubridge.files import write_atomically
 from cubridge.llm.settings import OFFLINE_VARIABLE, LLMSettings
 
 RETRY_AFTER_LIMIT = 60.0
@@ -90,7 +89,7 @@ class ChatClient:
                 f"reply for this request to {self.settings.model}; run once online to record it"
             )
         text, retries = self._ask(messages, temperature)
-        write_atomically(path, json.dumps({"request": request, "reply": text}, indent=1))
+        write_atomically(path, json.dumps({"request": request, "reply": text}, indent=1), make_directories=True)
         return Reply(text, cached=False, retries=retries)
 
     def _cache_path(self, request: dict) -> Path:
@@ -177,16 +176,3 @@ def _error_message(error) -> str:
     body = error.body
     text = body.get("message") if isinstance(body, dict) else None
     return " ".join(str(text or error.message).split())
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write through a temporary file moved into place, so readers never see a partial file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise

@@ -15,7 +15,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cubridge.llm.client import ChatClient, Ledger, write_atomically
+from cubridge.files import write_atomically
+from cubridge.llm.client import ChatClient, Ledger
 from cubridge.llm.settings import (
     API_KEY_VARIABLE,
     BASE_URL_VARIABLE,
@@ -51,7 +52,7 @@ class Session:
         if self.transcript_path is None:
             self.transcript_path = self._transcript_path(settings)
         self.runs.append(run)
-        write_atomically(self.transcript_path, json.dumps({"runs": self.runs}, indent=1))
+        write_atomically(self.transcript_path, json.dumps({"runs": self.runs}, indent=1), make_directories=True)
         return self.transcript_path
 
     def report(self) -> list[str]:

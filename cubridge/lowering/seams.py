@@ -30,14 +30,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr
+from xdsl.dialects.builtin import FloatAttr
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from cubridge.dialect.cuir import CopyAsyncOp, CopyOp, DimOp, ForEachTileOp, GatherOp, KernelOp, MapOp, YieldOp
 from cubridge.dialect.types import GlobalTensorType
 from cubridge.diagnostics import CuBridgeError, SourceLocation, describe_location, location_of
 from cubridge.lowering.cxx import SliceEmitter, table_type
-from cubridge.passes.transfer_match import AttentionMatch, ScoreSite, enclosing, kv_tile_width, match_attention
+from cubridge.passes.transfer_match import (
+    AttentionMatch,
+    ScoreSite,
+    enclosing,
+    is_constant,
+    kv_tile_width,
+    match_attention,
+)
 
 _FIXED_PROPERTIES = ("threads", "smem_bytes", "cluster", "tile_m", "order", "source", "sym_name")
 
@@ -329,7 +336,7 @@ class SeamFinder:
             row = variant_load.operands[3]
             if self.diff.origin(row) == self.diff.reference_origin(reference_row):
                 return None
-            if not isinstance(row.owner, arith.MuliOp) or not _is_int_constant(row.owner.rhs, block_n):
+            if not isinstance(row.owner, arith.MuliOp) or not is_constant(row.owner.rhs, block_n):
                 raise _fail(f"the kv row of a V load is not (kv tile) * {block_n}", variant_load)
             position = variant_load.parent_op()
             while position is not None and not (isinstance(position, scf.ForOp) and position in clones):
@@ -423,7 +430,7 @@ class SeamFinder:
         removable = self.normalization_removed if activation else set()
         removable |= self._claim_kv_rows(self._score_maps())
         for op, copies in self.diff.copies.items():
-            if not copies and op not in removable and not self._inside_removed(op, removable):
+            if not copies and op not in removable and not _inside_any(op, removable):
                 raise _fail(f"{op.name} of the reference is gone, and no seam removes it",
                             op)
             if len(copies) > 1 and not any(_inside(op, loop) or op is loop for loop in self.reference_match.kv_loops):
@@ -433,7 +440,7 @@ class SeamFinder:
             for op in self.diff.inserted
             if op not in self.claimed_ops
             and not any(result in self.claimed_values for result in op.results)
-            and not self._inside_claimed(op)
+            and not _inside_any(op, self.claimed_ops)
         ]
         dead = _dead(unclaimed)
         for op in unclaimed:
@@ -457,22 +464,6 @@ class SeamFinder:
         loop = after.owner.parent_op()
         return isinstance(loop, scf.ForOp) and self.diff.counterpart(loop) is before.owner.parent_op()
 
-    def _inside_claimed(self, op: Operation) -> bool:
-        parent = op.parent_op()
-        while parent is not None:
-            if parent in self.claimed_ops:
-                return True
-            parent = parent.parent_op()
-        return False
-
-    @staticmethod
-    def _inside_removed(op: Operation, removed: set[Operation]) -> bool:
-        parent = op.parent_op()
-        while parent is not None:
-            if parent in removed:
-                return True
-            parent = parent.parent_op()
-        return False
 
     def _check_operands(self, reference_op: Operation, copy: Operation, activation: bool,
                         removable: set[Operation]) -> None:
@@ -542,22 +533,19 @@ def _slice(value: SSAValue) -> set[SSAValue]:
     return found
 
 
-def _inside(op: Operation, ancestor: Operation) -> bool:
+def _ancestors(op: Operation):
     parent = op.parent_op()
     while parent is not None:
-        if parent is ancestor:
-            return True
+        yield parent
         parent = parent.parent_op()
-    return False
 
 
-def _is_int_constant(value: SSAValue, number: int) -> bool:
-    owner = value.owner
-    return (
-        isinstance(owner, arith.ConstantOp)
-        and isinstance(owner.value, IntegerAttr)
-        and owner.value.value.data == number
-    )
+def _inside(op: Operation, ancestor: Operation) -> bool:
+    return any(parent is ancestor for parent in _ancestors(op))
+
+
+def _inside_any(op: Operation, ops: set[Operation]) -> bool:
+    return any(parent in ops for parent in _ancestors(op))
 
 
 def _is_neg_inf(value: SSAValue) -> bool:

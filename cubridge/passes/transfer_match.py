@@ -105,7 +105,8 @@ def enclosing(op: Operation, kind: type, stop: type | None = None):
     return parent
 
 
-def _is_constant(value: SSAValue, number: int) -> bool:
+def is_constant(value: SSAValue, number: int) -> bool:
+    """Whether `value` is the integer constant `number`."""
     owner = value.owner
     return (
         isinstance(owner, arith.ConstantOp)
@@ -286,7 +287,7 @@ def _match_kv_loops(found: AttentionMatch) -> None:
             loops[site.kv_loop] = None
             continue
         origin = site.score_map.origin
-        if len(origin) != 2 or not _is_constant(origin[1], 0):
+        if len(origin) != 2 or not is_constant(origin[1], 0):
             raise _fail("a score map outside a kv loop must start at kv column 0", site.score_map)
         found.first_kv_rows.append((site.score_map, len(site.score_map.inputs) + 1))
     buffers = {_kv_buffer(site) for site in found.sites}
@@ -298,12 +299,12 @@ def _match_kv_loops(found: AttentionMatch) -> None:
             loops[loop] = None
             continue
         row = op.source_indices[2]
-        if not _is_constant(row, 0):
+        if not is_constant(row, 0):
             raise _fail("a K load outside the kv loop must load kv tile 0", op)
         found.first_kv_rows.append((op, 1 + 2))
     for loop in loops:
         lower = 1 if found.peeled and any(s.kv_loop is loop for s in found.sites) else 0
-        if not _is_constant(loop.lb, lower):
+        if not is_constant(loop.lb, lower):
             raise _fail(f"the kv loop must start at tile {lower}", loop)
         found.step_tests += [(test, loop) for test in _step_tests(loop, lower)]
     found.kv_loops = list(loops)
@@ -319,7 +320,7 @@ def _step_tests(loop: scf.ForOp, lower: int) -> list[arith.CmpiOp]:
         for use in value.uses
         if isinstance(use.operation, arith.CmpiOp)
         and use.index == 0
-        and _is_constant(use.operation.rhs, lower)
+        and is_constant(use.operation.rhs, lower)
     ]
     for test in tests:
         if test.lhs is loop.ub and not _after(loop, test):

@@ -18,8 +18,6 @@ import ctypes
 import functools
 import hashlib
 import math
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +25,7 @@ import torch
 from xdsl.dialects.builtin import ModuleOp
 
 from cubridge.diagnostics import CuBridgeError, parse_module
+from cubridge.files import write_atomically
 from cubridge.frontends.spec import AttentionSpec, load_spec
 from cubridge.lowering import LoweredKernel, lower_module
 from cubridge.passes import mask_table
@@ -224,13 +223,8 @@ def _source_file(lowered: LoweredKernel) -> Path:
     digest = hashlib.sha256(lowered.source.encode()).hexdigest()[:32]
     directory = cache_dir() / "variants"
     path = directory / f"{lowered.reference.entry_prefix}_{lowered.variant}-{digest}.cu"
-    if path.is_file():
-        return path
-    directory.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=directory, suffix=".cu.tmp")
-    with os.fdopen(handle, "w") as stream:
-        stream.write(lowered.source)
-    os.replace(temporary, path)
+    if not path.is_file():
+        write_atomically(path, lowered.source, make_directories=True)
     return path
 
 

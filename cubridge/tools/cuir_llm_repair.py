@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cubridge.diagnostics import CuBridgeError
 from cubridge.llm import session as llm_session
-from cubridge.llm.client import write_atomically
+from cubridge.files import write_atomically
 from cubridge.llm.loop import LoopPolicy
 from cubridge.llm.repair import repair_cuda
 
@@ -68,7 +68,7 @@ def run(argv: Sequence[str] | None, session: llm_session.Session) -> int:
     if args.output is None:
         sys.stdout.write(repaired)
     else:
-        write_atomically(Path(args.output), repaired)
+        write_atomically(Path(args.output), repaired, make_directories=True)
     return 0
 
 

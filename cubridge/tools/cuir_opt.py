@@ -15,9 +15,7 @@ import argparse
 import dataclasses
 import importlib.util
 import inspect
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from io import StringIO
 from pathlib import Path
@@ -29,6 +27,7 @@ from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from cubridge.diagnostics import CuBridgeError, parse_module, verify_module
+from cubridge.files import write_atomically
 from cubridge.llm import session as llm_session
 from cubridge.passes import PASS_FACTORIES
 
@@ -242,18 +241,10 @@ class CuirOptMain(xDSLOptMain):
         if path is None:
             sys.stdout.write(text)
             return
-        directory = os.path.dirname(os.path.abspath(path))
         try:
-            descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=".cuir-opt-")
+            write_atomically(path, text)
         except OSError as error:
             raise CuBridgeError(f"cannot write output: {error.strerror}", path) from None
-        try:
-            with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
-                stream.write(text)
-            os.replace(temporary, path)
-        except BaseException:
-            os.unlink(temporary)
-            raise
 
 
 def load_pass_plugin(path: str) -> list[type[ModulePass]]:
