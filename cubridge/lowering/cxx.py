@@ -130,6 +130,7 @@ class SliceEmitter:
         self.tables = tables
         self.statements: list[str] = []
         self.taken: set[str] = set(leaves.values())
+        self.reads_tables = False  # whether a statement loads from a table (global memory)
 
     def value(self, value: SSAValue) -> str:
         """The C++ expression of `value`, emitting the statements it needs first."""
@@ -181,6 +182,7 @@ class SliceEmitter:
             if table is None:
                 raise CuBridgeError(f"lower: {self.seam} gathers from a tensor that is no captured input",
                                     describe_location(op))
+            self.reads_tables = True
             return f"gather({table}, {', '.join(operands)})"
         if isinstance(op, arith.SelectOp):
             return f"{operands[0]} ? {operands[1]} : {operands[2]}"

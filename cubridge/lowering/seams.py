@@ -59,6 +59,7 @@ class SeamCode:
 
     statements: tuple[str, ...]
     result: str
+    reads_tables: bool = False  # some statement loads from a captured tensor or block list
 
 
 @dataclass
@@ -251,7 +252,7 @@ class SeamFinder:
             leaves, seam=seam, reference_file=self.reference_file, dims=self.dims, tables=self.tables
         )
         result = emitter.value(value)
-        return SeamCode(tuple(emitter.statements), result), set(emitter.names)
+        return SeamCode(tuple(emitter.statements), result, emitter.reads_tables), set(emitter.names)
 
     def _agreed(self, seam: str, codes: list[tuple[SeamCode, Operation]]) -> SeamCode | None:
         if not codes:

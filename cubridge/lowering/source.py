@@ -268,6 +268,8 @@ def render_policy(seams: VariantSeams, policy: str, variant: str) -> str:
         lines.append("  static constexpr bool kModifiesScores = true;")
     if seams.activate is not None:
         lines.append("  static constexpr bool kSoftmax = false;")
+    if seams.keep is not None and seams.keep.reads_tables:
+        lines.append("  static constexpr bool kMaskLoads = true;")
     if seams.kv_range is not None:
         code, begin, end, full_begin, full_end = seams.kv_range
         lines += [

@@ -125,6 +125,8 @@ __device__ __forceinline__ void score_tile(float (&scores)[kMTiles][kBlockN / 8]
         }
   }
   if (!masked) return;
+  // keep() runs for every score, past seqlen_k too: not under the bounds test, so that the table loads of a
+  // data-dependent mask are all issued together rather than each behind its own branch.
 #pragma unroll
   for (int mt = 0; mt < kMTiles; ++mt)
 #pragma unroll
@@ -132,8 +134,8 @@ __device__ __forceinline__ void score_tile(float (&scores)[kMTiles][kBlockN / 8]
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int col = col_of(nt, e);
-        if (col >= p.seqlen_k || !Policy::keep(tile.batch, tile.head, row_of(mt, e), col, args))
-          scores[mt][nt][e] = kNegInf;
+        const bool kept = Policy::keep(tile.batch, tile.head, row_of(mt, e), col, args);
+        if (col >= p.seqlen_k || !kept) scores[mt][nt][e] = kNegInf;
       }
 }
 

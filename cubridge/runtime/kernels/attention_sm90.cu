@@ -292,13 +292,35 @@ struct RowState {
   float sum[2];  // this thread's partial sums of exp2; the quad reduces them in the epilogue
 };
 
+// The keep() results of a policy whose mask loads from tables (Policy::kMaskLoads), one bit per score of this
+// thread's fragment (set: kept, and before seqlen_k). The consumer evaluates them between issuing a tile's score
+// GEMM and waiting for it, so that the loads' latency hides under the GEMM instead of following it.
+template <int kCount>
+struct KeptScores {
+  uint32_t bits[(kCount + 31) / 32];
+};
+
+template <typename Policy, int kCount>
+__device__ __forceinline__ KeptScores<kCount> kept_scores(const AttentionParams& p, const typename Policy::Args& args,
+                                                          const WorkTile& tile, int row0, int n0, int t) {
+  KeptScores<kCount> kept = {};
+#pragma unroll
+  for (int e = 0; e < kCount; ++e) {
+    const int row = row0 + 8 * ((e >> 1) & 1);
+    const int col = n0 + 8 * (e >> 2) + 2 * t + (e & 1);
+    const bool keep = Policy::keep(tile.batch, tile.head, row, col, args) & (col < p.seqlen_k);
+    kept.bits[e / 32] |= static_cast<uint32_t>(keep) << (e % 32);
+  }
+  return kept;
+}
+
 // The variant's scores of one kv tile starting at key n0, for the rows row0 and row0 + 8 of this thread:
 // modify_score on every tile (after the scale, when kScaled), then, only where `masked`, -inf for the keys
-// past seqlen_k and those mask_mod drops.
+// past seqlen_k and those mask_mod drops (read from `kept` when the policy's mask loads from tables).
 template <typename Policy, bool kScaled, int kCount>
 __device__ __forceinline__ void score_tile(float (&s)[kCount], const AttentionParams& p,
                                            const typename Policy::Args& args, const WorkTile& tile, int row0,
-                                           int n0, bool masked, int t) {
+                                           int n0, bool masked, int t, const KeptScores<kCount>& kept) {
   auto row_of = [&](int e) { return row0 + 8 * ((e >> 1) & 1); };
   auto col_of = [&](int e) { return n0 + 8 * (e >> 2) + 2 * t + (e & 1); };
   if constexpr (Policy::kModifiesScores) {
@@ -310,10 +332,16 @@ __device__ __forceinline__ void score_tile(float (&s)[kCount], const AttentionPa
     for (int e = 0; e < kCount; ++e) s[e] *= p.scale;
   }
   if (!masked) return;
+  if constexpr (Policy::kMaskLoads) {
 #pragma unroll
-  for (int e = 0; e < kCount; ++e)
-    if (col_of(e) >= p.seqlen_k || !Policy::keep(tile.batch, tile.head, row_of(e), col_of(e), args))
-      s[e] = kNegInf;
+    for (int e = 0; e < kCount; ++e)
+      if (!((kept.bits[e / 32] >> (e % 32)) & 1u)) s[e] = kNegInf;
+  } else {
+#pragma unroll
+    for (int e = 0; e < kCount; ++e)
+      if (col_of(e) >= p.seqlen_k || !Policy::keep(tile.batch, tile.head, row_of(e), col_of(e), args))
+        s[e] = kNegInf;
+  }
 }
 
 // Online softmax step: raises the running max with this tile's scores, returns in `alpha` the factor
@@ -488,9 +516,18 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
     auto first_key = [&](int position) { return Policy::kv_tile(p, args, tile, position) * kBlockKv; };
     // The scores of the kv tile at `position` (keys from n0): the variant's score_mod, its mask where the range
     // needs one, then the normalization.
-    auto scores_to_probs = [&](int position, int n0) {
-      score_tile<Policy, kScoresScaled<Policy>>(s, p, args, tile, thread_row0, n0, range.needs_mask(position), t);
+    auto scores_to_probs = [&](int position, int n0, const KeptScores<kScoreRegs<kHeadDim>>& kept) {
+      score_tile<Policy, kScoresScaled<Policy>>(s, p, args, tile, thread_row0, n0, range.needs_mask(position), t,
+                                                kept);
       normalize_scores<Policy>(s, state, alpha, p);
+    };
+    // A masked tile's keep() bits, for policies whose mask loads from tables; evaluated while its score GEMM runs.
+    auto kept_while_gemm_runs = [&](int position, int n0) {
+      KeptScores<kScoreRegs<kHeadDim>> kept = {};
+      if constexpr (Policy::kMaskLoads)
+        if (range.needs_mask(position))
+          kept = kept_scores<Policy, kScoreRegs<kHeadDim>>(p, args, tile, thread_row0, n0, t);
+      return kept;
     };
 #pragma unroll
     for (int e = 0; e < kHeadDim / 2; ++e) o[e] = 0.f;
@@ -509,9 +546,10 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       gemm_async<kBlockKv, kQkSlices, false, T>(s, q_half, Layout::kQPanelBytes, smem.k_tile(stage),
                                                Layout::kKvPanelBytes, false);
       end_gemm_turn(group);
+      const auto kept = kept_while_gemm_runs(range.begin, n0);
       gemm_wait<0>();
       gemm_fence_operand(s);
-      scores_to_probs(range.begin, n0);
+      scores_to_probs(range.begin, n0, kept);
       release(smem.k_empty(stage), lane);
       ++kv.count;
     }
@@ -551,9 +589,10 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
                                                Layout::kKvPanelBytes, false);
       gemm_async_rs<kHeadDim, kPvSlices, T>(o, probs, smem.v_tile(prev.stage()), Layout::kKvPanelBytes, true);
       end_gemm_turn(group);
+      const auto kept = kept_while_gemm_runs(j, n0);
       gemm_wait<1>();
       gemm_fence_operand(s);
-      scores_to_probs(j, n0);
+      scores_to_probs(j, n0, kept);
       release(smem.k_empty(stage), lane);
       ++kv.count;
     }

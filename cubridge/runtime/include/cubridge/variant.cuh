@@ -38,7 +38,10 @@ struct Table {
   int dims[kRank];
 };
 
-// cuir.gather: table[index...] through the read-only cache; an index outside the table reads 0.
+// cuir.gather: table[index...]; an index outside the table reads 0. The load is unconditional (of entry 0 for an
+// index outside; the host passes no empty table) and plain, not __ldg: __ldg is inline asm, which the compiler
+// neither merges (a mask reads table[q_idx] once per row, not once per score) nor hoists, and a load under a
+// bounds test became a branch around it, so that a score tile's loads were issued one after another.
 template <typename T, int kRank, typename... Index>
 __device__ __forceinline__ T gather(const Table<T, kRank>& table, Index... index) {
   static_assert(sizeof...(Index) == kRank, "gather takes one index per dimension");
@@ -50,7 +53,9 @@ __device__ __forceinline__ T gather(const Table<T, kRank>& table, Index... index
     inside &= static_cast<unsigned>(indices[d]) < static_cast<unsigned>(table.dims[d]);
     flat = flat * table.dims[d] + indices[d];
   }
-  return inside ? __ldg(table.data + flat) : T(0);
+  const T* __restrict__ data = table.data;
+  const T value = data[inside ? flat : 0];
+  return inside ? value : T(0);
 }
 
 // The reference variant: softmax(scale Q K^T) V over every key. A policy's members see the kernel's parameters
@@ -65,6 +70,9 @@ struct FullAttention {
   // Softmax normalization; false: P = activate(score), `static float activate(float score)`, with no row max,
   // rescaling or division by row sums.
   static constexpr bool kSoftmax = true;
+  // Whether keep() loads from tables (captured tensors): the Hopper kernel then evaluates a masked tile's keep()
+  // while the tile's score GEMM runs, so that the loads' latency hides under it.
+  static constexpr bool kMaskLoads = false;
 
   // The kv tiles that rows [q_first, q_last] of `tile` visit, in every role. A kernel that peels the first
   // position needs end > begin.

@@ -1,0 +1,122 @@
+"""Where a variant kernel's time goes (GPU-only): the spec's lowered kernel beside copies of it with one piece
+changed by a text substitution, each compiled to its own cubin and launched through the variant runtime, timed
+paired (benchmarks/timing.py) against the shipped lowering and our own causal kernel.
+
+  python3 benchmarks/variant_diagnostics.py --spec examples/specs/document_mask.py --config llama2-7b \
+      --seqlens 4k,8k --variants shipped,keep-true,no-mask,static-schedule --rounds 30
+
+Variants marked (diag) compute wrong results on purpose, to price one piece; the others are checked against
+the shipped lowering's output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.bench_variants import CONFIGS, TOKENS, density, grow_captures, hooks_on_gpu  # noqa: E402
+from benchmarks.timing import quartiles, speedup, time_paired  # noqa: E402
+from cubridge.runtime import attention_sm90  # noqa: E402
+from cubridge.runtime.compiler import cache_dir, compile_cubin  # noqa: E402
+from cubridge.runtime.reference import causal_density  # noqa: E402
+from cubridge.runtime.variant import build_variant  # noqa: E402
+
+# name: (substitutions on the lowered source, schedule override or None, whether results are wrong on purpose).
+# A substitution whose target is absent is skipped; a variant none of whose substitutions applies is an error.
+VARIANTS = {
+    "shipped": ((), None, False),
+    # every mask_mod test on partial tiles passes: what the per-score gathers and compares cost
+    "keep-true": ((("Policy::keep(tile.batch, tile.head, row, col, args) & (col < p.seqlen_k)", "(col < p.seqlen_k)"),
+                   ("!Policy::keep(tile.batch, tile.head, row_of(e), col_of(e), args)", "false")), None, True),
+    # a mask that loads from tables evaluated after the score GEMM's wait, as other masks are
+    "late-mask": ((("static constexpr bool kMaskLoads = true;", "static constexpr bool kMaskLoads = false;"),),
+                  None, False),
+    # no tile is masked at all (not even the sequence end): what the masked path costs as a whole
+    "no-mask": (((" range.needs_mask(position), t,", " false, t,"),), None, True),
+    # the static persistent schedule instead of claiming tiles from a counter
+    "static-schedule": ((), "persistent", False),
+}
+
+
+def _seqlen(text: str) -> int:
+    return int(text.rstrip("k")) * (1024 if text.endswith("k") else 1)
+
+
+def _compiled_copy(kernel, substitutions, capability):
+    """The bf16 D=128 instance with `substitutions` applied, compiled."""
+    lowered, _ = kernel.compiled("bf16", 128, capability)
+    source = lowered.source
+    applied = [old for old, _ in substitutions if old in source]
+    if substitutions and not applied:
+        raise SystemExit(f"no substitution target found in the lowered source: {substitutions[0][0]!r}")
+    for old, new in substitutions:
+        source = source.replace(old, new)
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    path = cache_dir() / "diagnostics" / f"{lowered.variant}-{digest}.cu"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source)
+    return dataclasses.replace(lowered, source=source), compile_cubin(path, capability)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--spec", required=True)
+    parser.add_argument("--configs", default="llama2-7b")
+    parser.add_argument("--seqlens", default="4k,8k")
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--rounds", type=int, default=30)
+    args = parser.parse_args()
+    capability = torch.cuda.get_device_capability()
+    names = args.variants.split(",")
+    for config in args.configs.split(","):
+        heads_q, heads_kv, head_dim = CONFIGS[config]
+        for seqlen in map(_seqlen, args.seqlens.split(",")):
+            batch = max(1, TOKENS // seqlen)
+            kernels = {}
+            for name in names:
+                substitutions, schedule, _ = VARIANTS[name]
+                kernel = build_variant(args.spec, "sm90")
+                grow_captures(kernel.spec, seqlen)
+                hooks_on_gpu(kernel.spec)
+                lowered, compiled = _compiled_copy(kernel, substitutions, capability)
+                if schedule is not None:
+                    lowered = dataclasses.replace(lowered, schedule=schedule)
+                kernel._instances[("bf16", 128)] = (lowered, compiled)
+                kernels[name] = kernel
+            torch.manual_seed(0)
+            q = torch.randn(batch, heads_q, seqlen, head_dim, device="cuda", dtype=torch.bfloat16)
+            k, v = (torch.randn(batch, heads_kv, seqlen, head_dim, device="cuda", dtype=torch.bfloat16)
+                    for _ in range(2))
+            launchers = {name: (lambda kernel=kernel: kernel(q, k, v)) for name, kernel in kernels.items()}
+            launchers["causal-sm90"] = lambda: attention_sm90(q, k, v, causal=True)
+            expected = launchers[names[0]]()
+            for name in names[1:]:
+                if VARIANTS[name][2]:
+                    continue
+                error = (launchers[name]() - expected).abs().max().item()
+                if error > 0:
+                    raise SystemExit(f"{name} differs from {names[0]} by {error:.3e}")
+            times = time_paired(launchers, args.rounds, 3)
+            fraction = density(kernels[names[0]].spec, batch, heads_q, seqlen)
+            flops = 4.0 * batch * heads_q * seqlen * seqlen * head_dim
+            print(f"\n{kernels[names[0]].spec.name} {config} S={seqlen} B={batch} density {fraction:.4f}")
+            print("| variant | ms | TFLOPS | speed-up vs first (q1, median, q3) |")
+            print("|---|---|---|---|")
+            for name, values in times.items():
+                median = quartiles(values)[1]
+                work = flops * (causal_density(seqlen, seqlen) if name == "causal-sm90" else fraction)
+                ratio = " / ".join(f"{r:.3f}" for r in speedup(times, names[0], name))
+                diag = " (diag)" if name in VARIANTS and VARIANTS[name][2] else ""
+                print(f"| {name}{diag} | {median:.4f} | {work / median / 1e9:.1f} | {ratio} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
