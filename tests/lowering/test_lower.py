@@ -73,6 +73,17 @@ def test_seams_hold_the_spec_code():
     assert lowered.args == (("alibi_slopes", "Table<float, 1>"),)
 
 
+def test_a_mask_that_loads_from_tables_is_evaluated_under_the_score_gemm():
+    """kMaskLoads marks a keep() that gathers (the kernel then evaluates it while the score GEMM runs); a mask
+    of index arithmetic alone keeps the default."""
+    documents = lower_module(_parse("sm90"), _transferred("sm90", REPOSITORY / "examples/specs/document_mask.py"),
+                             "document_mask").source
+    prefix = lower_module(_parse("sm90"), _transferred("sm90", REPOSITORY / "examples/specs/prefix_lm.py"),
+                          "prefix_lm").source
+    assert "static constexpr bool kMaskLoads = true;" in documents
+    assert "struct PrefixLmVariant" in prefix and "bool kMaskLoads = true" not in prefix
+
+
 def test_head_dim_256_needs_its_own_program():
     module = _transferred("sm90", REPOSITORY / "examples/specs/causal.py")
     with pytest.raises(CuBridgeError, match="80-key kv tiles at head dim 256"):
