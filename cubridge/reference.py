@@ -34,10 +34,12 @@ def attention_reference(query: torch.Tensor, key: torch.Tensor, value: torch.Ten
                         score_mod: Callable | None = None, mask_mod: Callable | None = None, *,
                         scale: float | None = None, normalization: str = "softmax",
                         compute_dtype: torch.dtype = torch.float32, return_lse: bool = False,
-                        max_chunk_scores: int = DEFAULT_CHUNK_SCORES):
+                        max_chunk_scores: int = DEFAULT_CHUNK_SCORES, broadcast_hooks: bool = False):
     """Attention of [B, HQ, SQ, D] `query` over [B, HKV, SKV, D] `key` / `value` with the hooks; returns out
     [B, HQ, SQ, D] in query's dtype and, with `return_lse`, the LSE [B, HQ, SQ] in `compute_dtype` (float32
-    or float64). See the module docstring for the semantics."""
+    or float64). See the module docstring for the semantics. With `broadcast_hooks` the hooks are called once
+    per chunk on broadcastable index grids (b [B,1,1,1], h [1,H,1,1], q_idx [1,1,Q,1], kv_idx [1,1,1,KV]), as
+    traced hooks evaluate, instead of vmapped."""
     if normalization not in NORMALIZATIONS:
         raise ValueError(f"normalization must be one of {', '.join(NORMALIZATIONS)}; got {normalization!r}")
     if return_lse and normalization != "softmax":
@@ -56,20 +58,27 @@ def attention_reference(query: torch.Tensor, key: torch.Tensor, value: torch.Ten
         "h": torch.arange(heads_q, device=device),
         "kv_idx": torch.arange(seqlen_kv, device=device),
     }
-    score_hook = per_element(score_mod, score_first=True) if score_mod is not None else None
-    mask_hook = per_element(mask_mod, score_first=False) if mask_mod is not None else None
+    if broadcast_hooks:
+        score_hook, mask_hook = score_mod, mask_mod
+        indices = {"b": indices["b"].view(-1, 1, 1, 1), "h": indices["h"].view(1, -1, 1, 1),
+                   "kv_idx": indices["kv_idx"].view(1, 1, 1, -1)}
+    else:
+        score_hook = per_element(score_mod, score_first=True) if score_mod is not None else None
+        mask_hook = per_element(mask_mod, score_first=False) if mask_mod is not None else None
     rows = max(1, max_chunk_scores // max(1, batch * heads_q * seqlen_kv))
     out = torch.empty(query.shape, dtype=query.dtype, device=device)
     lse = torch.empty((batch, heads_q, seqlen_q), dtype=compute_dtype, device=device) if return_lse else None
     for start in range(0, seqlen_q, rows):
         stop = min(seqlen_q, start + rows)
         q_idx = torch.arange(start, stop, device=device)
+        q_idx = q_idx.view(1, 1, -1, 1) if broadcast_hooks else q_idx
         scores = (query[:, :, start:stop].to(compute_dtype) @ keys.transpose(-1, -2)) * scale
         if score_hook is not None:
-            scores = score_hook(scores, indices["b"], indices["h"], q_idx, indices["kv_idx"]).to(compute_dtype)
+            scores = score_hook(scores, indices["b"], indices["h"], q_idx, indices["kv_idx"])
+            scores = torch.as_tensor(scores).to(compute_dtype).expand(batch, heads_q, stop - start, seqlen_kv)
         keep = torch.ones((), dtype=torch.bool, device=device)
         if mask_hook is not None:
-            keep = mask_hook(indices["b"], indices["h"], q_idx, indices["kv_idx"]).to(device)
+            keep = torch.as_tensor(mask_hook(indices["b"], indices["h"], q_idx, indices["kv_idx"])).to(device)
         scores = scores.masked_fill(~keep, -math.inf)
         if normalization == "softmax":
             row_lse = torch.logsumexp(scores, dim=-1)

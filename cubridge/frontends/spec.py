@@ -5,6 +5,8 @@ A spec file defines `score_mod(score, b, h, q_idx, kv_idx)` and/or
 optionally `normalization` ("softmax", "sigmoid" or "relu") and an eager
 `reference(q, k, v)`. `load_spec` runs the file, traces the hooks with torch
 into `Expr`s (`hooks`) and finds the tensors they capture; see docs/specs.md.
+`spec_from_hooks` does the same for hooks passed as Python callables (as
+`cubridge.attention` receives them).
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import importlib.util
 import inspect
 import math
 import os
+import marshal
 import pickle
+import re
 import site
 import sys
 import types
@@ -32,7 +36,15 @@ from cubridge.files import write_atomically
 from cubridge.runtime.compiler import cache_dir
 from cubridge.frontends.expr import BOOL, Expr, evaluate
 from cubridge.frontends.eager import hooks_from_attention
-from cubridge.frontends.hooks import IndexWithTensors, captured_tensors, definition, failure, trace_hook
+from cubridge.frontends.hooks import (
+    IndexWithTensors,
+    captured_tensors,
+    definition,
+    failure,
+    reachable_functions,
+    referenced_values,
+    trace_hook,
+)
 
 NORMALIZATIONS = ("softmax", "sigmoid", "relu")
 SCORE_MOD_ARGS = ("score", "b", "h", "q_idx", "kv_idx")
@@ -144,6 +156,91 @@ class AttentionSpec:
                     )
 
 
+def spec_from_hooks(score_mod: Callable | None = None, mask_mod: Callable | None = None,
+                    normalization: str = "softmax", name: str | None = None) -> AttentionSpec:
+    """Check and trace hooks given as Python callables, as `load_spec` does a spec file's (with the same trace
+    cache, keyed by the code the hooks can run, the Python values they read and their captured tensors'
+    kinds and shapes). Errors are located at the hook's file and line. `name` (default: from the hooks'
+    names) names the variant's entry points."""
+    if normalization not in NORMALIZATIONS:
+        raise CuBridgeError(f"normalization: expected one of {', '.join(NORMALIZATIONS)}, got {normalization!r}")
+    if score_mod is None and mask_mod is None:
+        raise CuBridgeError("a variant needs score_mod, mask_mod or both")
+    pairs = ((score_mod, SCORE_MOD_ARGS, "score_mod"), (mask_mod, MASK_MOD_ARGS, "mask_mod"))
+    bound: dict[str, torch.Tensor] = {}
+    for hook, arguments, role in pairs:
+        if hook is None:
+            continue
+        if not callable(hook):
+            raise CuBridgeError(f"{role} must be a function {role}({', '.join(arguments)}), "
+                                f"got {type(hook).__name__}")
+        _check_arity(hook, arguments)
+        bound |= captured_tensors(hook)
+    key = hooks_trace_key(score_mod, mask_mod, bound)
+    traced = _cached_traces(key)
+    if traced is None:
+        traced = tuple(
+            trace_hook(hook, arguments, definition(hook).rsplit(":", 1)[0], bound) if hook is not None else None
+            for hook, arguments, _ in pairs
+        )
+        _store_traces(key, traced)
+    score_expr, mask_expr = traced
+    _check_results(score_mod, score_expr, mask_mod, mask_expr)
+    read = set().union(*(expr.leaves() for expr in traced if expr is not None))
+    default_name = "_".join(getattr(hook, "__name__", role) for hook, _, role in pairs if hook is not None)
+    return AttentionSpec(
+        name=name or (re.sub(r"\W+", "_", default_name).strip("_") or "variant"),
+        path=definition(score_mod or mask_mod).rsplit(":", 1)[0],
+        score_mod=score_mod,
+        mask_mod=mask_mod,
+        normalization=normalization,
+        captures={name: tensor for name, tensor in bound.items() if name in read},
+        score_expr=score_expr,
+        mask_expr=mask_expr,
+        user_reference=None,
+    )
+
+
+def hooks_trace_key(score_mod: Callable | None, mask_mod: Callable | None, bound: dict[str, torch.Tensor]) -> str:
+    """Everything traced hooks given as callables depend on: the code of every function they can reach
+    (bytecode, constants, names and lines), the Python values those functions read (scalars by value,
+    project modules and functions by their files), their captured tensors' kinds and shapes (and the values
+    of 0-d ones, which become constants), and the tracer."""
+    digest = hashlib.sha256(_tracer_version().encode())
+    for role, hook in (("score_mod", score_mod), ("mask_mod", mask_mod)):
+        digest.update(f"\0{role}".encode())
+        if hook is None:
+            continue
+        for function in reachable_functions(hook):
+            digest.update(b"\0code\0" + marshal.dumps(function.__code__))
+            for name, value in referenced_values(function):
+                digest.update(f"\0{name}=".encode() + _value_fingerprint(value))
+    _digest_tensors(digest, bound)
+    return digest.hexdigest()
+
+
+def _value_fingerprint(value) -> bytes:
+    """What a hook's result can depend on in a value it reads (tensors are fingerprinted apart)."""
+    if isinstance(value, bool | int | float | str | tuple | type(None)):
+        return repr(value).encode()
+    source = value if isinstance(value, types.ModuleType) else sys.modules.get(getattr(value, "__module__", ""))
+    file = getattr(source, "__file__", None)
+    roots = _installation_roots()
+    if file and file.endswith(".py") and not os.path.abspath(file).startswith(roots):
+        return file.encode() + b"\0" + Path(file).read_bytes()
+    return type(value).__qualname__.encode() + b":" + getattr(value, "__qualname__", "").encode()
+
+
+def _check_results(score_mod, score_expr: Expr | None, mask_mod, mask_expr: Expr | None) -> None:
+    if score_expr is not None and score_expr.kind == BOOL:
+        raise CuBridgeError("score_mod must return a score, not a boolean", definition(score_mod))
+    if mask_expr is not None and mask_expr.kind != BOOL:
+        raise CuBridgeError(
+            f"mask_mod must return a boolean, but returns {_KIND_NAMES[mask_expr.kind]} expression",
+            definition(mask_mod),
+        )
+
+
 def load_spec(path: str) -> AttentionSpec:
     """Load, check and trace the spec file at `path`."""
     path = os.path.abspath(path)
@@ -180,13 +277,7 @@ def load_spec(path: str) -> AttentionSpec:
     score_expr, mask_expr = traced
     read = set().union(*(expr.leaves() for expr in (score_expr, mask_expr) if expr is not None))
     captures = {name: tensor for name, tensor in bound.items() if name in read}
-    if score_expr is not None and score_expr.kind == BOOL:
-        raise CuBridgeError("score_mod must return a score, not a boolean", definition(score_mod))
-    if mask_expr is not None and mask_expr.kind != BOOL:
-        raise CuBridgeError(
-            f"mask_mod must return a boolean, but returns {_KIND_NAMES[mask_expr.kind]} expression",
-            definition(mask_mod),
-        )
+    _check_results(score_mod, score_expr, mask_mod, mask_expr)
     return AttentionSpec(
         name=os.path.splitext(os.path.basename(path))[0],
         path=path,
@@ -203,7 +294,7 @@ def load_spec(path: str) -> AttentionSpec:
 def _local_sources(path: str, module: types.ModuleType) -> list[str]:
     """The spec file and the project files its globals come from (modules, functions and classes defined
     outside the Python installation): the code its hooks can run."""
-    roots = tuple({sys.prefix, sys.base_prefix, *site.getsitepackages(), site.getusersitepackages()})
+    roots = _installation_roots()
     files = {path}
     for value in vars(module).values():
         source = value if isinstance(value, types.ModuleType) else sys.modules.get(getattr(value, "__module__", ""))
@@ -211,6 +302,12 @@ def _local_sources(path: str, module: types.ModuleType) -> list[str]:
         if file and file.endswith(".py") and not os.path.abspath(file).startswith(roots):
             files.add(os.path.abspath(file))
     return sorted(files)
+
+
+@functools.cache
+def _installation_roots() -> tuple[str, ...]:
+    """Where installed Python code lives: files under these are versioned with their packages, not hashed."""
+    return tuple({sys.prefix, sys.base_prefix, *site.getsitepackages(), site.getusersitepackages()})
 
 
 @functools.cache
@@ -232,10 +329,15 @@ def _trace_key(path: str, module: types.ModuleType, bound: dict[str, torch.Tenso
     for name, value in sorted(vars(module).items()):
         if isinstance(value, bool | int | float | str | tuple) and not name.startswith("__"):
             digest.update(f"\0{name}={value!r}".encode())
+    _digest_tensors(digest, bound)
+    return digest.hexdigest()
+
+
+def _digest_tensors(digest, bound: dict[str, torch.Tensor]) -> None:
+    """Captured tensors' names, dtypes and shapes, and the values of 0-d ones (which become constants)."""
     for name, tensor in sorted(bound.items()):
         value = repr(tensor.item()) if tensor.dim() == 0 else ""
         digest.update(f"\0{name}:{tensor.dtype}:{tuple(tensor.shape)}:{value}".encode())
-    return digest.hexdigest()
 
 
 def _trace_cache() -> Path:
