@@ -39,6 +39,7 @@ The forward pass only: inputs that require grad under grad mode are rejected.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import functools
 import hashlib
 import math
@@ -54,7 +55,7 @@ from dataclasses import dataclass, field
 import torch
 
 from cubridge.diagnostics import CuBridgeError
-from cubridge.frontends.spec import NORMALIZATIONS, AttentionSpec, spec_from_hooks
+from cubridge.frontends.spec import MASK_MOD_ARGS, NORMALIZATIONS, SCORE_MOD_ARGS, AttentionSpec, spec_from_hooks
 from cubridge.frontends.expr import evaluate
 from cubridge.frontends.hooks import global_names
 from cubridge.files import write_atomically
@@ -333,28 +334,35 @@ def _fallback(variant: _Variant | None, query, key, value, captures: list[torch.
               return_lse: bool):
     """The eager reference on the traced hooks with these captured tensors."""
     _warn_fallback(query.device)
-    score_mod = mask_mod = None
+    hooks = {"score_mod": None, "mask_mod": None}
     normalization = "softmax"
     if variant is not None:
         spec = variant.spec
         normalization = spec.normalization
         env = {name: tensor.to(query.device) for name, tensor in zip(variant.capture_names, captures)}
-        if spec.score_expr is not None:
-            def score_mod(score, b, h, q_idx, kv_idx):
-                return evaluate(spec.score_expr, env | {"score": score, "b": b, "h": h, "q_idx": q_idx,
-                                                        "kv_idx": kv_idx})
-        if spec.mask_expr is not None:
-            def mask_mod(b, h, q_idx, kv_idx):
-                return evaluate(spec.mask_expr, env | {"b": b, "h": h, "q_idx": q_idx, "kv_idx": kv_idx})
+        try:
+            dataclasses.replace(spec, captures=env).check_capture_bounds(tuple(query.shape), tuple(key.shape))
+        except CuBridgeError as error:
+            raise AttentionError(str(error)) from None
+        for role, expr, arguments in (("score_mod", spec.score_expr, SCORE_MOD_ARGS),
+                                      ("mask_mod", spec.mask_expr, MASK_MOD_ARGS)):
+            if expr is not None:
+                hooks[role] = functools.partial(_evaluate_hook, expr, arguments, env)
     compute = torch.float64 if query.dtype == torch.float64 else torch.float32
-    result = attention_reference(query, key, value, score_mod, mask_mod, scale=scale, normalization=normalization,
+    result = attention_reference(query, key, value, hooks["score_mod"], hooks["mask_mod"], scale=scale,
+                                 normalization=normalization,
                                  compute_dtype=compute, return_lse=return_lse, broadcast_hooks=True)
     out, lse = result if return_lse else (result, None)
     return out, (lse.float() if lse is not None else query.new_empty((0,), dtype=torch.float32))
 
 
-def _run(query, key, value, captures: list[torch.Tensor], block_lists: list[torch.Tensor], variant_key: str,
-         scale: float, return_lse: bool) -> tuple[torch.Tensor, torch.Tensor]:
+def _evaluate_hook(expr, arguments: tuple[str, ...], env: dict[str, torch.Tensor], *values: torch.Tensor):
+    """A traced hook on broadcastable index grids, reading the captured tensors of `env`."""
+    return evaluate(expr, env | dict(zip(arguments, values)))
+
+
+def _run(query, key, value, captures: list[torch.Tensor], block_lists: list[torch.Tensor], block_shape: list[int],
+         variant_key: str, scale: float, return_lse: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """The op's implementation: the variant's kernel on a supported GPU, else the eager reference."""
     variant = None
     if variant_key != PLAIN:
@@ -372,23 +380,23 @@ def _run(query, key, value, captures: list[torch.Tensor], block_lists: list[torc
         result = entry(query, key, value, scale=scale, return_lse=return_lse)
     else:
         kernel = variant.kernel(reference)
-        lists = dict(zip(mask_table.TABLES, block_lists)) if block_lists else None
-        result = kernel.launch(query, key, value, scale, return_lse,
-                               dict(zip(variant.capture_names, captures)), lists)
+        lists, block_size = _given_lists(block_lists, block_shape, query, key)
+        result = kernel.launch(query, key, value, scale, return_lse, dict(zip(variant.capture_names, captures)),
+                               lists, block_size)
     out, lse = result if return_lse else (result, None)
     return out, (lse if lse is not None else query.new_empty((0,), dtype=torch.float32))
 
 
 @torch.library.custom_op("cubridge::attention", mutates_args=())
 def _attention_op(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, captures: list[torch.Tensor],
-                  block_lists: list[torch.Tensor], variant: str, scale: float,
+                  block_lists: list[torch.Tensor], block_shape: list[int], variant: str, scale: float,
                   return_lse: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    out, lse = _run(query, key, value, captures, block_lists, variant, scale, return_lse)
+    out, lse = _run(query, key, value, captures, block_lists, block_shape, variant, scale, return_lse)
     return out, lse
 
 
 @_attention_op.register_fake
-def _attention_fake(query, key, value, captures, block_lists, variant, scale, return_lse):
+def _attention_fake(query, key, value, captures, block_lists, block_shape, variant, scale, return_lse):
     batch, heads, seqlen_q, _ = query.shape
     lse_shape = (batch, heads, seqlen_q) if return_lse else (0,)
     return torch.empty_like(query, memory_format=torch.contiguous_format), query.new_empty(lse_shape,
@@ -422,11 +430,9 @@ def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, score
     else:
         binding, captures = _binding(score_mod, mask_mod, normalization)
         variant_key = binding.key
-    block_lists = _block_lists(block_mask, query, key, variant_key)
-    if compiling or type(query) is not torch.Tensor:
-        out, lse = _attention_op(query, key, value, captures, block_lists, variant_key, scale, return_lse)
-    else:
-        out, lse = _run(query, key, value, captures, block_lists, variant_key, scale, return_lse)
+    block_lists, block_shape = _block_mask_lists(block_mask, variant_key)
+    arguments = (query, key, value, captures, block_lists, block_shape, variant_key, scale, return_lse)
+    out, lse = _attention_op(*arguments) if compiling or type(query) is not torch.Tensor else _run(*arguments)
     return (out, lse) if return_lse else out
 
 
@@ -446,22 +452,29 @@ def _mask_of(block_mask, mask_mod: Callable | None) -> Callable | None:
     return block_mask.mask_mod
 
 
-def _block_lists(block_mask, query, key, variant_key: str) -> list[torch.Tensor]:
-    """The BlockMask's four block lists, expanded to [B, HQ, ...] int32, when they fit the sm90 kernel's 128 x
-    128 tiles and this problem; else [] (the kernel builds its own)."""
-    if block_mask is None or variant_key == PLAIN or query.device.type != "cuda":
-        return []
-    if tuple(block_mask.BLOCK_SIZE) != (128, 128) or block_mask.full_kv_num_blocks is None:
-        return []
-    if tuple(block_mask.seq_lengths) != (query.shape[2], key.shape[2]) or query.shape[3] not in (64, 128):
-        return []
-    batch, heads, seqlen_q, _ = query.shape
-    tables = (block_mask.kv_num_blocks, block_mask.kv_indices, block_mask.full_kv_num_blocks,
-              block_mask.full_kv_indices)
-    q_tiles, kv_tiles = -(-seqlen_q // 128), -(-key.shape[2] // 128)
-    if tables[0].shape[2] != q_tiles or tables[1].shape[3] != kv_tiles:
-        return []
-    return [t.expand(batch, heads, *t.shape[2:]).to(torch.int32).contiguous() for t in tables]
+def _block_mask_lists(block_mask, variant_key: str) -> tuple[list[torch.Tensor], list[int]]:
+    """The BlockMask's four block lists and [BLOCK_M, BLOCK_N, Q_LEN, KV_LEN], or ([], []) without a
+    BlockMask (or one built with separate_full_blocks=False): `_given_lists` decides whether they fit."""
+    if block_mask is None or variant_key == PLAIN or block_mask.full_kv_num_blocks is None:
+        return [], []
+    tables = [block_mask.kv_num_blocks, block_mask.kv_indices, block_mask.full_kv_num_blocks,
+              block_mask.full_kv_indices]
+    return tables, [*block_mask.BLOCK_SIZE, *block_mask.seq_lengths]
+
+
+def _given_lists(block_lists: list[torch.Tensor], block_shape: list[int], query,
+                 key) -> tuple[dict[str, torch.Tensor] | None, tuple[int, int] | None]:
+    """The BlockMask's lists expanded to [B, HQ, ...] int32 by kernel input name, and their block size, when
+    they describe this problem (its sequence lengths, its batch and heads) on query's device."""
+    if not block_lists or block_shape[2:] != [query.shape[2], key.shape[2]]:
+        return None, None
+    batch, heads = query.shape[:2]
+    if any(t.device != query.device or t.shape[0] not in (1, batch) or t.shape[1] not in (1, heads)
+           for t in block_lists):
+        return None, None
+    tables = {name: t.expand(batch, heads, *t.shape[2:]).to(torch.int32).contiguous()
+              for name, t in zip(mask_table.TABLES, block_lists)}
+    return tables, (block_shape[0], block_shape[1])
 
 
 def _check(query, key, value, score_mod, mask_mod, scale, enable_gqa: bool, return_lse: bool,

@@ -117,17 +117,20 @@ class VariantKernel:
         return self.launch(q, k, v, scale, return_lse, captured)
 
     def launch(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None, return_lse: bool,
-               captured: dict[str, torch.Tensor], block_lists: dict[str, torch.Tensor] | None = None):
+               captured: dict[str, torch.Tensor], block_lists: dict[str, torch.Tensor] | None = None,
+               block_size: tuple[int, int] | None = None):
         """The call with captured tensors by name (missing ones: the spec's) and, optionally, the four block
-        lists of `mask_table.TABLES` for this problem and the kernel's tiles (else built, and cached per
-        captured tensors and shape)."""
+        lists of `mask_table.TABLES` for this problem, [B, HQ, ...] int32 on q's device, made for
+        `block_size` = (query rows, keys) tiles: used when those are the kernel's tiles, else (and without
+        them) the kernel's own lists are built, and cached per captured tensors and shape."""
         if return_lse and self.spec.normalization != "softmax":
             raise InvalidInputError(f"return_lse: the {self.spec.normalization} normalization has no log-sum-exp")
         scale, device_index, capability = prepare_launch(q, k, v, scale, kernel=f"{self.spec.name} ({self.reference})",
                                                          head_dims=self.head_dims)
         self._check_arch(capability)
         lowered, compiled = self.compiled(DTYPE_NAMES[q.dtype], q.shape[3], capability)
-        tables = self._tables(lowered, q, k, captured, block_lists)
+        fits = block_size == (lowered.tile_m, lowered.block_n)
+        tables = self._tables(lowered, q, k, captured, block_lists if fits else None)
         args = _table_struct(lowered.args)()
         for name, tensor in tables.items():
             setattr(args, f"{name}_data", tensor.data_ptr())

@@ -204,7 +204,7 @@ def test_the_fake_implementation_gives_the_output_shapes():
 
     with FakeTensorMode():
         q, k, v = inputs()
-        out, lse = torch.ops.cubridge.attention(q, k, v, [], [], "", 0.1, True)
+        out, lse = torch.ops.cubridge.attention(q, k, v, [], [], [], "", 0.1, True)
     assert out.shape == q.shape and lse.shape == q.shape[:3] and lse.dtype == torch.float32
 
 
@@ -245,3 +245,9 @@ def test_bad_arguments_are_one_line_errors_naming_the_argument(call, message):
     with pytest.raises(AttentionError, match=message) as caught:
         call(*inputs())
     assert "\n" not in str(caught.value)
+
+
+def test_a_captured_tensor_too_short_for_the_sequence_is_a_located_error():
+    q, k, v = inputs(seqlen=32)
+    with pytest.raises(AttentionError, match=r"test_attention_cpu.py:\d+: error: captured tensor 'document' has 16 "):
+        cubridge.attention(q, k, v, mask_mod=documents, enable_gqa=True)
