@@ -55,8 +55,7 @@ from dataclasses import dataclass, field
 import torch
 
 from cubridge.diagnostics import CuBridgeError
-from cubridge.frontends.spec import MASK_MOD_ARGS, NORMALIZATIONS, SCORE_MOD_ARGS, AttentionSpec, spec_from_hooks
-from cubridge.frontends.expr import evaluate
+from cubridge.frontends.spec import NORMALIZATIONS, AttentionSpec, spec_from_hooks
 from cubridge.frontends.hooks import global_names
 from cubridge.files import write_atomically
 from cubridge.passes import mask_table
@@ -312,7 +311,12 @@ def _reference_for(device: torch.device) -> str | None:
     fallback."""
     if device.type != "cuda":
         return None
-    capability = torch.cuda.get_device_capability(device)
+    return _reference_of_gpu(device.index if device.index is not None else torch.cuda.current_device())
+
+
+@functools.cache
+def _reference_of_gpu(index: int) -> str | None:
+    capability = torch.cuda.get_device_capability(index)
     if capability == (9, 0):
         return "sm90"
     return "sm80" if capability >= (8, 0) else None
@@ -334,31 +338,21 @@ def _fallback(variant: _Variant | None, query, key, value, captures: list[torch.
               return_lse: bool):
     """The eager reference on the traced hooks with these captured tensors."""
     _warn_fallback(query.device)
-    hooks = {"score_mod": None, "mask_mod": None}
+    score_mod = mask_mod = None
     normalization = "softmax"
     if variant is not None:
-        spec = variant.spec
+        spec = dataclasses.replace(variant.spec, captures=dict(zip(variant.capture_names, captures)))
         normalization = spec.normalization
-        env = {name: tensor.to(query.device) for name, tensor in zip(variant.capture_names, captures)}
         try:
-            dataclasses.replace(spec, captures=env).check_capture_bounds(tuple(query.shape), tuple(key.shape))
+            spec.check_capture_bounds(tuple(query.shape), tuple(key.shape))
         except CuBridgeError as error:
             raise AttentionError(str(error)) from None
-        for role, expr, arguments in (("score_mod", spec.score_expr, SCORE_MOD_ARGS),
-                                      ("mask_mod", spec.mask_expr, MASK_MOD_ARGS)):
-            if expr is not None:
-                hooks[role] = functools.partial(_evaluate_hook, expr, arguments, env)
+        score_mod, mask_mod = spec.broadcast_hooks(query.device)
     compute = torch.float64 if query.dtype == torch.float64 else torch.float32
-    result = attention_reference(query, key, value, hooks["score_mod"], hooks["mask_mod"], scale=scale,
-                                 normalization=normalization,
+    result = attention_reference(query, key, value, score_mod, mask_mod, scale=scale, normalization=normalization,
                                  compute_dtype=compute, return_lse=return_lse, broadcast_hooks=True)
     out, lse = result if return_lse else (result, None)
     return out, (lse.float() if lse is not None else query.new_empty((0,), dtype=torch.float32))
-
-
-def _evaluate_hook(expr, arguments: tuple[str, ...], env: dict[str, torch.Tensor], *values: torch.Tensor):
-    """A traced hook on broadcastable index grids, reading the captured tensors of `env`."""
-    return evaluate(expr, env | dict(zip(arguments, values)))
 
 
 def _run(query, key, value, captures: list[torch.Tensor], block_lists: list[torch.Tensor], block_shape: list[int],

@@ -130,6 +130,18 @@ class AttentionSpec:
             inputs |= {name: table.numpy() for name, table in tables.items() if name in names}
         return inputs
 
+    def broadcast_hooks(self, device, captures: dict[str, torch.Tensor] | None = None) -> tuple:
+        """(score_mod, mask_mod) evaluating the traced hooks on broadcastable index grids, reading `captures`
+        (default: the spec's) on `device`; None for an absent hook."""
+        env = {name: tensor.to(device) for name, tensor in (captures or self.captures).items()}
+
+        def hook(expr: Expr | None, arguments: tuple[str, ...]):
+            if expr is None:
+                return None
+            return lambda *values: evaluate(expr, env | dict(zip(arguments, values)))
+
+        return hook(self.score_expr, SCORE_MOD_ARGS), hook(self.mask_expr, MASK_MOD_ARGS)
+
     def mask_on(self, device) -> Callable:
         """mask_mod, evaluated from the traced mask with the captured tensors on `device`
         (a hook indexing a CPU tensor with GPU indices would fail)."""

@@ -65,8 +65,10 @@ def _kernel_of(module: ModuleOp):
     return next(op for op in module.walk() if isinstance(op, KernelOp))
 
 
+@functools.cache
 def _table_struct(args: tuple[tuple[str, str], ...]) -> type[ctypes.Structure]:
-    """A ctypes mirror of the policy's `struct Args` of Table<T, R> members."""
+    """A ctypes mirror of the policy's `struct Args` of Table<T, R> members (one type per layout: making a
+    ctypes type costs tens of microseconds)."""
     fields = []
     for name, kind in args:
         rank = int(kind.split(",")[1].strip(" >"))
