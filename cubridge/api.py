@@ -159,6 +159,11 @@ def _traced_binding(score_mod, mask_mod, normalization: str) -> tuple:
     compiler's fake-tensor mode is active on this one, and make_fx needs its own."""
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         binding = pool.submit(_bind, score_mod, mask_mod, normalization).result()
+    for path, _ in binding.guards:
+        if isinstance(_resolve((score_mod, mask_mod), path), torch.Tensor):
+            raise AttentionError(f"{('score_mod', 'mask_mod')[path[0]]} reads the 0-d tensor '{path[-1]}', which "
+                                 "is compiled in as a constant: under torch.compile make it a Python number, or "
+                                 "a 1-element tensor read as [0] (a kernel argument)")
     return binding.key, binding.capture_paths, binding.guards
 
 
@@ -181,8 +186,8 @@ def _binding(score_mod, mask_mod, normalization: str) -> tuple[_Binding, list[to
 
 
 def _paths(hooks: tuple) -> tuple[tuple[tuple[str, tuple], ...], tuple[tuple[tuple, object], ...]]:
-    """Where the hooks' captured tensors are, by name (first path found), and the Python scalars they read
-    with their values: paths from (score_mod, mask_mod) through globals, closure cells, functools.partial
+    """Where the hooks' captured tensors are, by name (first path found), and the Python scalars and 0-d
+    tensors they read (constants of the trace) with their values: paths from (score_mod, mask_mod) through globals, closure cells, functools.partial
     parts and tuple items, as `frontends.hooks.reachable_functions` walks them."""
     captures: dict[str, tuple] = {}
     guards: list[tuple[tuple, object]] = []
@@ -207,7 +212,9 @@ def _paths(hooks: tuple) -> tuple[tuple[tuple[str, tuple], ...], tuple[tuple[tup
         named += [(name, _cell(cell), path + ("closure", i))
                   for i, (name, cell) in enumerate(zip(code.co_freevars, value.__closure__ or ()))]
         for name, item, item_path in named:
-            if isinstance(item, torch.Tensor):
+            if isinstance(item, torch.Tensor) and item.dim() == 0:
+                guards.append((item_path, item.item()))  # traced as a constant, like a Python number
+            elif isinstance(item, torch.Tensor):
                 captures.setdefault(name, item_path)
             elif isinstance(item, _SCALARS):
                 guards.append((item_path, item))

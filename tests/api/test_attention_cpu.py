@@ -251,3 +251,28 @@ def test_a_captured_tensor_too_short_for_the_sequence_is_a_located_error():
     q, k, v = inputs(seqlen=32)
     with pytest.raises(AttentionError, match=r"test_attention_cpu.py:\d+: error: captured tensor 'document' has 16 "):
         cubridge.attention(q, k, v, mask_mod=documents, enable_gqa=True)
+
+
+bias = torch.tensor(0.5)
+
+
+def biased(score, b, h, q_idx, kv_idx):
+    return score * bias
+
+
+def test_a_zero_dimensional_tensor_is_a_constant_guarded_by_value():
+    global bias
+    q, k, v = inputs()
+    saved = bias
+    try:
+        for value in (0.5, 2.0):
+            bias = torch.tensor(value)
+            out = cubridge.attention(q, k, v, biased, enable_gqa=True)
+            expected = flex(q, k, v, lambda score, b, h, q_idx, kv_idx: score * value, None)[0]
+            torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+        compiled = torch.compile(lambda q, k, v: cubridge.attention(q, k, v, biased, enable_gqa=True),
+                                 fullgraph=True, backend="aot_eager")
+        with pytest.raises(Exception, match="reads the 0-d tensor 'bias', which is compiled in as a constant"):
+            compiled(q, k, v)
+    finally:
+        bias = saved
