@@ -281,8 +281,9 @@ def _progress(step: str):
 
 
 def quick_verify(kernel) -> None:
-    """Execute the transferred program on the CPU on one small shape (one seed with widened scores, one
-    schedule) against the spec's float64 reference; a failure is a CuBridgeError. A verified program is
+    """Execute the transferred program on the CPU on one small shape (the middle one of the default shapes,
+    one seed with widened scores, one schedule) against the spec's float64 reference (from the traced hooks
+    on CPU copies of the captured tensors); a failure is a CuBridgeError. A verified program is
     recorded on disk by its text and spec, so each variant is checked once per machine."""
     from cubridge.interpreter.executor import KernelPlan, find_kernel
     from cubridge.interpreter.shapes import default_shapes
@@ -293,12 +294,12 @@ def quick_verify(kernel) -> None:
         (program + _spec_identity(kernel.spec)).encode()).hexdigest()
     if marker.is_file():
         return
+    spec = kernel.spec.with_traced_hooks("cpu")  # the user's hooks may read GPU tensors
     plan = KernelPlan(find_kernel(kernel.transferred))
-    shapes = default_shapes(plan.kernel, kernel.spec, plan.head_dim)
+    shapes = default_shapes(plan.kernel, spec, plan.head_dim)
     if not shapes:
-        raise CuBridgeError(f"{kernel.spec.name}: no verification shape fits the captured tensors")
-    result = verify(kernel.transferred, spec=kernel.spec, shapes=[shapes[len(shapes) // 2]], seeds=(1,),
-                    schedules=1)
+        raise CuBridgeError(f"{spec.name}: no verification shape fits the captured tensors")
+    result = verify(kernel.transferred, spec=spec, shapes=[shapes[len(shapes) // 2]], seeds=(1,), schedules=1)
     if not result.ok:
         raise CuBridgeError(f"{kernel.spec.name}: the transferred kernel failed its quick verification: "
                             f"{result.summary()}")

@@ -25,7 +25,7 @@ import site
 import sys
 import types
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -142,6 +142,13 @@ class AttentionSpec:
 
         return hook(self.score_expr, SCORE_MOD_ARGS), hook(self.mask_expr, MASK_MOD_ARGS)
 
+    def with_traced_hooks(self, device="cpu") -> AttentionSpec:
+        """A copy whose hooks are the traced expressions over copies of the captured tensors on `device`:
+        the same variant, independent of where (and with which values) the original hooks' tensors live."""
+        captures = {name: tensor.detach().to(device) for name, tensor in self.captures.items()}
+        score_mod, mask_mod = self.broadcast_hooks(device, captures)
+        return replace(self, captures=captures, score_mod=score_mod, mask_mod=mask_mod)
+
     def mask_on(self, device) -> Callable:
         """mask_mod, evaluated from the traced mask with the captured tensors on `device`
         (a hook indexing a CPU tensor with GPU indices would fail)."""
@@ -151,7 +158,8 @@ class AttentionSpec:
     def check_capture_bounds(self, q_shape: tuple[int, ...], kv_shape: tuple[int, ...]) -> None:
         """Every captured-tensor read of the hooks stays in bounds for these shapes."""
         batch, heads, seqlen_q, _ = q_shape
-        b, h, q_idx, kv_idx = _index_grid(batch, heads, seqlen_q, kv_shape[2])
+        device = next((tensor.device for tensor in self.captures.values()), torch.device("cpu"))
+        b, h, q_idx, kv_idx = (index.to(device) for index in _index_grid(batch, heads, seqlen_q, kv_shape[2]))
         env = {"b": b, "h": h, "q_idx": q_idx, "kv_idx": kv_idx, **self.captures}
         for read in _gathers(self.score_expr, self.mask_expr):
             name, indices = read.args

@@ -276,3 +276,27 @@ def test_a_zero_dimensional_tensor_is_a_constant_guarded_by_value():
             compiled(q, k, v)
     finally:
         bias = saved
+
+
+def test_the_quick_verification_runs_the_traced_hooks_and_rejects_a_wrong_kernel(tmp_path, monkeypatch):
+    import dataclasses
+
+    from cubridge.diagnostics import CuBridgeError
+    from cubridge.frontends.spec import spec_from_hooks
+    from cubridge.runtime.variant import build_variant
+
+    monkeypatch.setenv("CUBRIDGE_CACHE_DIR", str(tmp_path))
+
+    def unusable(*args):
+        raise RuntimeError("reads a tensor on another device")
+
+    spec = spec_from_hooks(mask_mod=documents)
+    kernel = build_variant(dataclasses.replace(spec, mask_mod=unusable), "sm90")
+    api.quick_verify(kernel)
+    assert len(list((tmp_path / "verified").iterdir())) == 1
+    def later_documents(b, h, q_idx, kv_idx):
+        return document[q_idx] <= document[kv_idx]
+
+    kernel.spec = spec_from_hooks(mask_mod=later_documents)  # a kernel that does not compute its spec
+    with pytest.raises(CuBridgeError, match="failed its quick verification: mismatch"):
+        api.quick_verify(kernel)
