@@ -8,7 +8,7 @@ The arguments are flex_attention's, in its order; `mask_mod=` and `normalization
 **How a call runs.** A variant is identified by its traced hooks (`spec_from_hooks`: the code the hooks can
 run, the Python values they read, their captured tensors' kinds and shapes) and the normalization. Its first
 call traces the hooks (cached on disk), transfers them onto the reference program of the GPU's architecture
-(sm90 on Hopper, sm80 on Ampere and newer), verifies the result in the CPU executor on one small shape (a
+(sm90 on Hopper, sm80 on Ampere and newer), verifies the result in the CPU executor on one shape (a
 quick check, recorded on disk; `cubridge build` runs the full one), lowers it to CUDA and compiles it with
 nvcc (cubins cached on disk) once per (dtype, head dim). Steps longer than a second say so on stderr. Later
 calls find the variant in memory, bound to the hook objects: re-reading the captured tensors and comparing
@@ -281,8 +281,8 @@ def _progress(step: str):
 
 
 def quick_verify(kernel) -> None:
-    """Execute the transferred program on the CPU on one small shape (the middle one of the default shapes,
-    one seed with widened scores, one schedule) against the spec's float64 reference (from the traced hooks
+    """Execute the transferred program on the CPU on the largest of the default shapes (past a tile edge, as
+    far into the captured tensors as they reach; one seed with widened scores, one schedule) against the spec's float64 reference (from the traced hooks
     on CPU copies of the captured tensors); a failure is a CuBridgeError. A verified program is
     recorded on disk by its text and spec, so each variant is checked once per machine."""
     from cubridge.interpreter.executor import KernelPlan, find_kernel
@@ -299,7 +299,8 @@ def quick_verify(kernel) -> None:
     shapes = default_shapes(plan.kernel, spec, plan.head_dim)
     if not shapes:
         raise CuBridgeError(f"{spec.name}: no verification shape fits the captured tensors")
-    result = verify(kernel.transferred, spec=spec, shapes=[shapes[len(shapes) // 2]], seeds=(1,), schedules=1)
+    largest = max(shapes, key=lambda shape: (shape.seqlen_q * shape.seqlen_kv, shape.heads_q != shape.heads_kv))
+    result = verify(kernel.transferred, spec=spec, shapes=[largest], seeds=(1,), schedules=1)
     if not result.ok:
         raise CuBridgeError(f"{kernel.spec.name}: the transferred kernel failed its quick verification: "
                             f"{result.summary()}")

@@ -278,6 +278,17 @@ def test_a_zero_dimensional_tensor_is_a_constant_guarded_by_value():
         bias = saved
 
 
+long_document = torch.repeat_interleave(torch.arange(4), torch.tensor([100, 60, 90, 50]))
+
+
+def long_documents(b, h, q_idx, kv_idx):
+    return long_document[q_idx] == long_document[kv_idx]
+
+
+def later_documents(b, h, q_idx, kv_idx):
+    return long_document[q_idx] <= long_document[kv_idx]
+
+
 def test_the_quick_verification_runs_the_traced_hooks_and_rejects_a_wrong_kernel(tmp_path, monkeypatch):
     import dataclasses
 
@@ -290,13 +301,10 @@ def test_the_quick_verification_runs_the_traced_hooks_and_rejects_a_wrong_kernel
     def unusable(*args):
         raise RuntimeError("reads a tensor on another device")
 
-    spec = spec_from_hooks(mask_mod=documents)
+    spec = spec_from_hooks(mask_mod=long_documents)
     kernel = build_variant(dataclasses.replace(spec, mask_mod=unusable), "sm90")
     api.quick_verify(kernel)
     assert len(list((tmp_path / "verified").iterdir())) == 1
-    def later_documents(b, h, q_idx, kv_idx):
-        return document[q_idx] <= document[kv_idx]
-
     kernel.spec = spec_from_hooks(mask_mod=later_documents)  # a kernel that does not compute its spec
     with pytest.raises(CuBridgeError, match="failed its quick verification: mismatch"):
         api.quick_verify(kernel)
