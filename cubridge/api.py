@@ -490,36 +490,38 @@ def _check(query, key, value, score_mod, mask_mod, scale, enable_gqa: bool, retu
             raise AttentionError(f"{name} must be 4-D [B, H, S, D]; got shape {tuple(tensor.shape)}")
         if tensor.dtype not in FALLBACK_DTYPES:
             raise AttentionError(f"{name} has dtype {tensor.dtype}; expected a floating-point dtype")
+    (batch, heads_q, _, head_dim), key_shape = query.shape, key.shape
     if not query.dtype == key.dtype == value.dtype:
         raise AttentionError(f"query, key, value dtypes differ: {query.dtype}, {key.dtype}, {value.dtype}")
     if not query.device == key.device == value.device:
         raise AttentionError(f"query, key, value are on different devices: {query.device}, {key.device}, "
                              f"{value.device}")
-    if key.shape != value.shape:
-        raise AttentionError(f"key and value shapes differ: {tuple(key.shape)} vs {tuple(value.shape)}")
-    if query.shape[0] != key.shape[0]:
-        raise AttentionError(f"batch sizes differ: query has {query.shape[0]}, key/value have {key.shape[0]}")
-    if query.shape[3] != key.shape[3]:
-        raise AttentionError(f"head dims differ: query has {query.shape[3]}, key/value have {key.shape[3]}")
-    if query.shape[1] != key.shape[1]:
+    if key_shape != value.shape:
+        raise AttentionError(f"key and value shapes differ: {tuple(key_shape)} vs {tuple(value.shape)}")
+    if batch != key_shape[0]:
+        raise AttentionError(f"batch sizes differ: query has {batch}, key/value have {key_shape[0]}")
+    if head_dim != key_shape[3]:
+        raise AttentionError(f"head dims differ: query has {head_dim}, key/value have {key_shape[3]}")
+    if heads_q != key_shape[1]:
         if not enable_gqa:
-            raise AttentionError(f"enable_gqa: query has {query.shape[1]} heads and key/value {key.shape[1]}; "
+            raise AttentionError(f"enable_gqa: query has {heads_q} heads and key/value {key_shape[1]}; "
                                  "pass enable_gqa=True for grouped-query attention")
-        if query.shape[1] % key.shape[1]:
-            raise AttentionError(f"enable_gqa: query heads ({query.shape[1]}) must be a multiple of key/value "
-                                 f"heads ({key.shape[1]})")
-    for name, hook in (("score_mod", score_mod), ("mask_mod", mask_mod)):
-        if hook is not None and not callable(hook):
-            raise AttentionError(f"{name} must be a function, got {type(hook).__name__}")
+        if heads_q % key_shape[1]:
+            raise AttentionError(f"enable_gqa: query heads ({heads_q}) must be a multiple of key/value "
+                                 f"heads ({key_shape[1]})")
+    if score_mod is not None and not callable(score_mod):
+        raise AttentionError(f"score_mod must be a function, got {type(score_mod).__name__}")
+    if mask_mod is not None and not callable(mask_mod):
+        raise AttentionError(f"mask_mod must be a function, got {type(mask_mod).__name__}")
     if normalization not in NORMALIZATIONS:
         raise AttentionError(f"normalization must be one of {', '.join(NORMALIZATIONS)}; got {normalization!r}")
     if return_lse and normalization != "softmax":
         raise AttentionError(f"return_lse: the {normalization} normalization has no log-sum-exp")
-    if torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value)):
+    if (query.requires_grad or key.requires_grad or value.requires_grad) and torch.is_grad_enabled():
         raise AttentionError("cubridge.attention computes the forward pass only (no backward): call it under "
                              "torch.no_grad() or torch.inference_mode(), or detach the inputs")
     if scale is None:
-        return 1.0 / math.sqrt(query.shape[3])
+        return 1.0 / math.sqrt(head_dim)
     if not isinstance(scale, int | float) or not scale > 0:
         raise AttentionError(f"scale must be a positive number (masked scores are -inf); got {scale!r}")
     return float(scale)

@@ -64,8 +64,8 @@ class Case:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("specs", nargs="+", help="spec files")
-    parser.add_argument("--configs", type=parse_configs, default=parse_configs("llama2-7b"),
-                        help=f"comma-separated model configs: {', '.join(CONFIGS)} (default llama2-7b)")
+    parser.add_argument("--configs", type=parse_configs, default=list(CONFIGS),
+                        help=f"comma-separated model configs (default all: {','.join(CONFIGS)})")
     parser.add_argument("--seqlens", type=parse_seqlens, default=parse_seqlens("1k,2k,4k,8k,16k"),
                         help="comma-separated sequence lengths, k = 1024 (default 1k,2k,4k,8k,16k)")
     parser.add_argument("--providers", type=parse_providers, default=list(PROVIDERS),
