@@ -48,7 +48,7 @@ import threading
 import time
 import types
 import warnings
-from contextlib import contextmanager
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -87,6 +87,7 @@ class _Variant:
     spec: AttentionSpec
     capture_names: tuple[str, ...]
     kernels: dict[str, object] = field(default_factory=dict)
+    launched: set[tuple] = field(default_factory=set)  # (reference, dtype, head dim) compiled and launched
 
     def kernel(self, reference: str):
         """The spec's VariantKernel on `reference`: transferred, quickly verified and lowered on first use."""
@@ -259,7 +260,7 @@ def _cell(cell):
 # ------------------------------------------------------------------------------------------------------------
 
 
-@contextmanager
+@contextlib.contextmanager
 def _progress(step: str):
     """Says `step` on stderr once it has run for PROGRESS_AFTER_S, and how long it took."""
     start = time.perf_counter()
@@ -384,8 +385,13 @@ def _run(query, key, value, captures: list[torch.Tensor], block_lists: list[torc
     else:
         kernel = variant.kernel(reference)
         lists, block_size = _given_lists(block_lists, block_shape, query, key)
-        result = kernel.launch(query, key, value, scale, return_lse, dict(zip(variant.capture_names, captures)),
-                               lists, block_size)
+        instance = (reference, query.dtype, query.shape[3])
+        compiling = contextlib.nullcontext() if instance in variant.launched else _progress(
+            f"compiling the {variant.spec.name} variant for {query.dtype} D={query.shape[3]} with nvcc")
+        with compiling:
+            result = kernel.launch(query, key, value, scale, return_lse,
+                                   dict(zip(variant.capture_names, captures)), lists, block_size)
+        variant.launched.add(instance)
     out, lse = result if return_lse else (result, None)
     return out, (lse if lse is not None else query.new_empty((0,), dtype=torch.float32))
 

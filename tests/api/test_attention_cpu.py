@@ -308,3 +308,42 @@ def test_the_quick_verification_runs_the_traced_hooks_and_rejects_a_wrong_kernel
     kernel.spec = spec_from_hooks(mask_mod=later_documents)  # a kernel that does not compute its spec
     with pytest.raises(CuBridgeError, match="failed its quick verification: mismatch"):
         api.quick_verify(kernel)
+
+
+def test_the_gpu_dispatch_builds_once_and_passes_captures_and_block_lists(monkeypatch, tmp_path):
+    """The GPU branch of the op with the launch replaced by a recorder (no GPU here): the variant is built and
+    quickly verified once, the launch gets the captured tensors' current values, and a BlockMask's lists with
+    their block size (the kernel decides whether they fit)."""
+    global document
+    from cubridge.runtime import variant as variant_module
+
+    monkeypatch.setenv("CUBRIDGE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(api, "_reference_for", lambda device: "sm90")
+    builds, launches = [], []
+    build_variant = variant_module.build_variant
+    monkeypatch.setattr(variant_module, "build_variant", lambda *args: builds.append(args) or build_variant(*args))
+
+    def launch(self, q, k, v, scale, return_lse, captured, block_lists=None, block_size=None):
+        launches.append((self.reference, captured, block_lists, block_size, scale))
+        return torch.zeros_like(q), torch.zeros(q.shape[:3])
+
+    monkeypatch.setattr(variant_module.VariantKernel, "launch", launch)
+    monkeypatch.setattr(api, "_VARIANTS", {})
+    monkeypatch.setattr(api, "_BINDINGS", {})
+    q, k, v = inputs()
+    saved = document
+    try:
+        cubridge.attention(q, k, v, mask_mod=documents, enable_gqa=True)
+        document = torch.tensor([0] * 8 + [1] * 8)
+        block_mask = create_block_mask(documents, None, None, 16, 16, device="cpu")
+        out, lse = cubridge.attention(q, k, v, block_mask=block_mask, enable_gqa=True, return_lse=True, scale=0.5)
+    finally:
+        document = saved
+    assert len(builds) == 1 and len(launches) == 2
+    (_, first, no_lists, no_size, _), (reference, second, lists, size, scale) = launches
+    assert reference == "sm90" and no_lists is None and no_size is None and scale == 0.5
+    assert first["document"] is saved and torch.equal(second["document"], torch.tensor([0] * 8 + [1] * 8))
+    assert size == (128, 128)
+    assert torch.equal(lists["kv_num_blocks"], block_mask.kv_num_blocks.expand(2, 4, 1).int())
+    assert lists["full_kv_indices"].shape == (2, 4, 1, 1) and lists["kv_indices"].is_contiguous()
+    assert out.shape == q.shape and lse.shape == q.shape[:3]
