@@ -56,7 +56,7 @@ import torch
 
 from cubridge.diagnostics import CuBridgeError
 from cubridge.frontends.spec import NORMALIZATIONS, AttentionSpec, spec_from_hooks
-from cubridge.frontends.hooks import global_names
+from cubridge.frontends.hooks import cell_value, global_names
 from cubridge.files import write_atomically
 from cubridge.passes import mask_table
 from cubridge.reference import attention_reference
@@ -188,8 +188,9 @@ def _binding(score_mod, mask_mod, normalization: str) -> tuple[_Binding, list[to
 
 def _paths(hooks: tuple) -> tuple[tuple[tuple[str, tuple], ...], tuple[tuple[tuple, object], ...]]:
     """Where the hooks' captured tensors are, by name (first path found), and the Python scalars and 0-d
-    tensors they read (constants of the trace) with their values: paths from (score_mod, mask_mod) through globals, closure cells, functools.partial
-    parts and tuple items, as `frontends.hooks.reachable_functions` walks them."""
+    tensors they read (constants of the trace) with their values. A path starts at score_mod (0) or mask_mod
+    (1) and goes through globals, closure cells, functools.partial parts and tuple items, as
+    `frontends.hooks.reachable_functions` walks them."""
     captures: dict[str, tuple] = {}
     guards: list[tuple[tuple, object]] = []
     pending = [(hook, (index,)) for index, hook in enumerate(hooks) if hook is not None]
@@ -210,7 +211,7 @@ def _paths(hooks: tuple) -> tuple[tuple[tuple[str, tuple], ...], tuple[tuple[tup
         code = value.__code__
         named = [(name, value.__globals__[name], path + ("global", name))
                  for name in sorted(global_names(code)) if name in value.__globals__]
-        named += [(name, _cell(cell), path + ("closure", i))
+        named += [(name, cell_value(cell), path + ("closure", i))
                   for i, (name, cell) in enumerate(zip(code.co_freevars, value.__closure__ or ()))]
         for name, item, item_path in named:
             if isinstance(item, torch.Tensor) and item.dim() == 0:
@@ -246,13 +247,6 @@ def _resolve(hooks: tuple, path: tuple):
         else:
             value = value[argument]
     return value
-
-
-def _cell(cell):
-    try:
-        return cell.cell_contents
-    except ValueError:
-        return None
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -156,7 +156,7 @@ def captured_tensors(hook: Callable) -> dict[str, torch.Tensor]:
     for function in reachable_functions(hook):
         code = function.__code__
         bound = [(name, function.__globals__.get(name)) for name in sorted(global_names(code))]
-        bound += [(name, _cell_value(cell)) for name, cell in zip(code.co_freevars, function.__closure__ or ())]
+        bound += [(name, cell_value(cell)) for name, cell in zip(code.co_freevars, function.__closure__ or ())]
         for name, value in bound:
             if not isinstance(value, torch.Tensor):
                 continue
@@ -184,7 +184,7 @@ def reachable_functions(hook: Callable) -> list[types.FunctionType]:
             continue
         found[function] = None
         for cell in function.__closure__ or ():
-            value = _cell_value(cell)
+            value = cell_value(cell)
             pending.extend(value if isinstance(value, tuple | list) else [value])
         code = function.__code__
         for name in global_names(code):
@@ -200,11 +200,12 @@ def referenced_values(function: types.FunctionType) -> list[tuple[str, object]]:
     code = function.__code__
     found = [(name, function.__globals__[name]) for name in sorted(global_names(code))
              if name in function.__globals__]
-    found += [(f"closure.{name}", _cell_value(cell)) for name, cell in zip(code.co_freevars, function.__closure__ or ())]
+    found += [(f"closure.{name}", cell_value(cell)) for name, cell in zip(code.co_freevars, function.__closure__ or ())]
     return [(name, value) for name, value in found if not isinstance(value, torch.Tensor)]
 
 
-def _cell_value(cell):
+def cell_value(cell):
+    """A closure cell's value; None while the cell is unassigned."""
     try:
         return cell.cell_contents
     except ValueError:  # a cell not yet assigned
