@@ -2,8 +2,9 @@
 
     from cubridge import attention as flex_attention   # the one changed line of a FlexAttention program
 
-The arguments are flex_attention's, in its order; `mask_mod=` and `normalization=` ("softmax", "sigmoid",
-"relu") are keyword-only extras. A `BlockMask` contributes its `mask_mod`, which is what CuBridge compiles.
+The arguments are flex_attention's, in its order (`kernel_options`, the tuning of FlexAttention's own
+kernels, is accepted and does not apply; `return_aux=AuxRequest(lse=True)` gives an `AuxOutput`);
+`mask_mod=` and `normalization=` ("softmax", "sigmoid", "relu") are keyword-only extras. A `BlockMask` contributes its `mask_mod`, which is what CuBridge compiles.
 
 **How a call runs.** A variant is identified by its traced hooks (`spec_from_hooks`: the code the hooks can
 run, the Python values they read, their captured tensors' kinds and shapes) and the normalization. Its first
@@ -413,12 +414,21 @@ def _attention_fake(query, key, value, captures, block_lists, block_shape, varia
 
 def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, score_mod: Callable | None = None,
               block_mask=None, scale: float | None = None, enable_gqa: bool = False, return_lse: bool = False,
-              *, mask_mod: Callable | None = None, normalization: str = "softmax"):
-    """flex_attention(query, key, value, score_mod, block_mask, scale, enable_gqa, return_lse) computed by a
-    CuBridge kernel (see the module docstring). query [B, HQ, SQ, D], key and value [B, HKV, SKV, D]; returns
-    out [B, HQ, SQ, D] in query's dtype and, with return_lse, the natural-log LSE, float32 [B, HQ, SQ] (-inf
-    for fully masked rows, whose output is 0)."""
+              kernel_options: dict | None = None, *, return_aux=None, mask_mod: Callable | None = None,
+              normalization: str = "softmax"):
+    """flex_attention(query, key, value, score_mod, block_mask, scale, enable_gqa, return_lse, kernel_options,
+    *, return_aux) computed by a CuBridge kernel (see the module docstring). query [B, HQ, SQ, D], key and
+    value [B, HKV, SKV, D]; returns out [B, HQ, SQ, D] in query's dtype and, with return_lse (or
+    return_aux=AuxRequest(lse=True): an AuxOutput), the natural-log LSE, float32 [B, HQ, SQ] (-inf for fully
+    masked rows, whose output is 0). kernel_options, FlexAttention's tuning of its own kernels, is accepted
+    and does not apply."""
     mask_mod = _mask_of(block_mask, mask_mod)
+    if return_aux is not None:
+        if return_lse:
+            raise AttentionError("return_aux: pass return_aux or return_lse, not both")
+        if getattr(return_aux, "max_scores", False):
+            raise AttentionError("return_aux: max_scores is not computed by CuBridge kernels; request lse only")
+        return_lse = bool(getattr(return_aux, "lse", False))
     scale = _check(query, key, value, score_mod, mask_mod, scale, enable_gqa, return_lse, normalization)
     compiling = torch.compiler.is_compiling()
     if score_mod is None and mask_mod is None and normalization == "softmax":
@@ -436,6 +446,10 @@ def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, score
     block_lists, block_shape = _block_mask_lists(block_mask, variant_key)
     arguments = (query, key, value, captures, block_lists, block_shape, variant_key, scale, return_lse)
     out, lse = _attention_op(*arguments) if compiling or type(query) is not torch.Tensor else _run(*arguments)
+    if return_aux is not None:
+        from torch.nn.attention.flex_attention import AuxOutput
+
+        return out, AuxOutput(lse=lse if return_lse else None)
     return (out, lse) if return_lse else out
 
 

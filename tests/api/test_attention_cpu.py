@@ -84,6 +84,22 @@ def test_block_mask_and_scale_as_flex_attention_takes_them():
     assert out[:, :, :2].abs().max() == 0
 
 
+def test_return_aux_and_kernel_options_as_flex_attention_takes_them():
+    from torch.nn.attention.flex_attention import AuxRequest
+
+    q, k, v = inputs()
+    block_mask = create_block_mask(causal, None, None, 16, 16, device="cpu")
+    out, aux = cubridge.attention(q, k, v, softcap, block_mask, None, True, False, {"BLOCK_M": 64},
+                                  return_aux=AuxRequest(lse=True))
+    expected_out, expected_aux = flex_attention(q, k, v, softcap, block_mask, enable_gqa=True,
+                                                return_aux=AuxRequest(lse=True))
+    torch.testing.assert_close(out, expected_out, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(aux.lse, expected_aux.lse, atol=1e-5, rtol=1e-5)
+    assert aux.max_scores is None
+    with pytest.raises(AttentionError, match="return_aux: max_scores is not computed"):
+        cubridge.attention(q, k, v, enable_gqa=True, return_aux=AuxRequest(lse=True, max_scores=True))
+
+
 def test_bfloat16_inputs_give_bfloat16_output_and_float32_lse():
     q, k, v = inputs(dtype=torch.bfloat16)
     out, lse = cubridge.attention(q, k, v, softcap, enable_gqa=True, return_lse=True)
