@@ -31,7 +31,6 @@ from cubridge.lowering import LoweredKernel, lower_module
 from cubridge.passes import mask_table
 from cubridge.passes.transfer import transfer_kernel
 import cubridge.runtime.attention as sm80_host
-from cubridge.runtime.attention_sm90 import BLOCK_N as SM90_BLOCK_N
 from cubridge.runtime.attention_sm90 import Sm90Params, head_chunk, tensor_maps
 from cubridge.runtime.attention_sm90 import shared_bytes as sm90_shared_bytes
 from cubridge.runtime.attention import DTYPE_NAMES, empty_outputs, prepare_launch
