@@ -1,1 +1,1 @@
-"""Benchmarks (GPU-only scripts); `benchmarks.timing` is shared by them."""
+"""Benchmarks (GPU-only scripts); their paired timing is `cubridge.tools.timing`."""

@@ -6,7 +6,7 @@ see what it costs); the others are checked against the shipped kernel's output.
   python3 benchmarks/ab_variants.py [--kernel sm90] [--seqlen 8192] [--batch 2] [--variants a,b] [--rounds 60]
                                     [--extra NAME=FILE.cu ...]
 
-Timing is paired (benchmarks/timing.py): each variant is reported against the first by the per-round ratio of
+Timing is paired (cubridge/tools/timing.py): each variant is reported against the first by the per-round ratio of
 their times (median and quartiles). Naming a variant twice (--variants shipped,shipped) adds an A/A control:
 the spread of its ratio is the method's resolution. Host variants (HOST_VARIANTS) launch the shipped kernel
 differently.
@@ -29,7 +29,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.timing import quartiles, speedup, time_paired  # noqa: E402
+from cubridge.tools.timing import quartiles, speedup, time_paired  # noqa: E402
 from cubridge.runtime.compiler import compile_cubin  # noqa: E402
 from cubridge.runtime.reference import causal_density  # noqa: E402
 

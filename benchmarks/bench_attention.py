@@ -4,7 +4,7 @@ For each config (B, HQ, HKV, SQ, SKV, D), variant (full, causal) and provider:
   1. correctness: on batch 0, first and last query head (and their key/value heads), max |out - float64
      reference| must be <= 2 * that of eager PyTorch in the same dtype + 1e-3 (FlashAttention's criterion with
      an absolute slack for outputs whose eager error rounds to 0). A provider that fails is not timed.
-  2. time: the providers that passed are timed together, paired (benchmarks/timing.py: every round launches
+  2. time: the providers that passed are timed together, paired (cubridge/tools/timing.py: every round launches
      each once, in a rotating order, after an L2 flush, so power-cap drift reaches all alike); each reports
      its median and its speed-up against the first provider (median and quartiles of per-round ratios).
      Absolute figures depend on what is interleaved: a slower, lower-power provider lets the chip run further
@@ -33,7 +33,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.timing import quartiles, speedup, time_paired  # noqa: E402
+from cubridge.tools.timing import quartiles, speedup, time_paired  # noqa: E402
 from cubridge.runtime import attention_sm80, attention_sm90  # noqa: E402
 from cubridge.runtime.reference import causal_density, reference_attention  # noqa: E402
 
@@ -282,7 +282,7 @@ def write_markdown(results: list[dict], provider_names: list[str], path: Path, h
               ""]
     lines += markdown_table(results, provider_names, speedup_cell)
     lines += ["", "Speed-up against the first provider timed: median [quartiles] of per-round time ratios (paired "
-              "timing, benchmarks/timing.py).", ""]
+              "timing, cubridge/tools/timing.py).", ""]
     lines += [f"- skip: {r['provider']} {r['variant']} {r['label']}: {r['skipped']}" for r in results
               if "skipped" in r and r.get("passed") is not False]
     path.write_text("\n".join(lines) + "\n")

@@ -15,7 +15,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.bench_variants import grow_captures, hooks_on_gpu  # noqa: E402
+from cubridge.tools.bench import grow_captures, hooks_on_gpu  # noqa: E402
 from cubridge.frontends.spec import load_spec  # noqa: E402
 from cubridge.passes.mask_table import build_block_lists  # noqa: E402
 

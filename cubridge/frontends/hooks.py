@@ -91,7 +91,7 @@ def _decomposition_table() -> dict:
 
 def _trace(hook: Callable, arguments: tuple[str, ...], path: str, where: str) -> torch.fx.GraphModule:
     """The hook's ATen graph; `where` locates failures outside the spec file."""
-    for function in _reachable_functions(hook):
+    for function in reachable_functions(hook):
         _record_lines_of(function.__code__)
     examples = [torch.zeros((), dtype=torch.float32 if name == "score" else torch.int64) for name in arguments]
     trace = make_fx(
@@ -153,10 +153,10 @@ def captured_tensors(hook: Callable) -> dict[str, torch.Tensor]:
     """Tensors the hook can read, by variable name: module globals and closure variables
     of the hook and of the functions it reaches."""
     found: dict[str, torch.Tensor] = {}
-    for function in _reachable_functions(hook):
+    for function in reachable_functions(hook):
         code = function.__code__
-        bound = [(name, function.__globals__.get(name)) for name in sorted(_global_names(code))]
-        bound += [(name, _cell_value(cell)) for name, cell in zip(code.co_freevars, function.__closure__ or ())]
+        bound = [(name, function.__globals__.get(name)) for name in sorted(global_names(code))]
+        bound += [(name, cell_value(cell)) for name, cell in zip(code.co_freevars, function.__closure__ or ())]
         for name, value in bound:
             if not isinstance(value, torch.Tensor):
                 continue
@@ -169,7 +169,7 @@ def captured_tensors(hook: Callable) -> dict[str, torch.Tensor]:
     return found
 
 
-def _reachable_functions(hook: Callable) -> list[types.FunctionType]:
+def reachable_functions(hook: Callable) -> list[types.FunctionType]:
     """The hook and the functions it calls by name: those in its closure (FlexAttention's
     and_masks / or_masks keep the functions they combine there) or a functools.partial,
     and the module-level functions of its own file that it names."""
@@ -184,28 +184,40 @@ def _reachable_functions(hook: Callable) -> list[types.FunctionType]:
             continue
         found[function] = None
         for cell in function.__closure__ or ():
-            value = _cell_value(cell)
+            value = cell_value(cell)
             pending.extend(value if isinstance(value, tuple | list) else [value])
         code = function.__code__
-        for name in _global_names(code):
+        for name in global_names(code):
             value = function.__globals__.get(name)
             if isinstance(value, types.FunctionType) and value.__code__.co_filename == code.co_filename:
                 pending.append(value)
     return list(found)
 
 
-def _cell_value(cell):
+def referenced_values(function: types.FunctionType) -> list[tuple[str, object]]:
+    """The non-tensor values `function` reads by name, sorted: module globals it names (those bound), then
+    its closure variables (prefixed `closure.`)."""
+    code = function.__code__
+    found = [(name, function.__globals__[name]) for name in sorted(global_names(code))
+             if name in function.__globals__]
+    found += [(f"closure.{name}", cell_value(cell)) for name, cell in zip(code.co_freevars, function.__closure__ or ())]
+    return [(name, value) for name, value in found if not isinstance(value, torch.Tensor)]
+
+
+def cell_value(cell):
+    """A closure cell's value; None while the cell is unassigned."""
     try:
         return cell.cell_contents
     except ValueError:  # a cell not yet assigned
         return None
 
 
-def _global_names(code: types.CodeType) -> set[str]:
+def global_names(code: types.CodeType) -> set[str]:
+    """The global names `code` and the code nested in it can read."""
     names = set(code.co_names)
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            names |= _global_names(const)
+            names |= global_names(const)
     return names
 
 

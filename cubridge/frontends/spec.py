@@ -5,6 +5,8 @@ A spec file defines `score_mod(score, b, h, q_idx, kv_idx)` and/or
 optionally `normalization` ("softmax", "sigmoid" or "relu") and an eager
 `reference(q, k, v)`. `load_spec` runs the file, traces the hooks with torch
 into `Expr`s (`hooks`) and finds the tensors they capture; see docs/specs.md.
+`spec_from_hooks` does the same for hooks passed as Python callables (as
+`cubridge.attention` receives them).
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ import importlib.util
 import inspect
 import math
 import os
+import marshal
 import pickle
+import re
 import site
 import sys
 import types
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +36,15 @@ from cubridge.files import write_atomically
 from cubridge.runtime.compiler import cache_dir
 from cubridge.frontends.expr import BOOL, Expr, evaluate
 from cubridge.frontends.eager import hooks_from_attention
-from cubridge.frontends.hooks import IndexWithTensors, captured_tensors, definition, failure, trace_hook
+from cubridge.frontends.hooks import (
+    IndexWithTensors,
+    captured_tensors,
+    definition,
+    failure,
+    reachable_functions,
+    referenced_values,
+    trace_hook,
+)
 
 NORMALIZATIONS = ("softmax", "sigmoid", "relu")
 SCORE_MOD_ARGS = ("score", "b", "h", "q_idx", "kv_idx")
@@ -118,6 +130,25 @@ class AttentionSpec:
             inputs |= {name: table.numpy() for name, table in tables.items() if name in names}
         return inputs
 
+    def broadcast_hooks(self, device, captures: dict[str, torch.Tensor] | None = None) -> tuple:
+        """(score_mod, mask_mod) evaluating the traced hooks on broadcastable index grids, reading `captures`
+        (default: the spec's) on `device`; None for an absent hook."""
+        env = {name: tensor.to(device) for name, tensor in (captures or self.captures).items()}
+
+        def hook(expr: Expr | None, arguments: tuple[str, ...]):
+            if expr is None:
+                return None
+            return lambda *values: evaluate(expr, env | dict(zip(arguments, values)))
+
+        return hook(self.score_expr, SCORE_MOD_ARGS), hook(self.mask_expr, MASK_MOD_ARGS)
+
+    def with_traced_hooks(self, device="cpu") -> AttentionSpec:
+        """A copy whose hooks are the traced expressions over copies of the captured tensors on `device`:
+        the same variant, independent of where (and with which values) the original hooks' tensors live."""
+        captures = {name: tensor.detach().to(device) for name, tensor in self.captures.items()}
+        score_mod, mask_mod = self.broadcast_hooks(device, captures)
+        return replace(self, captures=captures, score_mod=score_mod, mask_mod=mask_mod)
+
     def mask_on(self, device) -> Callable:
         """mask_mod, evaluated from the traced mask with the captured tensors on `device`
         (a hook indexing a CPU tensor with GPU indices would fail)."""
@@ -127,7 +158,8 @@ class AttentionSpec:
     def check_capture_bounds(self, q_shape: tuple[int, ...], kv_shape: tuple[int, ...]) -> None:
         """Every captured-tensor read of the hooks stays in bounds for these shapes."""
         batch, heads, seqlen_q, _ = q_shape
-        b, h, q_idx, kv_idx = _index_grid(batch, heads, seqlen_q, kv_shape[2])
+        device = next((tensor.device for tensor in self.captures.values()), torch.device("cpu"))
+        b, h, q_idx, kv_idx = (index.to(device) for index in _index_grid(batch, heads, seqlen_q, kv_shape[2]))
         env = {"b": b, "h": h, "q_idx": q_idx, "kv_idx": kv_idx, **self.captures}
         for read in _gathers(self.score_expr, self.mask_expr):
             name, indices = read.args
@@ -142,6 +174,91 @@ class AttentionSpec:
                         f"k {list(kv_shape)}",
                         f"{self.path}:{read.line or 1}",
                     )
+
+
+def spec_from_hooks(score_mod: Callable | None = None, mask_mod: Callable | None = None,
+                    normalization: str = "softmax", name: str | None = None) -> AttentionSpec:
+    """Check and trace hooks given as Python callables, as `load_spec` does a spec file's (with the same trace
+    cache, keyed by the code the hooks can run, the Python values they read and their captured tensors'
+    kinds and shapes). Errors are located at the hook's file and line. `name` (default: from the hooks'
+    names) names the variant's entry points."""
+    if normalization not in NORMALIZATIONS:
+        raise CuBridgeError(f"normalization: expected one of {', '.join(NORMALIZATIONS)}, got {normalization!r}")
+    if score_mod is None and mask_mod is None:
+        raise CuBridgeError("a variant needs score_mod, mask_mod or both")
+    pairs = ((score_mod, SCORE_MOD_ARGS, "score_mod"), (mask_mod, MASK_MOD_ARGS, "mask_mod"))
+    bound: dict[str, torch.Tensor] = {}
+    for hook, arguments, role in pairs:
+        if hook is None:
+            continue
+        if not callable(hook):
+            raise CuBridgeError(f"{role} must be a function {role}({', '.join(arguments)}), "
+                                f"got {type(hook).__name__}")
+        _check_arity(hook, arguments)
+        bound |= captured_tensors(hook)
+    key = hooks_trace_key(score_mod, mask_mod, bound)
+    traced = _cached_traces(key)
+    if traced is None:
+        traced = tuple(
+            trace_hook(hook, arguments, definition(hook).rsplit(":", 1)[0], bound) if hook is not None else None
+            for hook, arguments, _ in pairs
+        )
+        _store_traces(key, traced)
+    score_expr, mask_expr = traced
+    _check_results(score_mod, score_expr, mask_mod, mask_expr)
+    read = set().union(*(expr.leaves() for expr in traced if expr is not None))
+    default_name = "_".join(getattr(hook, "__name__", role) for hook, _, role in pairs if hook is not None)
+    return AttentionSpec(
+        name=name or (re.sub(r"\W+", "_", default_name).strip("_") or "variant"),
+        path=definition(score_mod or mask_mod).rsplit(":", 1)[0],
+        score_mod=score_mod,
+        mask_mod=mask_mod,
+        normalization=normalization,
+        captures={name: tensor for name, tensor in bound.items() if name in read},
+        score_expr=score_expr,
+        mask_expr=mask_expr,
+        user_reference=None,
+    )
+
+
+def hooks_trace_key(score_mod: Callable | None, mask_mod: Callable | None, bound: dict[str, torch.Tensor]) -> str:
+    """Everything traced hooks given as callables depend on: the code of every function they can reach
+    (bytecode, constants, names and lines), the Python values those functions read (scalars by value,
+    project modules and functions by their files), their captured tensors' kinds and shapes (and the values
+    of 0-d ones, which become constants), and the tracer."""
+    digest = hashlib.sha256(_tracer_version().encode())
+    for role, hook in (("score_mod", score_mod), ("mask_mod", mask_mod)):
+        digest.update(f"\0{role}".encode())
+        if hook is None:
+            continue
+        for function in reachable_functions(hook):
+            digest.update(b"\0code\0" + marshal.dumps(function.__code__))
+            for name, value in referenced_values(function):
+                digest.update(f"\0{name}=".encode() + _value_fingerprint(value))
+    _digest_tensors(digest, bound)
+    return digest.hexdigest()
+
+
+def _value_fingerprint(value) -> bytes:
+    """What a hook's result can depend on in a value it reads (tensors are fingerprinted apart)."""
+    if isinstance(value, bool | int | float | str | tuple | type(None)):
+        return repr(value).encode()
+    source = value if isinstance(value, types.ModuleType) else sys.modules.get(getattr(value, "__module__", ""))
+    file = getattr(source, "__file__", None)
+    roots = _installation_roots()
+    if file and file.endswith(".py") and not os.path.abspath(file).startswith(roots):
+        return file.encode() + b"\0" + Path(file).read_bytes()
+    return type(value).__qualname__.encode() + b":" + getattr(value, "__qualname__", "").encode()
+
+
+def _check_results(score_mod, score_expr: Expr | None, mask_mod, mask_expr: Expr | None) -> None:
+    if score_expr is not None and score_expr.kind == BOOL:
+        raise CuBridgeError("score_mod must return a score, not a boolean", definition(score_mod))
+    if mask_expr is not None and mask_expr.kind != BOOL:
+        raise CuBridgeError(
+            f"mask_mod must return a boolean, but returns {_KIND_NAMES[mask_expr.kind]} expression",
+            definition(mask_mod),
+        )
 
 
 def load_spec(path: str) -> AttentionSpec:
@@ -180,13 +297,7 @@ def load_spec(path: str) -> AttentionSpec:
     score_expr, mask_expr = traced
     read = set().union(*(expr.leaves() for expr in (score_expr, mask_expr) if expr is not None))
     captures = {name: tensor for name, tensor in bound.items() if name in read}
-    if score_expr is not None and score_expr.kind == BOOL:
-        raise CuBridgeError("score_mod must return a score, not a boolean", definition(score_mod))
-    if mask_expr is not None and mask_expr.kind != BOOL:
-        raise CuBridgeError(
-            f"mask_mod must return a boolean, but returns {_KIND_NAMES[mask_expr.kind]} expression",
-            definition(mask_mod),
-        )
+    _check_results(score_mod, score_expr, mask_mod, mask_expr)
     return AttentionSpec(
         name=os.path.splitext(os.path.basename(path))[0],
         path=path,
@@ -203,7 +314,7 @@ def load_spec(path: str) -> AttentionSpec:
 def _local_sources(path: str, module: types.ModuleType) -> list[str]:
     """The spec file and the project files its globals come from (modules, functions and classes defined
     outside the Python installation): the code its hooks can run."""
-    roots = tuple({sys.prefix, sys.base_prefix, *site.getsitepackages(), site.getusersitepackages()})
+    roots = _installation_roots()
     files = {path}
     for value in vars(module).values():
         source = value if isinstance(value, types.ModuleType) else sys.modules.get(getattr(value, "__module__", ""))
@@ -211,6 +322,12 @@ def _local_sources(path: str, module: types.ModuleType) -> list[str]:
         if file and file.endswith(".py") and not os.path.abspath(file).startswith(roots):
             files.add(os.path.abspath(file))
     return sorted(files)
+
+
+@functools.cache
+def _installation_roots() -> tuple[str, ...]:
+    """Where installed Python code lives: files under these are versioned with their packages, not hashed."""
+    return tuple({sys.prefix, sys.base_prefix, *site.getsitepackages(), site.getusersitepackages()})
 
 
 @functools.cache
@@ -232,10 +349,15 @@ def _trace_key(path: str, module: types.ModuleType, bound: dict[str, torch.Tenso
     for name, value in sorted(vars(module).items()):
         if isinstance(value, bool | int | float | str | tuple) and not name.startswith("__"):
             digest.update(f"\0{name}={value!r}".encode())
+    _digest_tensors(digest, bound)
+    return digest.hexdigest()
+
+
+def _digest_tensors(digest, bound: dict[str, torch.Tensor]) -> None:
+    """Captured tensors' names, dtypes and shapes, and the values of 0-d ones (which become constants)."""
     for name, tensor in sorted(bound.items()):
         value = repr(tensor.item()) if tensor.dim() == 0 else ""
         digest.update(f"\0{name}:{tensor.dtype}:{tuple(tensor.shape)}:{value}".encode())
-    return digest.hexdigest()
 
 
 def _trace_cache() -> Path:

@@ -120,7 +120,13 @@ def prepare_launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: flo
     require_gpu()
     cuda_driver()
     device_index = q.device.index if q.device.index is not None else torch.cuda.current_device()
-    return scale, device_index, torch.cuda.get_device_capability(device_index)
+    return scale, device_index, _capability(device_index)
+
+
+@functools.cache
+def _capability(device_index: int) -> tuple[int, int]:
+    """The device's compute capability, queried once (the query costs microseconds per call)."""
+    return torch.cuda.get_device_capability(device_index)
 
 
 def empty_outputs(q: torch.Tensor, return_lse: bool) -> tuple[torch.Tensor, torch.Tensor | None]:

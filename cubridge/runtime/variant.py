@@ -31,7 +31,6 @@ from cubridge.lowering import LoweredKernel, lower_module
 from cubridge.passes import mask_table
 from cubridge.passes.transfer import transfer_kernel
 import cubridge.runtime.attention as sm80_host
-from cubridge.runtime.attention_sm90 import BLOCK_N as SM90_BLOCK_N
 from cubridge.runtime.attention_sm90 import Sm90Params, head_chunk, tensor_maps
 from cubridge.runtime.attention_sm90 import shared_bytes as sm90_shared_bytes
 from cubridge.runtime.attention import DTYPE_NAMES, empty_outputs, prepare_launch
@@ -65,8 +64,10 @@ def _kernel_of(module: ModuleOp):
     return next(op for op in module.walk() if isinstance(op, KernelOp))
 
 
+@functools.cache
 def _table_struct(args: tuple[tuple[str, str], ...]) -> type[ctypes.Structure]:
-    """A ctypes mirror of the policy's `struct Args` of Table<T, R> members."""
+    """A ctypes mirror of the policy's `struct Args` of Table<T, R> members (one type per layout: making a
+    ctypes type costs tens of microseconds)."""
     fields = []
     for name, kind in args:
         rank = int(kind.split(",")[1].strip(" >"))
@@ -102,20 +103,35 @@ class VariantKernel:
             self._instances[key] = (lowered, compile_cubin(_source_file(lowered), capability))
         return self._instances[key]
 
+    @functools.cached_property
+    def head_dims(self) -> tuple[int, ...]:
+        """The head dims this variant has instances for: those whose kv tile is the transferred program's."""
+        lowered = self.lowered()
+        return tuple(d for d, block_n in lowered.reference.kv_tiles.items() if block_n == lowered.block_n)
+
     def __call__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None = None,
                  return_lse: bool = False, **captured: torch.Tensor):
-        if return_lse and self.spec.normalization != "softmax":
-            raise InvalidInputError(f"return_lse: the {self.spec.normalization} normalization has no log-sum-exp")
         unknown = set(captured) - set(self.spec.captures)
         if unknown:
             raise InvalidInputError(f"unknown captured tensor(s) {sorted(unknown)}; the spec captures "
                                     f"{sorted(self.spec.captures) or 'none'}")
-        head_dims = tuple(SM90_BLOCK_N if self.reference == "sm90" else sm80_host.BLOCK_N)
+        return self.launch(q, k, v, scale, return_lse, captured)
+
+    def launch(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None, return_lse: bool,
+               captured: dict[str, torch.Tensor], block_lists: dict[str, torch.Tensor] | None = None,
+               block_size: tuple[int, int] | None = None):
+        """The call with captured tensors by name (missing ones: the spec's) and, optionally, the four block
+        lists of `mask_table.TABLES` for this problem, [B, HQ, ...] int32 on q's device, made for
+        `block_size` = (query rows, keys) tiles: used when those are the kernel's tiles, else (and without
+        them) the kernel's own lists are built, and cached per captured tensors and shape."""
+        if return_lse and self.spec.normalization != "softmax":
+            raise InvalidInputError(f"return_lse: the {self.spec.normalization} normalization has no log-sum-exp")
         scale, device_index, capability = prepare_launch(q, k, v, scale, kernel=f"{self.spec.name} ({self.reference})",
-                                                         head_dims=head_dims)
+                                                         head_dims=self.head_dims)
         self._check_arch(capability)
         lowered, compiled = self.compiled(DTYPE_NAMES[q.dtype], q.shape[3], capability)
-        tables = self._tables(lowered, q, k, captured)
+        fits = block_size == (lowered.tile_m, lowered.block_n)
+        tables = self._tables(lowered, q, k, captured, block_lists if fits else None)
         args = _table_struct(lowered.args)()
         for name, tensor in tables.items():
             setattr(args, f"{name}_data", tensor.data_ptr())
@@ -137,7 +153,8 @@ class VariantKernel:
             raise UnsupportedArchError(f"the sm80 reference needs sm_80 or newer; this GPU is "
                                        f"sm_{capability[0]}{capability[1]}")
 
-    def _tables(self, lowered: LoweredKernel, q, k, captured: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    def _tables(self, lowered: LoweredKernel, q, k, captured: dict[str, torch.Tensor],
+                block_lists: dict[str, torch.Tensor] | None) -> dict[str, torch.Tensor]:
         """Every Args table on q's device: captured tensors (f32 / i32), then block lists."""
         captures = {name: captured.get(name, tensor) for name, tensor in self.spec.captures.items()}
         for name, tensor in captures.items():
@@ -161,17 +178,21 @@ class VariantKernel:
                 dtype = torch.float32 if tensor.is_floating_point() else torch.int32
                 tables[name] = tensor.detach().to(device=q.device, dtype=dtype).contiguous()
         if any(name in mask_table.TABLES for name in names):
-            tables |= self._block_list_tables(captures, shape, lowered, q.device)
+            tables |= block_lists or self._block_list_tables(captures, shape, lowered, q.device)
         return tables
 
     def _block_list_tables(self, captures, shape, lowered: LoweredKernel, device) -> dict[str, torch.Tensor]:
         key = (shape, device, tuple((n, t.data_ptr(), t._version, tuple(t.shape)) for n, t in captures.items()))
-        tables = self._block_lists.get(key)
+        # while a CUDA graph is captured, the lists are built inside it: a replay rebuilds them from the
+        # captured tensors' values at that time (a list cached before the capture would be frozen into it)
+        capturing = device.type == "cuda" and torch.cuda.is_current_stream_capturing()
+        tables = None if capturing else self._block_lists.get(key)
         if tables is None:
             spec = _with_captures(self.spec, captures)
             tables = mask_table.build_block_lists(spec.mask_on(device), shape, lowered.tile_m, lowered.block_n,
                                                   device, keep_on_device=True)
-            self._block_lists = {key: tables}  # the latest shape and captures only
+            if not capturing:
+                self._block_lists = {key: tables}  # the latest shape and captures only
         return tables
 
     # -- launches -------------------------------------------------------------------------------------------

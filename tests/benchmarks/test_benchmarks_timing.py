@@ -1,9 +1,9 @@
-"""benchmarks/timing.py: the paired timing the benchmarks report."""
+"""cubridge/tools/timing.py: the paired timing the benchmarks report."""
 
 import pytest
 import torch
 
-from benchmarks.timing import quartiles, speedup, time_paired
+from cubridge.tools.timing import quartiles, speedup, time_paired
 
 
 def test_quartiles_are_nearest_rank():

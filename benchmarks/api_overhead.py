@@ -1,0 +1,99 @@
+"""Host time per call of cubridge.attention beside SDPA on a tiny problem, and the time of a variant's first
+call in a fresh process with an empty cache and with a warm one (GPU-only).
+
+Per-call time: mean wall time of back-to-back calls on a [1, 1, 1, 128] bf16 problem after a warm-up, for SDPA
+(default backend and cuDNN), the plain Hopper entry, and cubridge.attention without hooks, with a score_mod
+(softcap) and with a captured-tensor mask (documents: block lists cached across calls). The first-call times
+run `python3 benchmarks/api_overhead.py --first-call` in subprocesses.
+
+  python3 benchmarks/api_overhead.py
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import cubridge  # noqa: E402
+
+CALLS = 2000
+document = torch.zeros(1, dtype=torch.int64)
+
+
+def softcap(score, b, h, q_idx, kv_idx):
+    return 20.0 * torch.tanh(score / 20.0)
+
+
+def documents(b, h, q_idx, kv_idx):
+    return document[q_idx] == document[kv_idx]
+
+
+def per_call_us(call) -> float:
+    for _ in range(50):
+        call()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(CALLS):
+        call()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) / CALLS * 1e6
+
+
+def overheads() -> None:
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.functional import scaled_dot_product_attention
+
+    from cubridge.runtime import attention_sm90
+
+    global document
+    document = document.cuda()
+    q, k, v = (torch.randn(1, 1, 1, 128, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+
+    def cudnn():
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            return scaled_dot_product_attention(q, k, v)
+
+    calls = {
+        "sdpa (default backend)": lambda: scaled_dot_product_attention(q, k, v),
+        "sdpa cudnn": cudnn,
+        "attention_sm90 (plain entry)": lambda: attention_sm90(q, k, v),
+        "cubridge.attention (no hooks)": lambda: cubridge.attention(q, k, v),
+        "cubridge.attention (score_mod softcap)": lambda: cubridge.attention(q, k, v, softcap),
+        "cubridge.attention (mask_mod documents)": lambda: cubridge.attention(q, k, v, mask_mod=documents),
+    }
+    for name, call in calls.items():
+        print(f"{name}: {per_call_us(call):.1f} us per call", flush=True)
+
+
+def first_call() -> None:
+    q, k, v = (torch.randn(1, 4, 1024, 128, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    start = time.perf_counter()
+    cubridge.attention(q, k, v, softcap)
+    torch.cuda.synchronize()
+    print(f"{time.perf_counter() - start:.2f}")
+
+
+def main() -> None:
+    if sys.argv[1:] == ["--first-call"]:
+        first_call()
+        return
+    overheads()
+    environment = dict(os.environ, CUBRIDGE_CACHE_DIR=tempfile.mkdtemp(prefix="cubridge-api-"),
+                       PYTHONPATH=str(ROOT))
+    for label in ("empty cache", "warm cache (new process)"):
+        result = subprocess.run([sys.executable, __file__, "--first-call"], env=environment, capture_output=True,
+                                text=True, check=True)
+        print(f"first call of the softcap variant, {label}: {result.stdout.strip()} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,541 @@
+"""`cubridge.attention`: FlexAttention's `flex_attention`, with kernels CuBridge builds from the hooks.
+
+    from cubridge import attention as flex_attention   # the one changed line of a FlexAttention program
+
+The arguments are flex_attention's, in its order (`kernel_options`, the tuning of FlexAttention's own
+kernels, is accepted and does not apply; `return_aux=AuxRequest(lse=True)` gives an `AuxOutput`);
+`mask_mod=` and `normalization=` ("softmax", "sigmoid", "relu") are keyword-only extras. A `BlockMask` contributes its `mask_mod`, which is what CuBridge compiles.
+
+**How a call runs.** A variant is identified by its traced hooks (`spec_from_hooks`: the code the hooks can
+run, the Python values they read, their captured tensors' kinds and shapes) and the normalization. Its first
+call traces the hooks (cached on disk), transfers them onto the reference program of the GPU's architecture
+(sm90 on Hopper, sm80 on Ampere and newer), verifies the result in the CPU executor on one shape (a
+quick check, recorded on disk; `cubridge build` runs the full one), lowers it to CUDA and compiles it with
+nvcc (cubins cached on disk) once per (dtype, head dim). Steps longer than a second say so on stderr. Later
+calls find the variant in memory, bound to the hook objects: re-reading the captured tensors and comparing
+the Python values the hooks read costs microseconds. Captured tensors' values and sequence lengths are
+arguments, never part of the key: new document boundaries do not recompile.
+
+**Block lists.** A mask that the symbolic analysis cannot bound (it reads captured data, or b and h) runs
+over FlexAttention-style block lists. Those of a given BlockMask are used when its BLOCK_SIZE equals the
+kernel's tiles (128 x 128 on sm90 at head dims 64 and 128; sm80's kv tiles are 64 keys, so a 128 x 128
+BlockMask never fits there), its lists cover this problem's sequence lengths, and none was built with
+separate_full_blocks=False; otherwise the kernel's own lists are built on the GPU from the mask_mod and cached
+per captured tensors and shape.
+
+**torch.compile and CUDA graphs.** The kernel is the custom op `torch.ops.cubridge.attention` with a fake
+implementation; under torch.compile the variant is chosen while tracing and the captured tensors become
+graph inputs (their values may change between calls; their shapes are guarded). A Python number a hook reads
+(a closure variable or module constant) is compiled into the kernel: torch.compile guards on it and traces
+again when it changes. Outside torch.compile the op's implementation runs directly (no dispatcher hop).
+Launches go to torch's current stream, so a call can be captured in a CUDA graph; block lists built during a
+capture are part of the graph and follow the captured tensors' values at each replay.
+
+**Without a supported GPU** (CPU tensors, or a GPU older than sm_80) the result comes from
+`cubridge.reference.attention_reference` on the traced hooks, chunked over query rows, with a warning once.
+
+The forward pass only: inputs that require grad under grad mode are rejected.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import functools
+import hashlib
+import math
+import sys
+import threading
+import time
+import types
+import warnings
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from cubridge.diagnostics import CuBridgeError
+from cubridge.frontends.spec import NORMALIZATIONS, AttentionSpec, spec_from_hooks
+from cubridge.frontends.hooks import cell_value, global_names
+from cubridge.files import write_atomically
+from cubridge.passes import mask_table
+from cubridge.reference import attention_reference
+from cubridge.runtime.compiler import cache_dir
+from cubridge.runtime.errors import InvalidInputError
+
+FALLBACK_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
+PLAIN = ""  # the variant name of attention without hooks
+PROGRESS_AFTER_S = 1.0
+_BINDINGS_LIMIT = 256
+_SCALARS = (bool, int, float, str, type(None))
+
+
+class AttentionError(InvalidInputError):
+    """A bad argument to cubridge.attention; the message names the argument."""
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Variants and bindings
+# ------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Variant:
+    """A traced spec and its kernels, one per reference program."""
+
+    key: str
+    spec: AttentionSpec
+    capture_names: tuple[str, ...]
+    kernels: dict[str, object] = field(default_factory=dict)
+    launched: set[tuple] = field(default_factory=set)  # (reference, dtype, head dim) compiled and launched
+
+    def kernel(self, reference: str):
+        """The spec's VariantKernel on `reference`: transferred, quickly verified and lowered on first use."""
+        kernel = self.kernels.get(reference)
+        if kernel is None:
+            from cubridge.runtime.variant import build_variant
+
+            with _progress(f"building the {self.spec.name} variant on the {reference} reference"):
+                kernel = build_variant(self.spec, reference)
+            with _progress(f"verifying the {self.spec.name} variant in the executor"):
+                quick_verify(kernel)
+            self.kernels[reference] = kernel
+        return kernel
+
+
+@dataclass(frozen=True)
+class _Binding:
+    """A variant bound to hook objects: where the hooks' captured tensors are (paths from the hooks, in
+    `_Variant.capture_names` order), the Python values they read (paths and values: a change means another
+    variant), and the captured tensors' (dtype, shape)s the variant was traced for."""
+
+    key: str
+    capture_paths: tuple[tuple, ...]
+    guards: tuple[tuple[tuple, object], ...]
+    signature: tuple[tuple[torch.dtype, tuple[int, ...]], ...]
+
+
+_VARIANTS: dict[str, _Variant] = {}
+_BINDINGS: dict[tuple, _Binding] = {}
+
+
+def _bind(score_mod: Callable | None, mask_mod: Callable | None, normalization: str) -> _Binding:
+    """Trace the hooks (or find their variant), and bind it to these hook objects."""
+    hooks = (score_mod, mask_mod)
+    capture_paths, guards = _paths(hooks)
+    if score_mod is None and mask_mod is None and normalization != "softmax":
+        score_mod = _unchanged_score  # sigmoid / relu attention without hooks: the identity score_mod
+    with _progress("tracing the hooks"):
+        spec = _spec(score_mod, mask_mod, normalization)
+    names = tuple(sorted(spec.captures))
+    paths = {name: path for name, path in capture_paths if name in spec.captures}
+    key = hashlib.sha256(f"{spec.name}\0{normalization}\0{_spec_identity(spec)}".encode()).hexdigest()[:32]
+    variant = _VARIANTS.setdefault(key, _Variant(key, spec, names))
+    captures = [_resolve(hooks, paths[name]) for name in variant.capture_names]
+    return _Binding(key, tuple(paths[name] for name in variant.capture_names), guards,
+                    tuple((t.dtype, tuple(t.shape)) for t in captures))
+
+
+def _spec(score_mod, mask_mod, normalization: str) -> AttentionSpec:
+    try:
+        return spec_from_hooks(score_mod, mask_mod, normalization)
+    except CuBridgeError as error:
+        raise AttentionError(str(error)) from None
+
+
+def _spec_identity(spec: AttentionSpec) -> str:
+    """The traced hooks and the captured tensors' kinds and shapes (values are arguments)."""
+    shapes = sorted((name, str(t.dtype), tuple(t.shape)) for name, t in spec.captures.items())
+    return repr((spec.score_expr, spec.mask_expr, spec.normalization, shapes))
+
+
+def _unchanged_score(score, b, h, q_idx, kv_idx):
+    return score
+
+
+@torch.compiler.assume_constant_result
+def _traced_binding(score_mod, mask_mod, normalization: str) -> tuple:
+    """(key, capture paths, guards) of the hooks, for torch.compile: computed while tracing, a constant of
+    the graph (torch.compile guards on the hooks' code). The hooks are traced on another thread: the
+    compiler's fake-tensor mode is active on this one, and make_fx needs its own."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        binding = pool.submit(_bind, score_mod, mask_mod, normalization).result()
+    for path, _ in binding.guards:
+        if isinstance(_resolve((score_mod, mask_mod), path), torch.Tensor):
+            raise AttentionError(f"{('score_mod', 'mask_mod')[path[0]]} reads the 0-d tensor '{path[-1]}', which "
+                                 "is compiled in as a constant: under torch.compile make it a Python number, or "
+                                 "a 1-element tensor read as [0] (a kernel argument)")
+    return binding.key, binding.capture_paths, binding.guards
+
+
+def _binding(score_mod, mask_mod, normalization: str) -> tuple[_Binding, list[torch.Tensor]]:
+    """The hooks' binding (from memory while the Python values they read are unchanged) and their captured
+    tensors now."""
+    hooks = (score_mod, mask_mod)
+    index = (score_mod, mask_mod, normalization)
+    binding = _BINDINGS.get(index)
+    if binding is not None:
+        captures = [_resolve(hooks, path) for path in binding.capture_paths]
+        unchanged = all(_resolve(hooks, path) is value or _resolve(hooks, path) == value
+                        for path, value in binding.guards)
+        if unchanged and all((t.dtype, t.shape) == s for t, s in zip(captures, binding.signature)):
+            return binding, captures
+    if len(_BINDINGS) >= _BINDINGS_LIMIT:
+        _BINDINGS.clear()
+    binding = _BINDINGS[index] = _bind(score_mod, mask_mod, normalization)
+    return binding, [_resolve(hooks, path) for path in binding.capture_paths]
+
+
+def _paths(hooks: tuple) -> tuple[tuple[tuple[str, tuple], ...], tuple[tuple[tuple, object], ...]]:
+    """Where the hooks' captured tensors are, by name (first path found), and the Python scalars and 0-d
+    tensors they read (constants of the trace) with their values. A path starts at score_mod (0) or mask_mod
+    (1) and goes through globals, closure cells, functools.partial parts and tuple items, as
+    `frontends.hooks.reachable_functions` walks them."""
+    captures: dict[str, tuple] = {}
+    guards: list[tuple[tuple, object]] = []
+    pending = [(hook, (index,)) for index, hook in enumerate(hooks) if hook is not None]
+    seen: set[int] = set()
+    while pending:
+        value, path = pending.pop()
+        if isinstance(value, types.FunctionType | functools.partial) and id(value) in seen:
+            continue
+        if isinstance(value, functools.partial):
+            seen.add(id(value))
+            pending.append((value.func, path + ("func", 0)))
+            pending += [(arg, path + ("args", i)) for i, arg in enumerate(value.args)]
+            pending += [(arg, path + ("keywords", name)) for name, arg in value.keywords.items()]
+            continue
+        if not isinstance(value, types.FunctionType):
+            continue
+        seen.add(id(value))
+        code = value.__code__
+        named = [(name, value.__globals__[name], path + ("global", name))
+                 for name in sorted(global_names(code)) if name in value.__globals__]
+        named += [(name, cell_value(cell), path + ("closure", i))
+                  for i, (name, cell) in enumerate(zip(code.co_freevars, value.__closure__ or ()))]
+        for name, item, item_path in named:
+            if isinstance(item, torch.Tensor) and item.dim() == 0:
+                guards.append((item_path, item.item()))  # traced as a constant, like a Python number
+            elif isinstance(item, torch.Tensor):
+                captures.setdefault(name, item_path)
+            elif isinstance(item, _SCALARS):
+                guards.append((item_path, item))
+            elif isinstance(item, tuple | list):
+                pending += [(element, item_path + ("item", i)) for i, element in enumerate(item)]
+            elif isinstance(item, functools.partial) or (
+                isinstance(item, types.FunctionType) and (item_path[-2] == "closure"
+                                                          or item.__code__.co_filename == code.co_filename)):
+                pending.append((item, item_path))
+    return tuple(captures.items()), tuple(guards)
+
+
+def _resolve(hooks: tuple, path: tuple):
+    """The value at `path` from the hooks (plain attribute and item reads: torch.compile traces them)."""
+    value = hooks[path[0]]
+    for position in range(1, len(path), 2):
+        step, argument = path[position], path[position + 1]
+        if step == "global":
+            value = value.__globals__[argument]
+        elif step == "closure":
+            value = value.__closure__[argument].cell_contents
+        elif step == "func":
+            value = value.func
+        elif step == "args":
+            value = value.args[argument]
+        elif step == "keywords":
+            value = value.keywords[argument]
+        else:
+            value = value[argument]
+    return value
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Progress and verification
+# ------------------------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _progress(step: str):
+    """Says `step` on stderr once it has run for PROGRESS_AFTER_S, and how long it took."""
+    start = time.perf_counter()
+    announced = threading.Event()
+
+    def announce():
+        announced.set()
+        print(f"cubridge: {step} ...", file=sys.stderr, flush=True)
+
+    timer = threading.Timer(PROGRESS_AFTER_S, announce)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        if announced.is_set():
+            print(f"cubridge: {step}: done in {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
+
+
+def quick_verify(kernel) -> None:
+    """Execute the transferred program on the CPU on the largest of the default shapes (past a tile edge, as
+    far into the captured tensors as they reach; one seed with widened scores, one schedule) against the spec's float64 reference (from the traced hooks
+    on CPU copies of the captured tensors); a failure is a CuBridgeError. A verified program is
+    recorded on disk by its text and spec, so each variant is checked once per machine."""
+    from cubridge.interpreter.executor import KernelPlan, find_kernel
+    from cubridge.interpreter.shapes import default_shapes
+    from cubridge.interpreter.verify import verify
+
+    program = str(kernel.transferred)
+    marker = cache_dir() / "verified" / hashlib.sha256(
+        (program + _spec_identity(kernel.spec)).encode()).hexdigest()
+    if marker.is_file():
+        return
+    spec = kernel.spec.with_traced_hooks("cpu")  # the user's hooks may read GPU tensors
+    plan = KernelPlan(find_kernel(kernel.transferred))
+    shapes = default_shapes(plan.kernel, spec, plan.head_dim)
+    if not shapes:
+        raise CuBridgeError(f"{spec.name}: no verification shape fits the captured tensors")
+    largest = max(shapes, key=lambda shape: (shape.seqlen_q * shape.seqlen_kv, shape.heads_q != shape.heads_kv))
+    result = verify(kernel.transferred, spec=spec, shapes=[largest], seeds=(1,), schedules=1)
+    if not result.ok:
+        raise CuBridgeError(f"{kernel.spec.name}: the transferred kernel failed its quick verification: "
+                            f"{result.summary()}")
+    try:
+        write_atomically(marker, result.summary(), make_directories=True)
+    except OSError:
+        return
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The op
+# ------------------------------------------------------------------------------------------------------------
+
+
+def _reference_for(device: torch.device) -> str | None:
+    """The reference program a CUDA device runs (sm90 on sm_90, sm80 on other sm_80+), None for the
+    fallback."""
+    if device.type != "cuda":
+        return None
+    return _reference_of_gpu(device.index if device.index is not None else torch.cuda.current_device())
+
+
+@functools.cache
+def _reference_of_gpu(index: int) -> str | None:
+    capability = torch.cuda.get_device_capability(index)
+    if capability == (9, 0):
+        return "sm90"
+    return "sm80" if capability >= (8, 0) else None
+
+
+_warned = False
+
+
+def _warn_fallback(device: torch.device) -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        where = "CPU tensors" if device.type == "cpu" else f"{device} is older than sm_80"
+        warnings.warn(f"cubridge.attention: {where}: computing with the eager PyTorch reference "
+                      "(cubridge.reference), not a CuBridge kernel", stacklevel=5)
+
+
+def _fallback(variant: _Variant | None, query, key, value, captures: list[torch.Tensor], scale: float,
+              return_lse: bool):
+    """The eager reference on the traced hooks with these captured tensors."""
+    _warn_fallback(query.device)
+    score_mod = mask_mod = None
+    normalization = "softmax"
+    if variant is not None:
+        spec = dataclasses.replace(variant.spec, captures=dict(zip(variant.capture_names, captures)))
+        normalization = spec.normalization
+        try:
+            spec.check_capture_bounds(tuple(query.shape), tuple(key.shape))
+        except CuBridgeError as error:
+            raise AttentionError(str(error)) from None
+        score_mod, mask_mod = spec.broadcast_hooks(query.device)
+    compute = torch.float64 if query.dtype == torch.float64 else torch.float32
+    result = attention_reference(query, key, value, score_mod, mask_mod, scale=scale, normalization=normalization,
+                                 compute_dtype=compute, return_lse=return_lse, broadcast_hooks=True)
+    out, lse = result if return_lse else (result, None)
+    return out, (lse.float() if lse is not None else query.new_empty((0,), dtype=torch.float32))
+
+
+def _run(query, key, value, captures: list[torch.Tensor], block_lists: list[torch.Tensor], block_shape: list[int],
+         variant_key: str, scale: float, return_lse: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """The op's implementation: the variant's kernel on a supported GPU, else the eager reference."""
+    variant = None
+    if variant_key != PLAIN:
+        variant = _VARIANTS.get(variant_key)
+        if variant is None:
+            raise AttentionError(f"variant {variant_key} is not known to this process (a graph compiled "
+                                 "elsewhere); call cubridge.attention once with its hooks first")
+    reference = _reference_for(query.device)
+    if reference is None:
+        return _fallback(variant, query, key, value, captures, scale, return_lse)
+    if variant is None:
+        from cubridge.runtime import attention_sm80, attention_sm90
+
+        entry = attention_sm90 if reference == "sm90" else attention_sm80
+        result = entry(query, key, value, scale=scale, return_lse=return_lse)
+    else:
+        kernel = variant.kernel(reference)
+        lists, block_size = _given_lists(block_lists, block_shape, query, key)
+        instance = (reference, query.dtype, query.shape[3])
+        compiling = contextlib.nullcontext() if instance in variant.launched else _progress(
+            f"compiling the {variant.spec.name} variant for {query.dtype} D={query.shape[3]} with nvcc")
+        with compiling:
+            result = kernel.launch(query, key, value, scale, return_lse,
+                                   dict(zip(variant.capture_names, captures)), lists, block_size)
+        variant.launched.add(instance)
+    out, lse = result if return_lse else (result, None)
+    return out, (lse if lse is not None else query.new_empty((0,), dtype=torch.float32))
+
+
+@torch.library.custom_op("cubridge::attention", mutates_args=())
+def _attention_op(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, captures: list[torch.Tensor],
+                  block_lists: list[torch.Tensor], block_shape: list[int], variant: str, scale: float,
+                  return_lse: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    out, lse = _run(query, key, value, captures, block_lists, block_shape, variant, scale, return_lse)
+    return out, lse
+
+
+@_attention_op.register_fake
+def _attention_fake(query, key, value, captures, block_lists, block_shape, variant, scale, return_lse):
+    batch, heads, seqlen_q, _ = query.shape
+    lse_shape = (batch, heads, seqlen_q) if return_lse else (0,)
+    return torch.empty_like(query, memory_format=torch.contiguous_format), query.new_empty(lse_shape,
+                                                                                          dtype=torch.float32)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The entry point
+# ------------------------------------------------------------------------------------------------------------
+
+
+def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, score_mod: Callable | None = None,
+              block_mask=None, scale: float | None = None, enable_gqa: bool = False, return_lse: bool = False,
+              kernel_options: dict | None = None, *, return_aux=None, mask_mod: Callable | None = None,
+              normalization: str = "softmax"):
+    """flex_attention(query, key, value, score_mod, block_mask, scale, enable_gqa, return_lse, kernel_options,
+    *, return_aux) computed by a CuBridge kernel (see the module docstring). query [B, HQ, SQ, D], key and
+    value [B, HKV, SKV, D]; returns out [B, HQ, SQ, D] in query's dtype and, with return_lse (or
+    return_aux=AuxRequest(lse=True): an AuxOutput), the natural-log LSE, float32 [B, HQ, SQ] (-inf for fully
+    masked rows, whose output is 0). kernel_options, FlexAttention's tuning of its own kernels, is accepted
+    and does not apply."""
+    mask_mod = _mask_of(block_mask, mask_mod)
+    if return_aux is not None:
+        if return_lse:
+            raise AttentionError("return_aux: pass return_aux or return_lse, not both")
+        if getattr(return_aux, "max_scores", False):
+            raise AttentionError("return_aux: max_scores is not computed by CuBridge kernels; request lse only")
+        return_lse = bool(getattr(return_aux, "lse", False))
+    scale = _check(query, key, value, score_mod, mask_mod, scale, enable_gqa, return_lse, normalization)
+    compiling = torch.compiler.is_compiling()
+    if score_mod is None and mask_mod is None and normalization == "softmax":
+        variant_key, captures = PLAIN, []
+    elif compiling:
+        variant_key, capture_paths, guards = _traced_binding(score_mod, mask_mod, normalization)
+        hooks = (score_mod, mask_mod)
+        captures = [_resolve(hooks, path) for path in capture_paths]
+        for path, expected in guards:
+            if _resolve(hooks, path) != expected:  # never taken while tracing: makes torch.compile guard on it
+                raise AttentionError("a Python value the hooks read changed while tracing")
+    else:
+        binding, captures = _binding(score_mod, mask_mod, normalization)
+        variant_key = binding.key
+    block_lists, block_shape = _block_mask_lists(block_mask, variant_key)
+    arguments = (query, key, value, captures, block_lists, block_shape, variant_key, scale, return_lse)
+    out, lse = _attention_op(*arguments) if compiling or type(query) is not torch.Tensor else _run(*arguments)
+    if return_aux is not None:
+        from torch.nn.attention.flex_attention import AuxOutput
+
+        return out, AuxOutput(lse=lse if return_lse else None)
+    return (out, lse) if return_lse else out
+
+
+def _mask_of(block_mask, mask_mod: Callable | None) -> Callable | None:
+    """The mask_mod to compile: mask_mod=, or the BlockMask's."""
+    if block_mask is None:
+        return mask_mod
+    from torch.nn.attention.flex_attention import BlockMask, noop_mask
+
+    if not isinstance(block_mask, BlockMask):
+        raise AttentionError(f"block_mask must be a BlockMask (create_block_mask), got {type(block_mask).__name__}")
+    if block_mask.mask_mod is noop_mask:
+        raise AttentionError("block_mask: this BlockMask has no mask_mod (noop_mask), so its block lists alone "
+                             "describe the mask; CuBridge compiles a mask_mod: build it with create_block_mask")
+    if mask_mod is not None and mask_mod is not block_mask.mask_mod:
+        raise AttentionError("mask_mod and block_mask.mask_mod differ: pass one of them")
+    return block_mask.mask_mod
+
+
+def _block_mask_lists(block_mask, variant_key: str) -> tuple[list[torch.Tensor], list[int]]:
+    """The BlockMask's four block lists and [BLOCK_M, BLOCK_N, Q_LEN, KV_LEN], or ([], []) without a
+    BlockMask (or one built with separate_full_blocks=False): `_given_lists` decides whether they fit."""
+    if block_mask is None or variant_key == PLAIN or block_mask.full_kv_num_blocks is None:
+        return [], []
+    tables = [block_mask.kv_num_blocks, block_mask.kv_indices, block_mask.full_kv_num_blocks,
+              block_mask.full_kv_indices]
+    return tables, [*block_mask.BLOCK_SIZE, *block_mask.seq_lengths]
+
+
+def _given_lists(block_lists: list[torch.Tensor], block_shape: list[int], query,
+                 key) -> tuple[dict[str, torch.Tensor] | None, tuple[int, int] | None]:
+    """The BlockMask's lists expanded to [B, HQ, ...] int32 by kernel input name, and their block size, when
+    they describe this problem (its sequence lengths, its batch and heads) on query's device."""
+    if not block_lists or block_shape[2:] != [query.shape[2], key.shape[2]]:
+        return None, None
+    batch, heads = query.shape[:2]
+    if any(t.device != query.device or t.shape[0] not in (1, batch) or t.shape[1] not in (1, heads)
+           for t in block_lists):
+        return None, None
+    tables = {name: t.expand(batch, heads, *t.shape[2:]).to(torch.int32).contiguous()
+              for name, t in zip(mask_table.TABLES, block_lists)}
+    return tables, (block_shape[0], block_shape[1])
+
+
+def _check(query, key, value, score_mod, mask_mod, scale, enable_gqa: bool, return_lse: bool,
+           normalization: str) -> float:
+    """One-line AttentionErrors naming the argument; returns the scale (default 1/sqrt(D))."""
+    for name, tensor in (("query", query), ("key", key), ("value", value)):
+        if not isinstance(tensor, torch.Tensor):
+            raise AttentionError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
+        if tensor.dim() != 4:
+            raise AttentionError(f"{name} must be 4-D [B, H, S, D]; got shape {tuple(tensor.shape)}")
+        if tensor.dtype not in FALLBACK_DTYPES:
+            raise AttentionError(f"{name} has dtype {tensor.dtype}; expected a floating-point dtype")
+    (batch, heads_q, _, head_dim), key_shape = query.shape, key.shape
+    if not query.dtype == key.dtype == value.dtype:
+        raise AttentionError(f"query, key, value dtypes differ: {query.dtype}, {key.dtype}, {value.dtype}")
+    if not query.device == key.device == value.device:
+        raise AttentionError(f"query, key, value are on different devices: {query.device}, {key.device}, "
+                             f"{value.device}")
+    if key_shape != value.shape:
+        raise AttentionError(f"key and value shapes differ: {tuple(key_shape)} vs {tuple(value.shape)}")
+    if batch != key_shape[0]:
+        raise AttentionError(f"batch sizes differ: query has {batch}, key/value have {key_shape[0]}")
+    if head_dim != key_shape[3]:
+        raise AttentionError(f"head dims differ: query has {head_dim}, key/value have {key_shape[3]}")
+    if heads_q != key_shape[1]:
+        if not enable_gqa:
+            raise AttentionError(f"enable_gqa: query has {heads_q} heads and key/value {key_shape[1]}; "
+                                 "pass enable_gqa=True for grouped-query attention")
+        if heads_q % key_shape[1]:
+            raise AttentionError(f"enable_gqa: query heads ({heads_q}) must be a multiple of key/value "
+                                 f"heads ({key_shape[1]})")
+    if score_mod is not None and not callable(score_mod):
+        raise AttentionError(f"score_mod must be a function, got {type(score_mod).__name__}")
+    if mask_mod is not None and not callable(mask_mod):
+        raise AttentionError(f"mask_mod must be a function, got {type(mask_mod).__name__}")
+    if normalization not in NORMALIZATIONS:
+        raise AttentionError(f"normalization must be one of {', '.join(NORMALIZATIONS)}; got {normalization!r}")
+    if return_lse and normalization != "softmax":
+        raise AttentionError(f"return_lse: the {normalization} normalization has no log-sum-exp")
+    if (query.requires_grad or key.requires_grad or value.requires_grad) and torch.is_grad_enabled():
+        raise AttentionError("cubridge.attention computes the forward pass only (no backward): call it under "
+                             "torch.no_grad() or torch.inference_mode(), or detach the inputs")
+    if scale is None:
+        return 1.0 / math.sqrt(head_dim)
+    if not isinstance(scale, int | float) or not scale > 0:
+        raise AttentionError(f"scale must be a positive number (masked scores are -inf); got {scale!r}")
+    return float(scale)

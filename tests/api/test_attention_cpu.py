@@ -1,0 +1,365 @@
+"""cubridge.attention on the CPU: the eager fallback against flex_attention, the variant cache, torch.compile
+(fullgraph) and the one-line argument errors."""
+
+import math
+import warnings
+
+import pytest
+import torch
+from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex_attention, noop_mask
+
+import cubridge
+from cubridge import api
+from cubridge.api import AttentionError
+
+document = torch.tensor([0] * 5 + [1] * 7 + [2] * 4)
+
+
+def documents(b, h, q_idx, kv_idx):
+    return document[q_idx] == document[kv_idx]
+
+
+def causal(b, h, q_idx, kv_idx):
+    return q_idx >= kv_idx
+
+
+def first_rows_masked(b, h, q_idx, kv_idx):
+    return (q_idx >= 2) & (kv_idx <= q_idx)
+
+
+def softcap(score, b, h, q_idx, kv_idx):
+    return 2.0 * torch.tanh(score / 2.0)
+
+
+def head_bias(score, b, h, q_idx, kv_idx):
+    return score + 0.5 * h - 0.1 * (q_idx - kv_idx).abs()
+
+
+def sliding(window):
+    def within(b, h, q_idx, kv_idx):
+        return (q_idx - kv_idx).abs() <= window
+    return within
+
+
+@pytest.fixture(autouse=True)
+def quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def inputs(heads_q=4, heads_kv=2, seqlen=16, head_dim=32, dtype=torch.float32):
+    generator = torch.Generator().manual_seed(0)
+    q = torch.randn(2, heads_q, seqlen, head_dim, generator=generator, dtype=dtype)
+    k, v = (torch.randn(2, heads_kv, seqlen, head_dim, generator=generator, dtype=dtype) for _ in range(2))
+    return q, k, v
+
+
+def flex(q, k, v, score_mod=None, mask_mod=None, **options):
+    block_mask = None if mask_mod is None else create_block_mask(mask_mod, None, None, q.shape[2], k.shape[2],
+                                                                 device="cpu")
+    return flex_attention(q, k, v, score_mod, block_mask, enable_gqa=q.shape[1] != k.shape[1], return_lse=True,
+                          **options)
+
+
+@pytest.mark.parametrize("score_mod", [None, softcap, head_bias])
+@pytest.mark.parametrize("mask_mod", [None, documents, causal, first_rows_masked])
+@pytest.mark.parametrize("heads", [(2, 2), (4, 2)])
+def test_fallback_matches_flex_attention(score_mod, mask_mod, heads):
+    q, k, v = inputs(*heads)
+    out, lse = cubridge.attention(q, k, v, score_mod, mask_mod=mask_mod, enable_gqa=heads[0] != heads[1],
+                                  return_lse=True)
+    expected_out, expected_lse = flex(q, k, v, score_mod, mask_mod)
+    torch.testing.assert_close(out, expected_out, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(lse, expected_lse, atol=1e-5, rtol=1e-5)
+    assert lse.dtype == torch.float32
+
+
+def test_block_mask_and_scale_as_flex_attention_takes_them():
+    q, k, v = inputs()
+    block_mask = create_block_mask(first_rows_masked, None, None, 16, 16, device="cpu")
+    out = cubridge.attention(q, k, v, softcap, block_mask, 0.3, True)
+    expected = flex_attention(q, k, v, softcap, block_mask, 0.3, True)
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+    assert out[:, :, :2].abs().max() == 0
+
+
+def test_return_aux_and_kernel_options_as_flex_attention_takes_them():
+    from torch.nn.attention.flex_attention import AuxRequest
+
+    q, k, v = inputs()
+    block_mask = create_block_mask(causal, None, None, 16, 16, device="cpu")
+    out, aux = cubridge.attention(q, k, v, softcap, block_mask, None, True, False, {"BLOCK_M": 64},
+                                  return_aux=AuxRequest(lse=True))
+    expected_out, expected_aux = flex_attention(q, k, v, softcap, block_mask, enable_gqa=True,
+                                                return_aux=AuxRequest(lse=True))
+    torch.testing.assert_close(out, expected_out, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(aux.lse, expected_aux.lse, atol=1e-5, rtol=1e-5)
+    assert aux.max_scores is None
+    with pytest.raises(AttentionError, match="return_aux: max_scores is not computed"):
+        cubridge.attention(q, k, v, enable_gqa=True, return_aux=AuxRequest(lse=True, max_scores=True))
+
+
+def test_bfloat16_inputs_give_bfloat16_output_and_float32_lse():
+    q, k, v = inputs(dtype=torch.bfloat16)
+    out, lse = cubridge.attention(q, k, v, softcap, enable_gqa=True, return_lse=True)
+    expected_out, expected_lse = flex(q.float(), k.float(), v.float(), softcap)
+    assert out.dtype == torch.bfloat16 and lse.dtype == torch.float32
+    torch.testing.assert_close(out.float(), expected_out, atol=2e-2, rtol=2e-2)
+    torch.testing.assert_close(lse, expected_lse, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("normalization,activation", [("sigmoid", torch.sigmoid), ("relu", torch.relu)])
+def test_other_normalizations_with_and_without_hooks(normalization, activation):
+    q, k, v = inputs(2, 2, dtype=torch.float64)
+    for mask_mod in (None, causal):
+        out = cubridge.attention(q, k, v, mask_mod=mask_mod, normalization=normalization)
+        scores = activation(q @ k.transpose(-1, -2) / math.sqrt(32))
+        if mask_mod is not None:
+            scores = scores.tril()
+        torch.testing.assert_close(out, scores @ v)
+
+
+def test_captured_values_are_arguments_and_the_variant_is_reused(monkeypatch):
+    global document
+    traced = []
+    spec_from_hooks = api.spec_from_hooks
+    monkeypatch.setattr(api, "spec_from_hooks", lambda *args: traced.append(args) or spec_from_hooks(*args))
+    api._BINDINGS.clear()
+    q, k, v = inputs()
+    cubridge.attention(q, k, v, mask_mod=documents, enable_gqa=True)
+    assert len(traced) == 1
+    saved = document
+    try:
+        document = torch.tensor([0] * 8 + [1] * 8)  # new boundaries, same shape
+        out = cubridge.attention(q, k, v, mask_mod=documents, enable_gqa=True)
+        assert len(traced) == 1
+        torch.testing.assert_close(out, flex(q, k, v, None, documents)[0], atol=1e-5, rtol=1e-5)
+    finally:
+        document = saved
+
+
+def test_a_closure_with_other_values_is_another_variant_and_equal_values_share_one():
+    q, k, v = inputs()
+    outputs = {}
+    for window in (1, 3, 1):
+        hook = sliding(window)
+        outputs[window] = cubridge.attention(q, k, v, mask_mod=hook, enable_gqa=True)
+        torch.testing.assert_close(outputs[window], flex(q, k, v, None, hook)[0], atol=1e-5, rtol=1e-5)
+    keys = {api._binding(None, sliding(window), "softmax")[0].key for window in (1, 3, 1)}
+    assert len(keys) == 2
+
+
+def test_a_bound_call_costs_microseconds():
+    import time
+
+    hook = sliding(2)
+    api._binding(softcap, hook, "softmax")
+    start = time.perf_counter()
+    for _ in range(1000):
+        api._binding(softcap, hook, "softmax")
+    assert (time.perf_counter() - start) / 1000 < 1e-4
+
+
+def test_the_fallback_warns_once(monkeypatch):
+    monkeypatch.setattr(api, "_warned", False)
+    q, k, v = inputs()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cubridge.attention(q, k, v, softcap, enable_gqa=True)
+        cubridge.attention(q, k, v, softcap, enable_gqa=True)
+    messages = [str(w.message) for w in caught if "eager PyTorch reference" in str(w.message)]
+    assert len(messages) == 1 and caught[0].filename == __file__
+
+
+def test_torch_compile_fullgraph_traces_the_op_and_keeps_captured_values_as_inputs():
+    global document
+    graphs = []
+
+    def counting_backend(graph_module, example_inputs):
+        graphs.append(graph_module)
+        return graph_module.forward
+
+    def layer(q, k, v):
+        return cubridge.attention(q, k, v, softcap, mask_mod=documents, enable_gqa=True, return_lse=True)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(layer, fullgraph=True, backend=counting_backend)
+    q, k, v = inputs()
+    saved = document
+    try:
+        for boundaries in ([0] * 5 + [1] * 7 + [2] * 4, [0] * 8 + [1] * 8):
+            document = torch.tensor(boundaries)
+            out, lse = compiled(q, k, v)
+            expected_out, expected_lse = flex(q, k, v, softcap, documents)
+            torch.testing.assert_close(out, expected_out, atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(lse, expected_lse, atol=1e-5, rtol=1e-5)
+        longer = [t.repeat(1, 1, 2, 1) for t in (q, k, v)]
+        document = torch.tensor([0] * 32)
+        compiled(*longer)
+    finally:
+        document = saved
+    assert any("cubridge.attention" in str(node.target) for node in graphs[0].graph.nodes)
+    assert len(graphs) == 2  # the new captured shape traces again; new values did not
+
+
+def test_torch_compile_retraces_when_a_closure_value_changes():
+    def layer(q, k, v, mask_mod):
+        return cubridge.attention(q, k, v, mask_mod=mask_mod, enable_gqa=True)
+
+    torch._dynamo.reset()
+    compiled = torch.compile(layer, fullgraph=True, backend="aot_eager")
+    q, k, v = inputs()
+    for window in (1, 2, 3, 2):
+        hook = sliding(window)
+        torch.testing.assert_close(compiled(q, k, v, hook), flex(q, k, v, None, hook)[0], atol=1e-5, rtol=1e-5)
+
+
+def test_the_fake_implementation_gives_the_output_shapes():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        q, k, v = inputs()
+        out, lse = torch.ops.cubridge.attention(q, k, v, [], [], [], "", 0.1, True)
+    assert out.shape == q.shape and lse.shape == q.shape[:3] and lse.dtype == torch.float32
+
+
+def wrong_arity(b, h, q_idx):
+    return q_idx > 0
+
+
+def unsupported(score, b, h, q_idx, kv_idx):
+    return torch.sort(score)[0]
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda q, k, v: cubridge.attention(q, k, v, mask_mod=wrong_arity, enable_gqa=True),
+     r"test_attention_cpu.py:\d+: error: wrong_arity takes \(b, h, q_idx, kv_idx\)"),
+    (lambda q, k, v: cubridge.attention(q, k, v, unsupported, enable_gqa=True),
+     r"test_attention_cpu.py:\d+: error: unsupported operation 'aten.sort.default'"),
+    (lambda q, k, v: cubridge.attention(q[0], k, v, enable_gqa=True), r"query must be 4-D"),
+    (lambda q, k, v: cubridge.attention(q, k.double(), v, enable_gqa=True), r"dtypes differ"),
+    (lambda q, k, v: cubridge.attention(q.int(), k, v, enable_gqa=True), r"query has dtype torch.int32"),
+    (lambda q, k, v: cubridge.attention(q, k, v), r"enable_gqa: query has 4 heads and key/value 2"),
+    (lambda q, k, v: cubridge.attention(q[:, :3], k, v, enable_gqa=True), r"multiple of key/value heads"),
+    (lambda q, k, v: cubridge.attention(q, k, v[..., :16], enable_gqa=True), r"key and value shapes differ"),
+    (lambda q, k, v: cubridge.attention(q, k, v, enable_gqa=True, scale=-1.0), r"scale must be a positive"),
+    (lambda q, k, v: cubridge.attention(q, k, v, enable_gqa=True, normalization="tanh"), r"normalization must"),
+    (lambda q, k, v: cubridge.attention(q, k, v, enable_gqa=True, normalization="relu", return_lse=True),
+     r"return_lse: the relu normalization has no log-sum-exp"),
+    (lambda q, k, v: cubridge.attention(q.requires_grad_(), k, v, enable_gqa=True), r"forward pass only"),
+    (lambda q, k, v: cubridge.attention(q, k, v, score_mod=3, enable_gqa=True), r"score_mod must be a function"),
+    (lambda q, k, v: cubridge.attention(q, k, v, block_mask=causal, enable_gqa=True), r"block_mask must be"),
+    (lambda q, k, v: cubridge.attention(q, k, v, block_mask=create_block_mask(causal, None, None, 16, 16, "cpu"),
+                                        mask_mod=documents, enable_gqa=True), r"mask_mod and block_mask"),
+    (lambda q, k, v: cubridge.attention(
+        q, k, v, block_mask=BlockMask.from_kv_blocks(torch.ones(1, 1, 1, dtype=torch.int32),
+                                                     torch.zeros(1, 1, 1, 1, dtype=torch.int32), mask_mod=noop_mask),
+        enable_gqa=True), r"block_mask: this BlockMask has no mask_mod"),
+])
+def test_bad_arguments_are_one_line_errors_naming_the_argument(call, message):
+    with pytest.raises(AttentionError, match=message) as caught:
+        call(*inputs())
+    assert "\n" not in str(caught.value)
+
+
+def test_a_captured_tensor_too_short_for_the_sequence_is_a_located_error():
+    q, k, v = inputs(seqlen=32)
+    with pytest.raises(AttentionError, match=r"test_attention_cpu.py:\d+: error: captured tensor 'document' has 16 "):
+        cubridge.attention(q, k, v, mask_mod=documents, enable_gqa=True)
+
+
+bias = torch.tensor(0.5)
+
+
+def biased(score, b, h, q_idx, kv_idx):
+    return score * bias
+
+
+def test_a_zero_dimensional_tensor_is_a_constant_guarded_by_value():
+    global bias
+    q, k, v = inputs()
+    saved = bias
+    try:
+        for value in (0.5, 2.0):
+            bias = torch.tensor(value)
+            out = cubridge.attention(q, k, v, biased, enable_gqa=True)
+            expected = flex(q, k, v, lambda score, b, h, q_idx, kv_idx: score * value, None)[0]
+            torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+        compiled = torch.compile(lambda q, k, v: cubridge.attention(q, k, v, biased, enable_gqa=True),
+                                 fullgraph=True, backend="aot_eager")
+        with pytest.raises(Exception, match="reads the 0-d tensor 'bias', which is compiled in as a constant"):
+            compiled(q, k, v)
+    finally:
+        bias = saved
+
+
+long_document = torch.repeat_interleave(torch.arange(4), torch.tensor([100, 60, 90, 50]))
+
+
+def long_documents(b, h, q_idx, kv_idx):
+    return long_document[q_idx] == long_document[kv_idx]
+
+
+def later_documents(b, h, q_idx, kv_idx):
+    return long_document[q_idx] <= long_document[kv_idx]
+
+
+def test_the_quick_verification_runs_the_traced_hooks_and_rejects_a_wrong_kernel(tmp_path, monkeypatch):
+    import dataclasses
+
+    from cubridge.diagnostics import CuBridgeError
+    from cubridge.frontends.spec import spec_from_hooks
+    from cubridge.runtime.variant import build_variant
+
+    monkeypatch.setenv("CUBRIDGE_CACHE_DIR", str(tmp_path))
+
+    def unusable(*args):
+        raise RuntimeError("reads a tensor on another device")
+
+    spec = spec_from_hooks(mask_mod=long_documents)
+    kernel = build_variant(dataclasses.replace(spec, mask_mod=unusable), "sm90")
+    api.quick_verify(kernel)
+    assert len(list((tmp_path / "verified").iterdir())) == 1
+    kernel.spec = spec_from_hooks(mask_mod=later_documents)  # a kernel that does not compute its spec
+    with pytest.raises(CuBridgeError, match="failed its quick verification: mismatch"):
+        api.quick_verify(kernel)
+
+
+def test_the_gpu_dispatch_builds_once_and_passes_captures_and_block_lists(monkeypatch, tmp_path):
+    """The GPU branch of the op with the launch replaced by a recorder (no GPU here): the variant is built and
+    quickly verified once, the launch gets the captured tensors' current values, and a BlockMask's lists with
+    their block size (the kernel decides whether they fit)."""
+    global document
+    from cubridge.runtime import variant as variant_module
+
+    monkeypatch.setenv("CUBRIDGE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(api, "_reference_for", lambda device: "sm90")
+    builds, launches = [], []
+    build_variant = variant_module.build_variant
+    monkeypatch.setattr(variant_module, "build_variant", lambda *args: builds.append(args) or build_variant(*args))
+
+    def launch(self, q, k, v, scale, return_lse, captured, block_lists=None, block_size=None):
+        launches.append((self.reference, captured, block_lists, block_size, scale))
+        return torch.zeros_like(q), torch.zeros(q.shape[:3])
+
+    monkeypatch.setattr(variant_module.VariantKernel, "launch", launch)
+    monkeypatch.setattr(api, "_VARIANTS", {})
+    monkeypatch.setattr(api, "_BINDINGS", {})
+    q, k, v = inputs()
+    saved = document
+    try:
+        cubridge.attention(q, k, v, mask_mod=documents, enable_gqa=True)
+        document = torch.tensor([0] * 8 + [1] * 8)
+        block_mask = create_block_mask(documents, None, None, 16, 16, device="cpu")
+        out, lse = cubridge.attention(q, k, v, block_mask=block_mask, enable_gqa=True, return_lse=True, scale=0.5)
+    finally:
+        document = saved
+    assert len(builds) == 1 and len(launches) == 2
+    (_, first, no_lists, no_size, _), (reference, second, lists, size, scale) = launches
+    assert reference == "sm90" and no_lists is None and no_size is None and scale == 0.5
+    assert first["document"] is saved and torch.equal(second["document"], torch.tensor([0] * 8 + [1] * 8))
+    assert size == (128, 128)
+    assert torch.equal(lists["kv_num_blocks"], block_mask.kv_num_blocks.expand(2, 4, 1).int())
+    assert lists["full_kv_indices"].shape == (2, 4, 1, 1) and lists["kv_indices"].is_contiguous()
+    assert out.shape == q.shape and lse.shape == q.shape[:3]

@@ -1,0 +1,198 @@
+"""cubridge.attention on the GPU: against flex_attention (compiled) and the float64 reference for a few
+variants (FlashAttention's criterion), BlockMask block lists reused or rebuilt, torch.compile fullgraph,
+CUDA graph capture, and no rebuild for new captured values or sequence lengths."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import cubridge
+from cubridge import api
+from cubridge.reference import attention_reference
+from cubridge.runtime.variant_reference import check_close, spec_attention
+
+pytestmark = pytest.mark.gpu
+
+SEQLEN = 1000
+document = torch.repeat_interleave(torch.arange(8), torch.tensor([90, 200, 33, 177, 150, 100, 150, 100]))
+
+
+def documents(b, h, q_idx, kv_idx):
+    return document[q_idx] == document[kv_idx]
+
+
+def softcap(score, b, h, q_idx, kv_idx):
+    return 20.0 * torch.tanh(score / 20.0)
+
+
+def causal(b, h, q_idx, kv_idx):
+    return q_idx >= kv_idx
+
+
+def first_rows_masked(b, h, q_idx, kv_idx):
+    return (q_idx >= 3) & (kv_idx <= q_idx)
+
+
+def alibi(score, b, h, q_idx, kv_idx):
+    return score - 0.05 * (h + 1) * (q_idx - kv_idx).abs()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def supported_gpu():
+    global document
+    if torch.cuda.get_device_capability() < (8, 0):
+        pytest.skip("needs an sm_80 or newer GPU")
+    document = document.cuda()  # where a FlexAttention user keeps it
+
+
+def inputs(heads_q=4, heads_kv=2, seqlen=SEQLEN, head_dim=128, dtype=torch.bfloat16, seed=0):
+    generator = torch.Generator(device="cuda").manual_seed(seed)
+    q = torch.randn(2, heads_q, seqlen, head_dim, device="cuda", dtype=dtype, generator=generator)
+    k, v = (torch.randn(2, heads_kv, seqlen, head_dim, device="cuda", dtype=dtype, generator=generator)
+            for _ in range(2))
+    return q, k, v
+
+
+def flex(q, k, v, score_mod, mask_mod):
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    block_mask = None if mask_mod is None else create_block_mask(mask_mod, None, None, q.shape[2], k.shape[2])
+    return torch.compile(flex_attention)(q, k, v, score_mod, block_mask, enable_gqa=q.shape[1] != k.shape[1],
+                                         return_lse=True)
+
+
+def assert_correct(out, lse, q, k, v, score_mod, mask_mod, normalization="softmax", low_precision=None):
+    """FlashAttention's criterion against float64, beside flex_attention's output (`low_precision`) or, without
+    one, the spec's eager 16-bit computation; the LSE within 1e-2, -inf exactly on fully masked rows."""
+    softmax = normalization == "softmax"
+    exact = attention_reference(q.double(), k.double(), v.double(), score_mod, mask_mod,
+                                normalization=normalization, compute_dtype=torch.float64, return_lse=softmax)
+    exact, exact_lse = exact if softmax else (exact, None)
+    if low_precision is None:
+        binding, captures = api._binding(score_mod, mask_mod, normalization)
+        variant = api._VARIANTS[binding.key]
+        low_precision, _ = spec_attention(variant.spec, q, k, v, 1 / math.sqrt(q.shape[3]),
+                                          dict(zip(variant.capture_names, captures)), exact=False)
+    ok, error, bound = check_close(out, low_precision, exact)
+    assert ok, f"error {error:.3e} > bound {bound:.3e}"
+    if lse is not None:
+        assert torch.equal(torch.isneginf(lse), torch.isneginf(exact_lse))
+        finite = torch.isfinite(exact_lse)
+        assert (lse[finite].double() - exact_lse[finite]).abs().max() < 1e-2
+
+
+@pytest.mark.parametrize("score_mod,mask_mod", [(softcap, None), (None, documents), (softcap, causal),
+                                                (alibi, first_rows_masked), (None, causal)])
+@pytest.mark.parametrize("heads,head_dim", [((4, 2), 128), ((4, 4), 64)])
+def test_matches_flex_attention(score_mod, mask_mod, heads, head_dim):
+    q, k, v = inputs(*heads, head_dim=head_dim)
+    out, lse = cubridge.attention(q, k, v, score_mod, mask_mod=mask_mod, enable_gqa=heads[0] != heads[1],
+                                  return_lse=True)
+    flex_out, _ = flex(q, k, v, score_mod, mask_mod)
+    assert_correct(out, lse, q, k, v, score_mod, mask_mod, low_precision=flex_out)
+
+
+def test_plain_attention_takes_the_reference_kernel():
+    q, k, v = inputs()
+    out, lse = cubridge.attention(q, k, v, enable_gqa=True, return_lse=True)
+    assert_correct(out, lse, q, k, v, None, None)
+
+
+@pytest.mark.parametrize("normalization", ["sigmoid", "relu"])
+def test_pointwise_normalizations(normalization):
+    q, k, v = inputs()
+    out = cubridge.attention(q, k, v, mask_mod=causal, enable_gqa=True, normalization=normalization)
+    assert_correct(out, None, q, k, v, None, causal, normalization)
+
+
+@pytest.mark.parametrize("block_size", [128, 64])
+def test_a_block_mask_is_used_where_its_blocks_fit_and_rebuilt_where_not(block_size):
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    q, k, v = inputs()
+    block_mask = create_block_mask(documents, None, None, SEQLEN, SEQLEN, BLOCK_SIZE=block_size)
+    reference = "sm90" if torch.cuda.get_device_capability() == (9, 0) else "sm80"
+    kernel = api._VARIANTS[api._binding(None, documents, "softmax")[0].key].kernel(reference)
+    kernel._block_lists.clear()
+    out, lse = cubridge.attention(q, k, v, block_mask=block_mask, enable_gqa=True, return_lse=True)
+    assert_correct(out, lse, q, k, v, None, documents)
+    assert bool(kernel._block_lists) == (block_size != 128 or reference != "sm90")
+
+
+def test_torch_compile_fullgraph_and_no_rebuild_for_new_values_or_lengths():
+    global document
+    graphs = []
+
+    def backend(graph_module, example_inputs):
+        graphs.append(graph_module)
+        from torch._inductor.compile_fx import compile_fx
+
+        return compile_fx(graph_module, example_inputs)
+
+    def layer(q, k, v):
+        return cubridge.attention(q, k, v, softcap, mask_mod=documents, enable_gqa=True, return_lse=True)
+
+    compiled = torch.compile(layer, fullgraph=True, backend=backend)
+    saved = document
+    try:
+        for seed, seqlen in ((0, SEQLEN), (1, SEQLEN), (2, 700)):
+            generator = torch.Generator().manual_seed(seed)
+            document = torch.sort(torch.randint(0, 6, (SEQLEN,), generator=generator)).values.cuda()
+            q, k, v = inputs(seqlen=seqlen, seed=seed)
+            out, lse = compiled(q, k, v)
+            assert_correct(out, lse, q, k, v, softcap, documents)
+        variants = len(api._VARIANTS)
+        instances = sum(len(kernel._instances) for variant in api._VARIANTS.values()
+                        for kernel in variant.kernels.values())
+        document = torch.roll(document, 5)
+        q, k, v = inputs(seqlen=300, seed=3)
+        assert_correct(*compiled(q, k, v), q, k, v, softcap, documents)
+        assert len(api._VARIANTS) == variants
+        assert sum(len(kernel._instances) for variant in api._VARIANTS.values()
+                   for kernel in variant.kernels.values()) == instances
+    finally:
+        document = saved
+    assert len(graphs) <= 2  # new values: none; a new length: at most one (torch.compile's dynamic shapes)
+
+
+def test_cuda_graph_capture_replays_with_the_captured_tensors_values():
+    q, k, v = inputs()
+    ids = document.clone()
+
+    def in_documents(b, h, q_idx, kv_idx):
+        return ids[q_idx] == ids[kv_idx]
+
+    cubridge.attention(q, k, v, softcap, mask_mod=in_documents, enable_gqa=True)  # builds and compiles
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = cubridge.attention(q, k, v, softcap, mask_mod=in_documents, enable_gqa=True)
+    for boundaries in (document, torch.arange(SEQLEN, device="cuda") // 250):
+        ids.copy_(boundaries)
+        q.copy_(torch.randn_like(q))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert_correct(out, None, q, k, v, softcap, in_documents)
+
+
+def test_unsupported_head_dim_and_dtype_are_one_line_errors():
+    q, k, v = inputs(head_dim=96)
+    with pytest.raises(api.InvalidInputError, match="head dim 96 is not supported"):
+        cubridge.attention(q, k, v, softcap, enable_gqa=True)
+    q, k, v = inputs(dtype=torch.float32)
+    with pytest.raises(api.InvalidInputError, match="bfloat16 or float16"):
+        cubridge.attention(q, k, v, softcap, enable_gqa=True)
+
+
+def test_scale_is_applied_before_score_mod():
+    q, k, v = inputs()
+    scale = 0.5 / math.sqrt(128)
+    out = cubridge.attention(q, k, v, softcap, scale=scale, enable_gqa=True)
+    exact = attention_reference(q.double(), k.double(), v.double(), softcap, scale=scale,
+                                compute_dtype=torch.float64)
+    variant = api._VARIANTS[api._binding(softcap, None, "softmax")[0].key]
+    eager, _ = spec_attention(variant.spec, q, k, v, scale, exact=False)
+    assert check_close(out, eager, exact)[0]
