@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks.bench_variants import CONFIGS, TOKENS, grow_captures, hooks_on_gpu  # noqa: E402
+from cubridge.tools.bench import CONFIGS, TOKENS, grow_captures, hooks_on_gpu  # noqa: E402
 from cubridge.runtime.variant import build_variant  # noqa: E402
 
 spec_path, config, seqlen_text = sys.argv[1:4]

@@ -1,6 +1,6 @@
 """Where a variant kernel's time goes (GPU-only): the spec's lowered kernel beside copies of it with one piece
 changed by a text substitution, each compiled to its own cubin and launched through the variant runtime, timed
-paired (benchmarks/timing.py) against the shipped lowering and our own causal kernel.
+paired (cubridge/tools/timing.py) against the shipped lowering and our own causal kernel.
 
   python3 benchmarks/variant_diagnostics.py --spec examples/specs/document_mask.py --config llama2-7b \
       --seqlens 4k,8k --variants shipped,keep-true,no-mask,static-schedule --rounds 30
@@ -21,8 +21,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.bench_variants import CONFIGS, TOKENS, density, grow_captures, hooks_on_gpu  # noqa: E402
-from benchmarks.timing import quartiles, speedup, time_paired  # noqa: E402
+from cubridge.tools.bench import CONFIGS, TOKENS, Case, density, grow_captures, hooks_on_gpu  # noqa: E402
+from cubridge.tools.timing import quartiles, speedup, time_paired  # noqa: E402
 from cubridge.runtime import attention_sm90  # noqa: E402
 from cubridge.runtime.compiler import cache_dir, compile_cubin  # noqa: E402
 from cubridge.runtime.reference import causal_density  # noqa: E402
@@ -104,7 +104,8 @@ def main() -> int:
                 if error > 0:
                     raise SystemExit(f"{name} differs from {names[0]} by {error:.3e}")
             times = time_paired(launchers, args.rounds, 3)
-            fraction = density(kernels[names[0]].spec, batch, heads_q, seqlen)
+            case = Case(kernels[names[0]].spec.name, config, batch, heads_q, heads_kv, seqlen, head_dim)
+            fraction = density(kernels[names[0]].spec, case)
             flops = 4.0 * batch * heads_q * seqlen * seqlen * head_dim
             print(f"\n{kernels[names[0]].spec.name} {config} S={seqlen} B={batch} density {fraction:.4f}")
             print("| variant | ms | TFLOPS | speed-up vs first (q1, median, q3) |")

@@ -14,7 +14,9 @@ For every spec, model config and sequence length (batch B = max(1, 16k / S), so 
 
 Providers: cubridge (the spec's kernel on --reference), flex (FlexAttention compiled, Triton backend, with
 its BlockMask), flex-flash (its FLASH backend: needs FlashAttention-4), sdpa-cudnn and sdpa-flash (SDPA's
-cuDNN and FlashAttention-2 backends, for plain and causal variants), eager (cubridge.reference, chunked).
+cuDNN and FlashAttention-2 backends, for plain and causal variants), eager (cubridge.reference, chunked),
+cubridge-causal (our own hand-written causal kernel on the same problem, for mask-only variants: its TFLOPS
+count the causal density, so that a mask's cost shows against the kernel it was derived from).
 A provider that is missing or cannot run a variant is reported with its one-line reason.
 
 Writes DIR/results.json, DIR/results.md (one table per spec and config) and DIR/results.png (TFLOPS against
@@ -39,7 +41,7 @@ from cubridge.files import write_atomically
 
 SUMMARY = "time spec variants beside FlexAttention, SDPA and eager PyTorch on the GPU"
 CONFIGS = {"llama2-7b": (32, 32, 128), "qwen2.5-72b": (64, 8, 128), "llama3.1-405b": (128, 8, 128)}
-PROVIDERS = ("cubridge", "flex", "flex-flash", "sdpa-cudnn", "sdpa-flash", "eager")
+PROVIDERS = ("cubridge", "flex", "flex-flash", "sdpa-cudnn", "sdpa-flash", "eager", "cubridge-causal")
 TOKENS = 16384
 EAGER_ROUNDS = 3
 
@@ -135,6 +137,9 @@ def unavailable(provider: str, spec) -> str | None:
     if provider.startswith("sdpa") and (spec.score_expr is not None or spec.normalization != "softmax"
                                         or (spec.mask_expr is not None and not is_causal(spec))):
         return "SDPA expresses plain and causal softmax attention only"
+    if provider == "cubridge-causal" and (spec.mask_expr is None or spec.score_expr is not None
+                                          or spec.normalization != "softmax"):
+        return "a comparison for mask-only variants"
     if provider == "sdpa-cudnn" and not torch.backends.cudnn.is_available():
         return "not available: torch has no cuDNN"
     return None
@@ -157,6 +162,11 @@ def make_launcher(provider: str, spec, kernel, q, k, v, scale: float):
     gqa = q.shape[1] != k.shape[1]
     if provider == "cubridge":
         return lambda: kernel(q, k, v, scale=scale)
+    if provider == "cubridge-causal":
+        from cubridge.runtime import attention_sm80, attention_sm90
+
+        causal_kernel = attention_sm90 if kernel.reference == "sm90" else attention_sm80
+        return lambda: causal_kernel(q, k, v, causal=True, scale=scale)
     if provider in ("flex", "flex-flash"):
         from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
@@ -234,6 +244,7 @@ def density(spec, case: Case) -> float:
 
 def run_case(case: Case, spec, kernel, providers: list[str], rounds: int) -> dict:
     """One case's record: correctness, then paired timing, then TFLOPS and speed-ups."""
+    from cubridge.runtime.reference import causal_density
     from cubridge.runtime.variant_reference import check_close, spec_attention
     from cubridge.tools.timing import quartiles, speedup, time_paired
 
@@ -261,6 +272,9 @@ def run_case(case: Case, spec, kernel, providers: list[str], rounds: int) -> dic
         except Exception as error:  # a provider that cannot run this case is reported, not fatal
             notes[name] = f"failed: {type(error).__name__}: {str(error).strip().splitlines()[0][:160]}"
             continue
+        if name == "cubridge-causal":  # another function: checked by the causal kernel's own tests
+            launchers[name], errors[name] = launcher, None
+            continue
         ok, error, bound = check_close(out[:1, heads], expected[1], expected[0])
         errors[name] = error
         if not ok:
@@ -279,14 +293,18 @@ def run_case(case: Case, spec, kernel, providers: list[str], rounds: int) -> dic
     torch.cuda.empty_cache()
     fraction = density(spec, case)
     flops = 4.0 * case.batch * case.heads_q * case.seqlen * case.seqlen * case.head_dim * fraction
+    causal_flops = flops / fraction * causal_density(case.seqlen, case.seqlen) if fraction else 0.0
     results = {}
     for name in providers:
         if name not in times:
             results[name] = {"note": notes.get(name, "not run")}
             continue
         median = quartiles(times[name])[1]
-        entry = {"ms": round(median, 4), "tflops": round(flops / median / 1e9, 1), "max_error": errors[name]}
-        if name != "cubridge" and "cubridge" in times and name != "eager":
+        work = causal_flops if name == "cubridge-causal" else flops
+        entry = {"ms": round(median, 4), "tflops": round(work / median / 1e9, 1), "max_error": errors[name]}
+        if name == "cubridge-causal":
+            entry["note"] = "our causal kernel, same shape, causal density"
+        elif name != "cubridge" and "cubridge" in times and name != "eager":
             entry["cubridge_speedup"] = round(speedup(times, name, "cubridge")[1], 3)
         elif name == "eager" and "cubridge" in times:
             entry["cubridge_speedup"] = round(median / quartiles(times["cubridge"])[1], 3)
@@ -339,7 +357,8 @@ def markdown(records: list[dict], providers: list[str]) -> str:
     then every provider's note."""
     lines = ["# cubridge bench", "",
              "TFLOPS (median of paired rounds; 4 B HQ S S D x density / time), and in parentheses cubridge's "
-             "speed-up against the provider (median per-round time ratio). bf16, B * S = 16k tokens.", ""]
+             "speed-up against the provider (median per-round time ratio). bf16, B * S = 16k tokens. "
+             "cubridge-causal: our causal kernel on the same problem, at the causal density.", ""]
     groups: dict[tuple[str, str], list[dict]] = {}
     for record in records:
         groups.setdefault((record["spec"], record["config"]), []).append(record)
