@@ -1,7 +1,7 @@
 """Host time per call of cubridge.attention beside SDPA on a tiny problem, and the time of a variant's first
 call in a fresh process with an empty cache and with a warm one (GPU-only).
 
-Per-call time: mean wall time of back-to-back calls on a [1, 1, 1, 128] bf16 problem after a warm-up, for SDPA
+Per-call time: mean wall time of back-to-back calls on a [1, 1, 64, 128] bf16 problem after a warm-up, for SDPA
 (default backend and cuDNN), the plain Hopper entry, and cubridge.attention without hooks, with a score_mod
 (softcap) and with a captured-tensor mask (documents: block lists cached across calls). The first-call times
 run `python3 benchmarks/api_overhead.py --first-call` in subprocesses.
@@ -26,7 +26,8 @@ sys.path.insert(0, str(ROOT))
 import cubridge  # noqa: E402
 
 CALLS = 2000
-document = torch.zeros(1, dtype=torch.int64)
+TINY_SEQLEN = 64  # cuDNN's SDPA refuses a kv length of 1
+document = torch.zeros(TINY_SEQLEN, dtype=torch.int64)
 
 
 def softcap(score, b, h, q_idx, kv_idx):
@@ -56,7 +57,7 @@ def overheads() -> None:
 
     global document
     document = document.cuda()
-    q, k, v = (torch.randn(1, 1, 1, 128, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    q, k, v = (torch.randn(1, 1, TINY_SEQLEN, 128, device="cuda", dtype=torch.bfloat16) for _ in range(3))
 
     def cudnn():
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):

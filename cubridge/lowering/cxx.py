@@ -208,6 +208,8 @@ class SliceEmitter:
                     kind
                 ].format(*operands)
             return _INT_BINARY[kind].format(*operands)
+        if isinstance(op, mathd.AbsIOp):
+            return f"abs({operands[0]})"
         if kind in _FLOAT_BINARY:
             return _FLOAT_BINARY[kind].format(*operands)
         if kind in _FLOAT_UNARY:

@@ -84,6 +84,16 @@ def test_a_mask_that_loads_from_tables_is_evaluated_under_the_score_gemm():
     assert "struct PrefixLmVariant" in prefix and "bool kMaskLoads = true" not in prefix
 
 
+def test_integer_abs_has_cuda(tmp_path):
+    """math.absi (an index distance's .abs(), as in a symmetric ALiBi) lowers to C++ (the GPU tests of
+    cubridge.attention found it missing)."""
+    spec = tmp_path / "symmetric_alibi.py"
+    spec.write_text("def score_mod(score, b, h, q_idx, kv_idx):\n"
+                    "    return score - 0.05 * (h + 1) * (q_idx - kv_idx).abs()\n")
+    lowered = lower_module(_parse("sm90"), _transferred("sm90", spec), "symmetric_alibi")
+    assert re.search(r"const int \w+ = abs\(\w+\);\s+// symmetric_alibi\.py:2", lowered.source)
+
+
 def test_head_dim_256_needs_its_own_program():
     module = _transferred("sm90", REPOSITORY / "examples/specs/causal.py")
     with pytest.raises(CuBridgeError, match="80-key kv tiles at head dim 256"):
