@@ -45,6 +45,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from cubridge.dialect.attributes import Schedule, ScheduleAttr
 from cubridge.dialect.cuir import CopyAsyncOp, CopyOp, DimOp, ForEachTileOp, KernelOp, MapOp, YieldOp
 from cubridge.dialect.types import GlobalTensorType
 from cubridge.diagnostics import CuBridgeError, describe_location
@@ -276,9 +277,9 @@ class _TileBounds:
 def _schedule_unequal_tiles(kernel: KernelOp, plan: TilePlan) -> None:
     """A persistent kernel whose work tiles visit different kv ranges (bounds that
     depend on the tile's rows, or block lists) claims tiles dynamically."""
-    if kernel.schedule.data != "persistent" or not plan.varies_by_tile:
+    if kernel.schedule.data != Schedule.PERSISTENT or not plan.varies_by_tile:
         return
-    kernel.schedule = StringAttr("dynamic")
+    kernel.schedule = ScheduleAttr(Schedule.DYNAMIC)
 
 
 def _specialize_kv_loops(
