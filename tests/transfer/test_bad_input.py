@@ -4,6 +4,7 @@ import textwrap
 
 import pytest
 import torch
+from xdsl.dialects import arith, scf
 
 from cubridge.diagnostics import CuBridgeError
 from cubridge.frontends.spec import load_spec
@@ -224,7 +225,7 @@ def test_unrecognised_kernel_is_a_located_error():
     with pytest.raises(CuBridgeError) as error:
         TransferPass(spec_path("causal")).apply(ctx, module)
     assert f"attention_sm80.mlir:{line}:11: error: transfer:" in str(error.value)
-    assert "does not multiply the score by %softmax_scale" in str(error.value)
+    assert "does not multiply the score by a scale from outside the map" in str(error.value)
 
 
 def test_kernel_without_softmax_is_an_error():
@@ -263,3 +264,21 @@ def test_bound_comparison_before_the_kv_loop_is_a_located_error():
     message, text = _sm90_error(hoist)
     assert f"attention_sm90.mlir:{_line_of(text, '%pv_last_in_flight = arith.cmpi')}:9: error: transfer:" in message
     assert "a comparison of the kv loop's bounds must follow the loop" in message
+
+
+def test_comparison_of_the_kv_index_with_its_lower_bound_that_is_no_step_test_is_a_located_error():
+    message, text = _sm90_error(lambda t: t.replace("arith.cmpi ugt, %j, %c1", "arith.cmpi uge, %j, %c1"))
+    assert f"attention_sm90.mlir:{_line_of(text, '%pv_in_flight = arith.cmpi')}:11: error: transfer:" in message
+    assert "asks neither whether an earlier step ran" in message
+
+
+def test_mirrored_step_test_moves_with_the_loop_bounds():
+    text = (ROOT / "examples" / "ir" / "attention_sm90.mlir").read_text()
+    ctx, module = load_program("sm90", text.replace("arith.cmpi ugt, %j, %c1", "arith.cmpi ult, %c1, %j"))
+    TransferPass(spec_path("causal")).apply(ctx, module)
+    loops = [op for op in module.walk() if isinstance(op, scf.ForOp) and "cuir.row_reduce" in str(op)]
+    tests = [
+        op for loop in loops for op in loop.body.ops if isinstance(op, arith.CmpiOp) and op.rhs is loop.body.block.args[0]
+    ]
+    assert len(loops) == 3 and len(tests) == 3  # masked, mask-free and masked parts of the consumer loop
+    assert {test.lhs for test in tests} == {loops[0].lb} and not isinstance(loops[0].lb.owner, arith.ConstantOp)
