@@ -64,6 +64,7 @@ from cubridge.passes.transfer_match import (
     kv_column,
     match_attention,
 )
+from cubridge.runtime.kernel_inputs import TABLES
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ def transfer_kernel(kernel: KernelOp, spec: AttentionSpec) -> None:
         plan = mask_table.list_plan()
         block_lists = {
             name: _add_argument(kernel, name, GlobalTensorType(rank, i32, "row_major"))
-            for name, rank in mask_table.TABLES.items()
+            for name, rank in TABLES.items()
         }
     _specialize_kv_loops(found, plan, unmasked, block_lists)
     _schedule_unequal_tiles(kernel, plan)

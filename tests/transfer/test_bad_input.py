@@ -8,6 +8,7 @@ from xdsl.dialects import arith, scf
 
 from cubridge.diagnostics import CuBridgeError
 from cubridge.frontends.spec import load_spec
+from cubridge.interpreter.inputs import kernel_inputs
 from cubridge.passes.transfer import TransferPass
 from cubridge.tools.cuir_opt import XDSL_PASSES_FOR_CUIR, main as cuir_opt
 from cubridge.tools.cuir_run import main as cuir_run
@@ -199,13 +200,13 @@ def test_short_captured_tensor_is_an_error_at_bind_time(tmp_path):
     assert "indices 0..129" in str(error.value)
 
 
-def test_short_captured_tensor_fails_extra_inputs():
+def test_short_captured_tensor_fails_kernel_inputs():
     spec = load_spec(spec_path("document_mask"))
     _, module = load_program("sm80")
     kernel = next(op for op in module.walk() if op.name == "cuir.kernel")
     q = torch.zeros(1, 1, 600, 128)
     with pytest.raises(CuBridgeError, match="document_id"):
-        spec.extra_inputs(kernel, q, q, q)
+        kernel_inputs(spec, kernel, q, q, q)
 
 
 def test_failing_transfer_writes_nothing(tmp_path, capsys):
