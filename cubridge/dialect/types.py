@@ -4,6 +4,9 @@ Register-resident values (tiles, row/column vectors, async tokens) carry the
 worker that owns them, written `@name`: a warp-group role declared by
 `cuir.worker`. Values shared by the whole thread block (shared-memory buffers,
 mbarriers) carry a stage count: the number of copies a pipeline rotates over.
+
+The types parse and print their parameters by hand: xDSL 0.74's declarative
+format for attributes has keywords and whitespace but no parameter variables.
 """
 
 from __future__ import annotations
