@@ -1357,16 +1357,20 @@ class FillOp(IRDLOperation):
 # ----------------------------------------------------------------------------
 
 
-@irdl_op_definition
-class BarrierOp(IRDLOperation):
-    """Wait until every thread of the program arrives (__syncthreads)."""
-
-    name = "cuir.barrier"
+class _WorkerOnlyOp(IRDLOperation):
+    """An op without operands or results that only a worker runs."""
 
     assembly_format = "attr-dict"
 
     def verify_(self) -> None:
         _require_worker(self)
+
+
+@irdl_op_definition
+class BarrierOp(_WorkerOnlyOp):
+    """Wait until every thread of the program arrives (__syncthreads)."""
+
+    name = "cuir.barrier"
 
 
 class _NamedBarrierOp(IRDLOperation):
@@ -1402,12 +1406,12 @@ class NamedBarrierArriveOp(_NamedBarrierOp):
 
 
 class _MbarrierStageOp(IRDLOperation):
-    """An op on one stage of an mbarrier array: `%bar` or `%bar[%stage]`.
+    """An op a worker runs on one stage of an mbarrier array: `%bar` or `%bar[%stage]`."""
 
-    Subclasses declare `barrier` and `stage`.
-    """
+    barrier = operand_def(MbarrierType)
+    stage = opt_operand_def(IndexType)
 
-    def _verify_stage(self) -> None:
+    def verify_(self) -> None:
         _require_worker(self)
         _check_stage_index(f"'{self.name}' barrier", self.barrier.type, _opt(self.stage))
 
@@ -1442,18 +1446,10 @@ class MbarrierArriveOp(_MbarrierStageOp):
 
     name = "cuir.mbarrier_arrive"
 
-    barrier = operand_def(MbarrierType)
-    stage = opt_operand_def(IndexType)
-
-    assembly_format = (
-        "$barrier (`[` $stage^ `]`)? attr-dict `:` type($barrier)"
-    )
+    assembly_format = "$barrier (`[` $stage^ `]`)? attr-dict `:` type($barrier)"
 
     def __init__(self, barrier: SSAValue, stage: SSAValue | None = None):
         super().__init__(operands=[barrier, _opt(stage)])
-
-    def verify_(self) -> None:
-        self._verify_stage()
 
 
 @irdl_op_definition
@@ -1461,9 +1457,6 @@ class MbarrierExpectTxOp(_MbarrierStageOp):
     """Arrive once at an mbarrier stage and add `bytes` to the transactions its phase waits for."""
 
     name = "cuir.mbarrier_expect_tx"
-
-    barrier = operand_def(MbarrierType)
-    stage = opt_operand_def(IndexType)
 
     tx_bytes = prop_def(IntegerAttr[I64])
 
@@ -1477,7 +1470,7 @@ class MbarrierExpectTxOp(_MbarrierStageOp):
         )
 
     def verify_(self) -> None:
-        self._verify_stage()
+        super().verify_()
         if self.tx_bytes.value.data <= 0:
             raise VerifyException("cuir.mbarrier_expect_tx needs a positive byte count")
 
@@ -1493,7 +1486,7 @@ class MbarrierWaitOp(_MbarrierStageOp):
 
     name = "cuir.mbarrier_wait"
 
-    barrier = operand_def(MbarrierType)
+    barrier = operand_def(MbarrierType)  # declared again: the operands keep the order barrier, stage, parity
     stage = opt_operand_def(IndexType)
     parity = operand_def(IndexType)
 
@@ -1505,9 +1498,6 @@ class MbarrierWaitOp(_MbarrierStageOp):
 
     def __init__(self, barrier: SSAValue, stage: SSAValue | None, parity: SSAValue):
         super().__init__(operands=[barrier, _opt(stage), parity])
-
-    def verify_(self) -> None:
-        self._verify_stage()
 
 
 @irdl_op_definition
@@ -1545,15 +1535,10 @@ class WaitGroupOp(IRDLOperation):
 
 
 @irdl_op_definition
-class GemmFenceOp(IRDLOperation):
+class GemmFenceOp(_WorkerOnlyOp):
     """Order earlier register writes before the next `cuir.gemm_async` reads them (wgmma.fence)."""
 
     name = "cuir.gemm_fence"
-
-    assembly_format = "attr-dict"
-
-    def verify_(self) -> None:
-        _require_worker(self)
 
 
 @irdl_op_definition
@@ -1620,15 +1605,10 @@ def _defining_ops(value: SSAValue) -> list[Operation]:
 
 
 @irdl_op_definition
-class FenceAsyncSharedOp(IRDLOperation):
+class FenceAsyncSharedOp(_WorkerOnlyOp):
     """Make this worker's ordinary shared-memory writes visible to TMA and wgmma reads."""
 
     name = "cuir.fence_async_shared"
-
-    assembly_format = "attr-dict"
-
-    def verify_(self) -> None:
-        _require_worker(self)
 
 
 CUIR_OPS = (
