@@ -1,4 +1,4 @@
-"""Times building a data-dependent mask's block lists for our kernels (cubridge.passes.mask_table, on the GPU)
+"""Times building a data-dependent mask's block lists for our kernels (cubridge.runtime.kernel_inputs, on the GPU)
 beside FlexAttention's create_block_mask for the same mask and shape (median of 10 after a warm-up).
 
   python benchmarks/block_list_build.py examples/specs/document_mask.py --seqlen 8192 --batch 2 --heads 32
@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cubridge.tools.bench import grow_captures, hooks_on_gpu  # noqa: E402
 from cubridge.frontends.spec import load_spec  # noqa: E402
-from cubridge.passes.mask_table import build_block_lists  # noqa: E402
+from cubridge.runtime.kernel_inputs import build_block_lists  # noqa: E402
 
 
 def median_ms(function, repeats: int = 10) -> float:

@@ -59,7 +59,7 @@ from cubridge.diagnostics import CuBridgeError
 from cubridge.frontends.spec import NORMALIZATIONS, AttentionSpec, spec_from_hooks
 from cubridge.frontends.hooks import cell_value, global_names
 from cubridge.files import write_atomically
-from cubridge.passes import mask_table
+from cubridge.runtime.kernel_inputs import TABLES
 from cubridge.reference import attention_reference
 from cubridge.runtime.compiler import cache_dir
 from cubridge.runtime.errors import InvalidInputError
@@ -490,7 +490,7 @@ def _given_lists(block_lists: list[torch.Tensor], block_shape: list[int], query,
            for t in block_lists):
         return None, None
     tables = {name: t.expand(batch, heads, *t.shape[2:]).to(torch.int32).contiguous()
-              for name, t in zip(mask_table.TABLES, block_lists)}
+              for name, t in zip(TABLES, block_lists)}
     return tables, (block_shape[0], block_shape[1])
 
 

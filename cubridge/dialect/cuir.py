@@ -39,6 +39,10 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
+    AnyAttr,
+    BaseAttr,
+    ParamAttrConstraint,
+    VarConstraint,
     AttrSizedOperandSegments,
     IRDLOperation,
     irdl_op_definition,
@@ -63,19 +67,24 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from cubridge.dialect.attributes import (
+    ENUM_ATTRIBUTES,
+    GemmLayoutAttr,
+    ReductionAttr,
+    Schedule,
+    ScheduleAttr,
+    TileOrder,
+    TileOrderAttr,
+    enum_attr,
+)
 from cubridge.dialect.syntax import (
-    Ref,
     parse_arrow_type,
     parse_colon_type,
-    parse_colon_types,
     parse_indices,
     parse_keyword_attributes,
-    parse_keyword_operand,
-    parse_ref,
     parse_typed_arguments,
     parse_types,
     print_body,
-    print_ref,
     print_signature,
     print_typed_arguments,
 )
@@ -96,10 +105,6 @@ MAX_THREADS_PER_BLOCK = 1024
 MAX_SHARED_BYTES = 232448  # sm_90 opt-in limit per block (227 KiB)
 REGISTER_FILE = 65536
 REGISTER_BUDGETS = range(24, 257, 8)  # what setmaxnreg accepts
-SCHEDULES = ("grid", "persistent", "dynamic")
-TILE_ORDERS = ("natural", "longest_first")
-GEMM_LAYOUTS = ("ab", "abt")
-REDUCTIONS = ("max", "sum")
 
 
 def launch_registers(threads: int) -> int:
@@ -228,8 +233,8 @@ class KernelOp(IRDLOperation):
     smem_bytes = prop_def(IntegerAttr[I64])
     cluster = prop_def(ArrayAttr[IntegerAttr[I64]])
     tile_m = prop_def(IntegerAttr[I64])
-    schedule = prop_def(StringAttr)
-    order = prop_def(StringAttr)
+    schedule = prop_def(ScheduleAttr)
+    order = prop_def(TileOrderAttr)
     source = opt_prop_def(StringAttr)
 
     body = region_def("single_block")
@@ -264,8 +269,8 @@ class KernelOp(IRDLOperation):
                 "smem_bytes": _int(smem_bytes),
                 "cluster": ArrayAttr([_int(c) for c in cluster]),
                 "tile_m": _int(tile_m),
-                "schedule": StringAttr(schedule),
-                "order": StringAttr(order),
+                "schedule": enum_attr(ScheduleAttr, schedule, "schedule"),
+                "order": enum_attr(TileOrderAttr, order, "tile order"),
                 "source": StringAttr(source) if source is not None else None,
             },
             regions=[body],
@@ -300,14 +305,6 @@ class KernelOp(IRDLOperation):
             raise VerifyException(
                 f"threads must be a multiple of {WARPGROUP_THREADS} up to "
                 f"{MAX_THREADS_PER_BLOCK}, got {threads}"
-            )
-        if self.schedule.data not in SCHEDULES:
-            raise VerifyException(
-                f"schedule must be one of {', '.join(SCHEDULES)}, got '{self.schedule.data}'"
-            )
-        if self.order.data not in TILE_ORDERS:
-            raise VerifyException(
-                f"tile order must be one of {', '.join(TILE_ORDERS)}, got '{self.order.data}'"
             )
         if len(self.cluster.data) != 3 or any(c.value.data < 1 for c in self.cluster.data):
             raise VerifyException("cluster shape has three positive sizes")
@@ -389,6 +386,9 @@ class KernelOp(IRDLOperation):
             taken = int(index) + 1 if index is not None else 1
             printer.ssa_names[base] = max(printer.ssa_names.get(base, 0), taken)
 
+    # Hand-written syntax: the block arguments print as a named signature `@k(%q: T, ...)`, the
+    # launch names `arg_names` are read back from their SSA names, and the cluster is `AxBxC`; the
+    # declarative format prints entry-block arguments only inside the region (`^bb0(...)`).
     def print(self, printer: Printer) -> None:
         printer.print_string(" @" + self.sym_name.data)
         self._pin_argument_names(printer)
@@ -397,10 +397,10 @@ class KernelOp(IRDLOperation):
         printer.print_string(
             f" threads {self.threads.value.data} smem {self.smem_bytes.value.data}"
             f" cluster {cluster} tile_m {self.tile_m.value.data}"
-            f" schedule {self.schedule.data}"
+            f" schedule {self.schedule.data.value}"
         )
-        if self.order.data != "natural":
-            printer.print_string(f" {self.order.data}")
+        if self.order.data != TileOrder.NATURAL:
+            printer.print_string(f" {self.order.data.value}")
         if self.source is not None:
             printer.print_string(" source ")
             printer.print_string_literal(self.source.data)
@@ -420,8 +420,8 @@ class KernelOp(IRDLOperation):
         parser.parse_keyword("tile_m")
         tile_m = parser.parse_integer(allow_negative=False, allow_boolean=False)
         parser.parse_keyword("schedule")
-        schedule = parser.parse_identifier()
-        order = parser.parse_optional_keyword("longest_first") or "natural"
+        schedule = parser.parse_str_enum(Schedule)
+        order = parser.parse_optional_keyword(TileOrder.LONGEST_FIRST) or TileOrder.NATURAL
         source = parser.parse_str_literal() if parser.parse_optional_keyword("source") else None
         attributes = parse_keyword_attributes(parser)
         body = parser.parse_region(arguments)
@@ -528,6 +528,8 @@ class WorkerOp(IRDLOperation):
                 f"in [24, 256], got {self.regs.value.data}"
             )
 
+    # Hand-written syntax: the instance index, the body's block argument, prints before the body as
+    # `(%i)`; the declarative format prints region arguments only inside the region.
     def print(self, printer: Printer) -> None:
         begin, end = self.thread_range
         printer.print_string(f" @{self.sym_name.data} threads {begin} to {end}")
@@ -632,6 +634,8 @@ class ForEachTileOp(IRDLOperation):
                 f"({', '.join(map(str, expected)) or 'none'})"
             )
 
+    # Hand-written syntax: as scf.for, the carried block arguments pair with their inits
+    # (`iter_args(%x = %init)`); the declarative format cannot pair region arguments with operands.
     def print(self, printer: Printer) -> None:
         printer.print_string(" (")
         printer.print_list(self.tile_coords, printer.print_operand)
@@ -764,6 +768,10 @@ class CopyOp(IRDLOperation):
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
+    assembly_format = (
+        "$source (`[` $source_indices^ `]`)? `->` $dest (`[` $dest_indices^ `]`)? attr-dict `:` type($source) `->` type($dest)"
+    )
+
     def __init__(self, source, source_indices, dest, dest_indices):
         super().__init__(operands=[source, source_indices, dest, dest_indices])
 
@@ -777,30 +785,6 @@ class CopyOp(IRDLOperation):
         _check_buffer_ref("copy source", self.source, self.source_indices)
         _check_buffer_ref("copy destination", self.dest, self.dest_indices)
         _same_elements("cuir.copy", self.source.type.element_type, self.dest.type.element_type)
-
-    def print(self, printer: Printer) -> None:
-        print_ref(printer, self.source, self.source_indices)
-        printer.print_string(" ->")
-        print_ref(printer, self.dest, self.dest_indices)
-        printer.print_op_attributes(self.attributes)
-        print_signature(printer, [self.source.type], self.dest.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> CopyOp:
-        source = parse_ref(parser)
-        parser.parse_punctuation("->")
-        dest = parse_ref(parser)
-        attributes = parser.parse_optional_attr_dict()
-        source_type = parse_colon_type(parser)
-        dest_type = parse_arrow_type(parser)
-        op = cls(
-            source.resolve(parser, source_type),
-            source.indices,
-            dest.resolve(parser, dest_type),
-            dest.indices,
-        )
-        op.attributes |= attributes
-        return op
 
 
 @irdl_op_definition
@@ -825,6 +809,10 @@ class CopyAsyncOp(IRDLOperation):
     barrier_stage = opt_operand_def(IndexType)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    assembly_format = (
+        "$source (`[` $source_indices^ `]`)? `->` $dest (`[` $dest_stage^ `]`)? (`,` `barrier` $barrier^ (`[` $barrier_stage^ `]`)?)? attr-dict `:` type($source) `,` type($dest) (`,` type($barrier)^)?"
+    )
 
     def __init__(
         self,
@@ -863,44 +851,6 @@ class CopyAsyncOp(IRDLOperation):
             return
         _check_stage_index("copy barrier", self.barrier.type, _opt(self.barrier_stage))
 
-    def print(self, printer: Printer) -> None:
-        print_ref(printer, self.source, self.source_indices)
-        printer.print_string(" ->")
-        print_ref(printer, self.dest, _opt(self.dest_stage))
-        types = [self.source.type, self.dest.type]
-        if self.barrier is not None:
-            printer.print_string(", barrier")
-            print_ref(printer, self.barrier, _opt(self.barrier_stage))
-            types.append(self.barrier.type)
-        printer.print_op_attributes(self.attributes)
-        print_signature(printer, types)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> CopyAsyncOp:
-        source = parse_ref(parser)
-        parser.parse_punctuation("->")
-        dest = parse_ref(parser)
-        barrier = None
-        if parser.parse_optional_punctuation(","):
-            parser.parse_keyword("barrier")
-            barrier = parse_ref(parser)
-        attributes = parser.parse_optional_attr_dict()
-        expected = 3 if barrier is not None else 2
-        types = parse_colon_types(parser, expected, f"expected {expected} types")
-        too_many = "a shared buffer or mbarrier takes at most one stage index"
-        dest_stage = dest.stage(parser, too_many)
-        barrier_stage = barrier.stage(parser, too_many) if barrier is not None else None
-        op = cls(
-            source.resolve(parser, types[0]),
-            source.indices,
-            dest.resolve(parser, types[1]),
-            dest_stage,
-            barrier.resolve(parser, types[2]) if barrier is not None else None,
-            barrier_stage,
-        )
-        op.attributes |= attributes
-        return op
-
 
 def _opt(value: SSAValue | None) -> list[SSAValue]:
     return [] if value is None else [value]
@@ -916,6 +866,10 @@ class LoadOp(IRDLOperation):
     stage = opt_operand_def(IndexType)
     result = result_def(TileType)
 
+    assembly_format = (
+        "$source (`[` $stage^ `]`)? attr-dict `:` type($source) `->` type($result)"
+    )
+
     def __init__(self, source: SSAValue, stage: SSAValue | None, result_type: TileType):
         super().__init__(operands=[source, _opt(stage)], result_types=[result_type])
 
@@ -928,22 +882,6 @@ class LoadOp(IRDLOperation):
                 f"tile is {list(self.result.type.dims)}"
             )
         _same_elements("cuir.load", self.source.type.element_type, self.result.type.element_type)
-
-    def print(self, printer: Printer) -> None:
-        print_ref(printer, self.source, _opt(self.stage))
-        printer.print_op_attributes(self.attributes)
-        print_signature(printer, [self.source.type], self.result.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> LoadOp:
-        source = parse_ref(parser)
-        attributes = parser.parse_optional_attr_dict()
-        source_type = parse_colon_type(parser)
-        result_type = parse_arrow_type(parser)
-        stage = source.stage(parser, "a shared buffer takes at most one stage index")
-        op = cls(source.resolve(parser, source_type), stage, result_type)
-        op.attributes |= attributes
-        return op
 
 
 @irdl_op_definition
@@ -960,6 +898,10 @@ class StoreOp(IRDLOperation):
     dest = operand_def(GlobalTensorType | SharedBufferType)
     dest_indices = var_operand_def(IndexType)
 
+    assembly_format = (
+        "$value `->` $dest (`[` $dest_indices^ `]`)? attr-dict `:` type($value) `->` type($dest)"
+    )
+
     def __init__(self, value: SSAValue, dest: SSAValue, dest_indices: Sequence[SSAValue]):
         super().__init__(operands=[value, dest, dest_indices])
 
@@ -975,30 +917,6 @@ class StoreOp(IRDLOperation):
                     f"cuir.store: tile is {list(self.value.type.dims)} but the shared "
                     f"buffer is {list(self.dest.type.dims)}"
                 )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.value)
-        printer.print_string(" ->")
-        print_ref(printer, self.dest, self.dest_indices)
-        printer.print_op_attributes(self.attributes)
-        print_signature(printer, [self.value.type], self.dest.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> StoreOp:
-        value = parser.parse_unresolved_operand()
-        parser.parse_punctuation("->")
-        dest = parse_ref(parser)
-        attributes = parser.parse_optional_attr_dict()
-        value_type = parse_colon_type(parser)
-        dest_type = parse_arrow_type(parser)
-        op = cls(
-            parser.resolve_operand(value, value_type),
-            dest.resolve(parser, dest_type),
-            dest.indices,
-        )
-        op.attributes |= attributes
-        return op
 
 
 @irdl_op_definition
@@ -1019,6 +937,10 @@ class StoreAsyncOp(IRDLOperation):
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
+    assembly_format = (
+        "$source (`[` $source_stage^ `]`)? `->` $dest (`[` $dest_indices^ `]`)? attr-dict `:` type($source) `->` type($dest)"
+    )
+
     def __init__(self, source, source_stage, dest, dest_indices):
         super().__init__(operands=[source, _opt(source_stage), dest, dest_indices])
 
@@ -1030,35 +952,17 @@ class StoreAsyncOp(IRDLOperation):
             "cuir.store_async", self.source.type.element_type, self.dest.type.element_type
         )
 
-    def print(self, printer: Printer) -> None:
-        print_ref(printer, self.source, _opt(self.source_stage))
-        printer.print_string(" ->")
-        print_ref(printer, self.dest, self.dest_indices)
-        printer.print_op_attributes(self.attributes)
-        print_signature(printer, [self.source.type], self.dest.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> StoreAsyncOp:
-        source = parse_ref(parser)
-        parser.parse_punctuation("->")
-        dest = parse_ref(parser)
-        attributes = parser.parse_optional_attr_dict()
-        source_type = parse_colon_type(parser)
-        dest_type = parse_arrow_type(parser)
-        stage = source.stage(parser, "a shared buffer takes at most one stage index")
-        op = cls(
-            source.resolve(parser, source_type),
-            stage,
-            dest.resolve(parser, dest_type),
-            dest.indices,
-        )
-        op.attributes |= attributes
-        return op
-
 
 # ----------------------------------------------------------------------------
 # Compute
 # ----------------------------------------------------------------------------
+
+
+def _owned(type_: type[Attribute], parameters: int) -> ParamAttrConstraint:
+    """`type_` whose last parameter, its owner, is the op's constraint variable OWNER."""
+    return ParamAttrConstraint(
+        type_, (*[AnyAttr()] * (parameters - 1), VarConstraint("OWNER", BaseAttr(StringAttr)))
+    )
 
 
 def _gemm_operand_dims(value_type: TileType | SharedBufferType) -> tuple[int, int]:
@@ -1089,13 +993,6 @@ def _verify_gemm_shapes(op, a_type, b_type, acc, result_type: TileType) -> None:
         raise VerifyException(f"'{op.name}': accumulator type must equal the result type")
 
 
-def _check_layout(op) -> None:
-    if op.layout.data not in GEMM_LAYOUTS:
-        raise VerifyException(
-            f"gemm layout must be 'ab' or 'abt', got '{op.layout.data}'"
-        )
-
-
 @irdl_op_definition
 class GemmOp(IRDLOperation):
     """D = A * B (`ab`) or A * B^T (`abt`), plus `acc` if given, on register tiles
@@ -1103,56 +1000,26 @@ class GemmOp(IRDLOperation):
 
     name = "cuir.gemm"
 
-    layout = prop_def(StringAttr)
+    layout = prop_def(GemmLayoutAttr)
     lhs = operand_def(TileType)
     rhs = operand_def(TileType)
     acc = opt_operand_def(TileType)
     result = result_def(TileType)
 
+    assembly_format = (
+        "$layout $lhs `,` $rhs (`acc` $acc^)? attr-dict `:` type($lhs) `,` type($rhs) (`,` type($acc)^)? `->` type($result)"
+    )
+
     def __init__(self, layout: str, lhs, rhs, result_type: TileType, acc=None):
         super().__init__(
             operands=[lhs, rhs, _opt(acc)],
-            properties={"layout": StringAttr(layout)},
+            properties={"layout": enum_attr(GemmLayoutAttr, layout, "gemm layout")},
             result_types=[result_type],
         )
 
     def verify_(self) -> None:
         _check_ownership(self)
-        _check_layout(self)
         _verify_gemm_shapes(self, self.lhs.type, self.rhs.type, self.acc, self.result.type)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.layout.data} ")
-        printer.print_operand(self.lhs)
-        printer.print_string(", ")
-        printer.print_operand(self.rhs)
-        types = [self.lhs.type, self.rhs.type]
-        if self.acc is not None:
-            printer.print_string(" acc ")
-            printer.print_operand(self.acc)
-            types.append(self.acc.type)
-        printer.print_op_attributes(self.attributes)
-        print_signature(printer, types, self.result.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> GemmOp:
-        layout = parser.parse_identifier()
-        lhs = parser.parse_unresolved_operand()
-        parser.parse_punctuation(",")
-        rhs = parser.parse_unresolved_operand()
-        acc = parse_keyword_operand(parser, "acc")
-        attributes = parser.parse_optional_attr_dict()
-        types = parse_colon_types(parser, 3 if acc is not None else 2)
-        result_type = parse_arrow_type(parser)
-        op = cls(
-            layout,
-            parser.resolve_operand(lhs, types[0]),
-            parser.resolve_operand(rhs, types[1]),
-            result_type,
-            parser.resolve_operand(acc, types[2]) if acc is not None else None,
-        )
-        op.attributes |= attributes
-        return op
 
 
 @irdl_op_definition
@@ -1166,16 +1033,20 @@ class GemmAsyncOp(IRDLOperation):
 
     name = "cuir.gemm_async"
 
-    layout = prop_def(StringAttr)
+    layout = prop_def(GemmLayoutAttr)
     lhs = operand_def(TileType | SharedBufferType)
     lhs_stage = opt_operand_def(IndexType)
     rhs = operand_def()
     rhs_stage = opt_operand_def(IndexType)
     acc = opt_operand_def(TileType)
-    result = result_def(TileType)
-    token = result_def(TokenType)
+    result = result_def(_owned(TileType, 3))
+    token = result_def(_owned(TokenType, 1))  # the result's owner: the format leaves its type out
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    assembly_format = (
+        "$layout $lhs (`[` $lhs_stage^ `]`)? `,` $rhs (`[` $rhs_stage^ `]`)? (`acc` $acc^)? attr-dict `:` type($lhs) `,` type($rhs) (`,` type($acc)^)? `->` type($result)"
+    )
 
     def __init__(
         self,
@@ -1189,13 +1060,12 @@ class GemmAsyncOp(IRDLOperation):
     ):
         super().__init__(
             operands=[lhs, _opt(lhs_stage), rhs, _opt(rhs_stage), _opt(acc)],
-            properties={"layout": StringAttr(layout)},
+            properties={"layout": enum_attr(GemmLayoutAttr, layout, "gemm layout")},
             result_types=[result_type, TokenType(result_type.owner.data)],
         )
 
     def verify_(self) -> None:
         _check_ownership(self)
-        _check_layout(self)
         if not isinstance(self.rhs.type, SharedBufferType):
             raise VerifyException(
                 "'cuir.gemm_async' reads B from shared memory, but B is "
@@ -1207,48 +1077,6 @@ class GemmAsyncOp(IRDLOperation):
             _check_stage_index("gemm A", self.lhs.type, _opt(self.lhs_stage))
         _check_stage_index("gemm B", self.rhs.type, _opt(self.rhs_stage))
         _verify_gemm_shapes(self, self.lhs.type, self.rhs.type, self.acc, self.result.type)
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.layout.data}")
-        print_ref(printer, self.lhs, _opt(self.lhs_stage))
-        printer.print_string(",")
-        print_ref(printer, self.rhs, _opt(self.rhs_stage))
-        types = [self.lhs.type, self.rhs.type]
-        if self.acc is not None:
-            printer.print_string(" acc ")
-            printer.print_operand(self.acc)
-            types.append(self.acc.type)
-        printer.print_op_attributes(self.attributes)
-        print_signature(printer, types, self.result.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> GemmAsyncOp:
-        layout = parser.parse_identifier()
-        lhs = parse_ref(parser)
-        parser.parse_punctuation(",")
-        rhs = parse_ref(parser)
-        acc = parse_keyword_operand(parser, "acc")
-        attributes = parser.parse_optional_attr_dict()
-        types = parse_colon_types(parser, 3 if acc is not None else 2)
-        parser.parse_punctuation("->")
-        result_at = parser.pos
-        result_type = parser.parse_type()
-        if not isinstance(result_type, TileType):
-            parser.raise_error("the result of cuir.gemm_async is a register tile", result_at)
-        too_many = "a shared buffer takes at most one stage index"
-        lhs_stage = lhs.stage(parser, too_many)
-        rhs_stage = rhs.stage(parser, too_many)
-        op = cls(
-            layout,
-            lhs.resolve(parser, types[0]),
-            lhs_stage,
-            rhs.resolve(parser, types[1]),
-            rhs_stage,
-            result_type,
-            parser.resolve_operand(acc, types[2]) if acc is not None else None,
-        )
-        op.attributes |= attributes
-        return op
 
 
 @irdl_op_definition
@@ -1323,6 +1151,8 @@ class MapOp(IRDLOperation):
                 f"cuir.map yields {yielded} but the result holds {result_type.element_type}"
             )
 
+    # Hand-written syntax: the body's scalar and index arguments print as a signature before the body;
+    # the declarative format prints region arguments only inside the region.
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_list(self.inputs, printer.print_operand)
@@ -1377,9 +1207,15 @@ class GatherOp(IRDLOperation):
 
     name = "cuir.gather"
 
-    source = operand_def(GlobalTensorType)
+    source = operand_def(
+        ParamAttrConstraint(GlobalTensorType, (AnyAttr(), VarConstraint("ELEMENT", AnyAttr()), AnyAttr()))
+    )
     indices = var_operand_def(IndexType)
-    result = result_def()
+    result = result_def(VarConstraint("ELEMENT", AnyAttr()))  # the format leaves its type out
+
+    assembly_format = (
+        "$source (`[` $indices^ `]`)? attr-dict `:` type($source)"
+    )
 
     def __init__(self, source: SSAValue, indices: Sequence[SSAValue]):
         super().__init__(
@@ -1389,20 +1225,6 @@ class GatherOp(IRDLOperation):
     def verify_(self) -> None:
         _require_worker(self)
         _check_global_indices("gather source", self.source.type, self.indices)
-        _same_elements("cuir.gather", self.source.type.element_type, self.result.type)
-
-    def print(self, printer: Printer) -> None:
-        print_ref(printer, self.source, self.indices)
-        printer.print_op_attributes(self.attributes)
-        print_signature(printer, [self.source.type])
-
-    @classmethod
-    def parse(cls, parser: Parser) -> GatherOp:
-        source = parse_ref(parser)
-        attributes = parser.parse_optional_attr_dict()
-        op = cls(source.resolve(parser, parse_colon_type(parser)), source.indices)
-        op.attributes |= attributes
-        return op
 
 
 def _check_map_input(index: int, input_type: Attribute, result_type: Attribute) -> None:
@@ -1438,22 +1260,24 @@ class RowReduceOp(IRDLOperation):
 
     name = "cuir.row_reduce"
 
-    kind = prop_def(StringAttr)
+    kind = prop_def(ReductionAttr)
     source = operand_def(TileType)
     init = opt_operand_def(RowVectorType)
     result = result_def(RowVectorType)
 
+    assembly_format = (
+        "$kind $source (`init` $init^)? attr-dict `:` type($source) (`,` type($init)^)? `->` type($result)"
+    )
+
     def __init__(self, kind: str, source: SSAValue, result_type: RowVectorType, init=None):
         super().__init__(
             operands=[source, _opt(init)],
-            properties={"kind": StringAttr(kind)},
+            properties={"kind": enum_attr(ReductionAttr, kind, "row reduction")},
             result_types=[result_type],
         )
 
     def verify_(self) -> None:
         _check_ownership(self)
-        if self.kind.data not in REDUCTIONS:
-            raise VerifyException(f"row reduction must be max or sum, got '{self.kind.data}'")
         rows = self.source.type.dims[0]
         if self.result.type.length.data != rows:
             raise VerifyException(
@@ -1462,34 +1286,6 @@ class RowReduceOp(IRDLOperation):
             )
         if self.init is not None and self.init.type != self.result.type:
             raise VerifyException("cuir.row_reduce init must have the result type")
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.kind.data} ")
-        printer.print_operand(self.source)
-        types = [self.source.type]
-        if self.init is not None:
-            printer.print_string(" init ")
-            printer.print_operand(self.init)
-            types.append(self.init.type)
-        printer.print_op_attributes(self.attributes)
-        print_signature(printer, types, self.result.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> RowReduceOp:
-        kind = parser.parse_identifier()
-        source = parser.parse_unresolved_operand()
-        init = parse_keyword_operand(parser, "init")
-        attributes = parser.parse_optional_attr_dict()
-        types = parse_colon_types(parser, 2 if init is not None else 1)
-        result_type = parse_arrow_type(parser)
-        op = cls(
-            kind,
-            parser.resolve_operand(source, types[0]),
-            result_type,
-            parser.resolve_operand(init, types[1]) if init is not None else None,
-        )
-        op.attributes |= attributes
-        return op
 
 
 @irdl_op_definition
@@ -1529,6 +1325,8 @@ class FillOp(IRDLOperation):
     def verify_(self) -> None:
         _check_ownership(self)
 
+    # Hand-written syntax: `inf`, `-inf` and `nan` print as words; the declarative format prints a
+    # float property without its type in hexadecimal when it is not finite (`0xfff0000000000000`).
     def print(self, printer: Printer) -> None:
         value = self.value.value.data
         text = ("-inf" if value < 0 else "inf") if math.isinf(value) else repr(value)
@@ -1559,16 +1357,20 @@ class FillOp(IRDLOperation):
 # ----------------------------------------------------------------------------
 
 
-@irdl_op_definition
-class BarrierOp(IRDLOperation):
-    """Wait until every thread of the program arrives (__syncthreads)."""
-
-    name = "cuir.barrier"
+class _WorkerOnlyOp(IRDLOperation):
+    """An op without operands or results that only a worker runs."""
 
     assembly_format = "attr-dict"
 
     def verify_(self) -> None:
         _require_worker(self)
+
+
+@irdl_op_definition
+class BarrierOp(_WorkerOnlyOp):
+    """Wait until every thread of the program arrives (__syncthreads)."""
+
+    name = "cuir.barrier"
 
 
 class _NamedBarrierOp(IRDLOperation):
@@ -1604,27 +1406,14 @@ class NamedBarrierArriveOp(_NamedBarrierOp):
 
 
 class _MbarrierStageOp(IRDLOperation):
-    """An op on one stage of an mbarrier array: `%bar` or `%bar[%stage]`.
+    """An op a worker runs on one stage of an mbarrier array: `%bar` or `%bar[%stage]`."""
 
-    Subclasses declare `barrier` and `stage` first, in that order.
-    """
+    barrier = operand_def(MbarrierType)
+    stage = opt_operand_def(IndexType)
 
-    def _verify_stage(self) -> None:
+    def verify_(self) -> None:
         _require_worker(self)
         _check_stage_index(f"'{self.name}' barrier", self.barrier.type, _opt(self.stage))
-
-    def _print_barrier(self, printer: Printer) -> None:
-        print_ref(printer, self.barrier, _opt(self.stage))
-
-    def _print_type(self, printer: Printer) -> None:
-        printer.print_op_attributes(self.attributes)
-        print_signature(printer, [self.barrier.type])
-
-
-def _parse_barrier(parser: Parser) -> tuple[Ref, SSAValue | None]:
-    """Parse `%bar` or `%bar[%stage]`."""
-    barrier = parse_ref(parser)
-    return barrier, barrier.stage(parser, "an mbarrier array takes at most one stage index")
 
 
 @irdl_op_definition
@@ -1657,26 +1446,10 @@ class MbarrierArriveOp(_MbarrierStageOp):
 
     name = "cuir.mbarrier_arrive"
 
-    barrier = operand_def(MbarrierType)
-    stage = opt_operand_def(IndexType)
+    assembly_format = "$barrier (`[` $stage^ `]`)? attr-dict `:` type($barrier)"
 
     def __init__(self, barrier: SSAValue, stage: SSAValue | None = None):
         super().__init__(operands=[barrier, _opt(stage)])
-
-    def verify_(self) -> None:
-        self._verify_stage()
-
-    def print(self, printer: Printer) -> None:
-        self._print_barrier(printer)
-        self._print_type(printer)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> MbarrierArriveOp:
-        barrier, stage = _parse_barrier(parser)
-        attributes = parser.parse_optional_attr_dict()
-        op = cls(barrier.resolve(parser, parse_colon_type(parser)), stage)
-        op.attributes |= attributes
-        return op
 
 
 @irdl_op_definition
@@ -1685,10 +1458,11 @@ class MbarrierExpectTxOp(_MbarrierStageOp):
 
     name = "cuir.mbarrier_expect_tx"
 
-    barrier = operand_def(MbarrierType)
-    stage = opt_operand_def(IndexType)
-
     tx_bytes = prop_def(IntegerAttr[I64])
+
+    assembly_format = (
+        "$barrier (`[` $stage^ `]`)? `,` $tx_bytes attr-dict `:` type($barrier)"
+    )
 
     def __init__(self, barrier: SSAValue, stage: SSAValue | None, tx_bytes: int):
         super().__init__(
@@ -1696,24 +1470,9 @@ class MbarrierExpectTxOp(_MbarrierStageOp):
         )
 
     def verify_(self) -> None:
-        self._verify_stage()
+        super().verify_()
         if self.tx_bytes.value.data <= 0:
             raise VerifyException("cuir.mbarrier_expect_tx needs a positive byte count")
-
-    def print(self, printer: Printer) -> None:
-        self._print_barrier(printer)
-        printer.print_string(f", {self.tx_bytes.value.data}")
-        self._print_type(printer)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> MbarrierExpectTxOp:
-        barrier, stage = _parse_barrier(parser)
-        parser.parse_punctuation(",")
-        tx_bytes = parser.parse_integer(allow_boolean=False)
-        attributes = parser.parse_optional_attr_dict()
-        op = cls(barrier.resolve(parser, parse_colon_type(parser)), stage, tx_bytes)
-        op.attributes |= attributes
-        return op
 
 
 @irdl_op_definition
@@ -1727,33 +1486,18 @@ class MbarrierWaitOp(_MbarrierStageOp):
 
     name = "cuir.mbarrier_wait"
 
-    barrier = operand_def(MbarrierType)
+    barrier = operand_def(MbarrierType)  # declared again: the operands keep the order barrier, stage, parity
     stage = opt_operand_def(IndexType)
     parity = operand_def(IndexType)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
+    assembly_format = (
+        "$barrier (`[` $stage^ `]`)? `,` $parity attr-dict `:` type($barrier)"
+    )
+
     def __init__(self, barrier: SSAValue, stage: SSAValue | None, parity: SSAValue):
         super().__init__(operands=[barrier, _opt(stage), parity])
-
-    def verify_(self) -> None:
-        self._verify_stage()
-
-    def print(self, printer: Printer) -> None:
-        self._print_barrier(printer)
-        printer.print_string(", ")
-        printer.print_operand(self.parity)
-        self._print_type(printer)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> MbarrierWaitOp:
-        barrier, stage = _parse_barrier(parser)
-        parser.parse_punctuation(",")
-        parity = parser.parse_operand(IndexType())
-        attributes = parser.parse_optional_attr_dict()
-        op = cls(barrier.resolve(parser, parse_colon_type(parser)), stage, parity)
-        op.attributes |= attributes
-        return op
 
 
 @irdl_op_definition
@@ -1791,15 +1535,10 @@ class WaitGroupOp(IRDLOperation):
 
 
 @irdl_op_definition
-class GemmFenceOp(IRDLOperation):
+class GemmFenceOp(_WorkerOnlyOp):
     """Order earlier register writes before the next `cuir.gemm_async` reads them (wgmma.fence)."""
 
     name = "cuir.gemm_fence"
-
-    assembly_format = "attr-dict"
-
-    def verify_(self) -> None:
-        _require_worker(self)
 
 
 @irdl_op_definition
@@ -1866,15 +1605,10 @@ def _defining_ops(value: SSAValue) -> list[Operation]:
 
 
 @irdl_op_definition
-class FenceAsyncSharedOp(IRDLOperation):
+class FenceAsyncSharedOp(_WorkerOnlyOp):
     """Make this worker's ordinary shared-memory writes visible to TMA and wgmma reads."""
 
     name = "cuir.fence_async_shared"
-
-    assembly_format = "attr-dict"
-
-    def verify_(self) -> None:
-        _require_worker(self)
 
 
 CUIR_OPS = (
@@ -1922,6 +1656,7 @@ CuIR = Dialect(
         ColVectorType,
         TokenType,
         MbarrierType,
+        *ENUM_ATTRIBUTES,
     ],
 )
 

@@ -4,6 +4,9 @@ Register-resident values (tiles, row/column vectors, async tokens) carry the
 worker that owns them, written `@name`: a warp-group role declared by
 `cuir.worker`. Values shared by the whole thread block (shared-memory buffers,
 mbarriers) carry a stage count: the number of copies a pipeline rotates over.
+
+The types parse and print their parameters by hand: xDSL 0.74's declarative
+format for attributes has keywords and whitespace but no parameter variables.
 """
 
 from __future__ import annotations
@@ -26,9 +29,10 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
+from cubridge.dialect.attributes import GlobalLayout, GlobalLayoutAttr, enum_attr
+
 REGISTER_ELEMENT_TYPES = (Float32Type, BFloat16Type, Float16Type)
 SHARED_SWIZZLES = (0, 32, 64, 128)
-GLOBAL_LAYOUTS = ("strided", "row_major")
 
 
 def element_bytes(element_type: Attribute) -> int:
@@ -71,19 +75,16 @@ class GlobalTensorType(ParametrizedAttribute, TypeAttribute):
 
     rank: IntAttr
     element_type: Attribute
-    layout: StringAttr
+    layout: GlobalLayoutAttr
 
     def __init__(self, rank: int, element_type: Attribute, layout: str = "strided"):
-        super().__init__(IntAttr(rank), element_type, StringAttr(layout))
+        super().__init__(
+            IntAttr(rank), element_type, enum_attr(GlobalLayoutAttr, layout, "global layout")
+        )
 
     def verify(self) -> None:
         if self.rank.data < 1:
             raise VerifyException("a global tensor has rank >= 1")
-        if self.layout.data not in GLOBAL_LAYOUTS:
-            raise VerifyException(
-                f"global layout must be one of {', '.join(GLOBAL_LAYOUTS)}, "
-                f"got '{self.layout.data}'"
-            )
         element_bytes(self.element_type)
 
     @classmethod
@@ -93,14 +94,14 @@ class GlobalTensorType(ParametrizedAttribute, TypeAttribute):
             parser.parse_shape_delimiter()
             element_type = parser.parse_type()
             parser.parse_punctuation(",")
-            layout = parser.parse_identifier()
-        return (IntAttr(rank), element_type, StringAttr(layout))
+            layout = parser.parse_str_enum(GlobalLayout)
+        return (IntAttr(rank), element_type, GlobalLayoutAttr(layout))
 
     def print_parameters(self, printer: Printer) -> None:
         with printer.in_angle_brackets():
             printer.print_string(f"{self.rank.data} x ")
             printer.print_attribute(self.element_type)
-            printer.print_string(f", {self.layout.data}")
+            printer.print_string(f", {self.layout.data.value}")
 
 
 @irdl_attr_definition

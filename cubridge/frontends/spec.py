@@ -28,7 +28,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from cubridge.diagnostics import CuBridgeError
@@ -105,30 +104,6 @@ class AttentionSpec:
         if self.mask_mod is not None:
             keep = per_element(self.mask_mod, score_first=False)(*indices).expand_as(keep)
         return scores.masked_fill(~keep, -math.inf), keep
-
-    def extra_inputs(self, kernel, q, k, v) -> dict[str, np.ndarray]:
-        """The inputs the transferred `kernel` takes beyond q, k, v: captured tensors
-        (checked against the shapes) and the block lists of a data-dependent mask
-        (`kv_num_blocks`, `kv_indices`, `full_kv_num_blocks`, `full_kv_indices`)."""
-        from cubridge.passes.mask_table import TABLES, build_block_lists, default_device
-        from cubridge.passes.transfer_match import kv_tile_width
-
-        names = {name.data for name in kernel.arg_names.data}
-        self.check_capture_bounds(tuple(q.shape), tuple(k.shape))
-        inputs = {
-            name: _as_kernel_array(tensor)
-            for name, tensor in self.captures.items()
-            if name in names
-        }
-        if any(name in names for name in TABLES):
-            batch, heads, seqlen_q, _ = q.shape
-            shape = (batch, heads, seqlen_q, k.shape[2])
-            block_m, block_n = kernel.tile_m.value.data, kv_tile_width(kernel)
-            device = default_device()
-            mask_mod = self.mask_on(device)
-            tables = build_block_lists(mask_mod, shape, block_m, block_n, device)
-            inputs |= {name: table.numpy() for name, table in tables.items() if name in names}
-        return inputs
 
     def broadcast_hooks(self, device, captures: dict[str, torch.Tensor] | None = None) -> tuple:
         """(score_mod, mask_mod) evaluating the traced hooks on broadcastable index grids, reading `captures`
@@ -497,9 +472,3 @@ def _gathers(*exprs: Expr | None) -> list[Expr]:
         if expr is not None:
             visit(expr)
     return list(found)
-
-
-def _as_kernel_array(tensor: torch.Tensor) -> np.ndarray:
-    """The kernel's copy of a captured tensor: f32 for floating tables, i32 otherwise."""
-    dtype = torch.float32 if tensor.is_floating_point() else torch.int32
-    return tensor.detach().to("cpu", dtype).contiguous().numpy()

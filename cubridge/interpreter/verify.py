@@ -39,6 +39,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from cubridge.diagnostics import CuBridgeError, verify_module
 from cubridge.interpreter.executor import KernelPlan, ProblemShape, execute, find_kernel
+from cubridge.interpreter.inputs import kernel_inputs
 from cubridge.interpreter.numerics import rounding_for, type_name
 from cubridge.interpreter.reference import StandardAttention, kernel_precision, masked_scores
 from cubridge.interpreter.report import KINDS, Diagnostic
@@ -279,7 +280,7 @@ def _tables(spec, plan: KernelPlan, inputs) -> dict[str, np.ndarray]:
     """The captured tensors the kernel takes as arguments, from the spec."""
     if not plan.tables:
         return {}
-    return spec.extra_inputs(plan.kernel, inputs["q"], inputs["k"], inputs["v"])
+    return kernel_inputs(spec, plan.kernel, inputs["q"], inputs["k"], inputs["v"])
 
 
 def verify(

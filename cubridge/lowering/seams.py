@@ -40,8 +40,10 @@ from cubridge.lowering.cxx import SliceEmitter, table_type
 from cubridge.passes.transfer_match import (
     AttentionMatch,
     ScoreSite,
+    copy_row,
     enclosing,
     is_constant,
+    kv_column,
     kv_tile_width,
     match_attention,
 )
@@ -327,14 +329,14 @@ class SeamFinder:
     def _kv_tile(self) -> SeamCode | None:
         """The kv tile at each position, from the row of the V load in a kv loop (K may be prefetched)."""
         block_n = kv_tile_width(self.variant)
-        value_arg = self.diff.reference.argument("v")
+        value_arg = self.reference_match.v
         for loop, clones in self._kv_clones().items():
-            loads = [op for op in loop.body.walk() if isinstance(op, CopyAsyncOp | CopyOp) and op.operands[0] is value_arg]
+            loads = [op for op in loop.body.walk() if isinstance(op, CopyAsyncOp | CopyOp) and op.source is value_arg]
             if not loads:
                 continue
-            reference_row = loads[0].operands[3]
+            reference_row = copy_row(loads[0]).value
             variant_load = self.diff.copies[loads[0]][0]
-            row = variant_load.operands[3]
+            row = copy_row(variant_load).value
             if self.diff.origin(row) == self.diff.reference_origin(reference_row):
                 return None
             if not isinstance(row.owner, arith.MuliOp) or not is_constant(row.owner.rhs, block_n):
@@ -399,8 +401,8 @@ class SeamFinder:
                 if index:  # a split part takes the carried values of the part before it
                     self.claimed_slots |= {(copy, slot) for slot in range(3, len(copy.operands))}
                 self.claimed_ops |= set(copy.walk()) if index else set()
-        for test, _ in self.reference_match.step_tests:
-            for copy in self.diff.copies[test]:
+        for test in self.reference_match.step_tests:
+            for copy in self.diff.copies[test.compare]:
                 self.claimed_slots |= {(copy, 0), (copy, 1)}
                 for operand in copy.operands:
                     self.claimed_values |= _slice(operand)
@@ -411,11 +413,11 @@ class SeamFinder:
         """The kv rows of score maps and K/V loads come from the kv range and kv tile seams: claim the
         variant's, and return the reference ops that computed the reference's (a block-list variant replaces
         them)."""
-        rows: list[tuple[Operation, int]] = [(m.site.score_map, len(m.site.score_map.inputs) + 1) for m in maps]
-        rows += list(self.reference_match.first_kv_rows)
-        sources = {self.diff.reference.argument("k"), self.diff.reference.argument("v")}
+        refs = [kv_column(m.site.score_map) for m in maps] + self.reference_match.first_kv_rows
+        sources = (self.reference_match.k, self.reference_match.v)
         for loop in self.reference_match.kv_loops:
-            rows += [(op, 3) for op in loop.body.walk() if isinstance(op, CopyAsyncOp | CopyOp) and op.operands[0] in sources]
+            refs += [copy_row(op) for op in loop.body.walk() if isinstance(op, CopyAsyncOp | CopyOp) and op.source in sources]
+        rows = [(ref.op, ref.index) for ref in refs]
         replaced: set[Operation] = set()
         for op, index in dict.fromkeys(rows):
             replaced |= {v.owner for v in _slice(op.operands[index]) if not isinstance(v, BlockArgument)}

@@ -45,6 +45,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from cubridge.dialect.attributes import Schedule, ScheduleAttr
 from cubridge.dialect.cuir import CopyAsyncOp, CopyOp, DimOp, ForEachTileOp, KernelOp, MapOp, YieldOp
 from cubridge.dialect.types import GlobalTensorType
 from cubridge.diagnostics import CuBridgeError, describe_location
@@ -55,11 +56,15 @@ from cubridge.passes.mask_analysis import Q_FIRST, Q_LAST, SEQLEN_KV, NotAffine,
 from cubridge.passes import mask_table
 from cubridge.passes.transfer_match import (
     AttentionMatch,
+    OperandRef,
     ScoreSite,
     carried_copies,
+    copy_row,
     enclosing,
+    kv_column,
     match_attention,
 )
+from cubridge.runtime.kernel_inputs import TABLES
 
 
 @dataclass(frozen=True)
@@ -96,7 +101,7 @@ def transfer_kernel(kernel: KernelOp, spec: AttentionSpec) -> None:
         plan = mask_table.list_plan()
         block_lists = {
             name: _add_argument(kernel, name, GlobalTensorType(rank, i32, "row_major"))
-            for name, rank in mask_table.TABLES.items()
+            for name, rank in TABLES.items()
         }
     _specialize_kv_loops(found, plan, unmasked, block_lists)
     _schedule_unequal_tiles(kernel, plan)
@@ -276,9 +281,9 @@ class _TileBounds:
 def _schedule_unequal_tiles(kernel: KernelOp, plan: TilePlan) -> None:
     """A persistent kernel whose work tiles visit different kv ranges (bounds that
     depend on the tile's rows, or block lists) claims tiles dynamically."""
-    if kernel.schedule.data != "persistent" or not plan.varies_by_tile:
+    if kernel.schedule.data != Schedule.PERSISTENT or not plan.varies_by_tile:
         return
-    kernel.schedule = StringAttr("dynamic")
+    kernel.schedule = ScheduleAttr(Schedule.DYNAMIC)
 
 
 def _specialize_kv_loops(
@@ -301,8 +306,8 @@ def _specialize_kv_loops(
             bounds[tile_loop] = _emit_tile_bounds(found, plan, tile_loop, block_lists)
         return bounds[tile_loop]
 
-    for op, index in found.first_kv_rows:
-        op.operands[index] = bounds_of(op).first_row
+    for row in found.first_kv_rows:
+        row.set(bounds_of(row.op).first_row)
     for loop in found.kv_loops:
         tile = bounds_of(loop)
         insert = _Inserter(InsertPoint.before(loop))
@@ -323,14 +328,14 @@ def _specialize_kv_loops(
 
 def _move_bounds(found: AttentionMatch, loop: scf.ForOp, lower: SSAValue, upper: SSAValue) -> None:
     """Give `loop` the bounds [lower, upper); its step tests compare with them instead."""
-    for test, tested in found.step_tests:
-        if tested is not loop:
+    for test in found.step_tests:
+        if test.loop is not loop:
             continue
-        if test.lhs is loop.ub:
-            test.operands[0] = upper
-        test.operands[1] = lower
-    loop.operands[0] = lower
-    loop.operands[1] = upper
+        if test.upper is not None:
+            test.upper.set(upper)
+        test.lower.set(lower)
+    OperandRef(loop, "lb").set(lower)
+    OperandRef(loop, "ub").set(upper)
 
 
 def _emit_tile_bounds(
@@ -341,8 +346,8 @@ def _emit_tile_bounds(
     kernel = found.kernel
     body = tile_loop.body.block
     insert = _Inserter(InsertPoint.at_start(body))
-    seqlen_q = DimOp(kernel.argument("q"), 2)
-    seqlen_kv = DimOp(kernel.argument("k"), 2)
+    seqlen_q = DimOp(found.q, 2)
+    seqlen_kv = DimOp(found.k, 2)
     insert(seqlen_q)
     insert(seqlen_kv)
     _named(seqlen_q.result, "seqlen_q")
@@ -371,39 +376,35 @@ def _index_tiles_by_position(found: AttentionMatch, loop: scf.ForOp, tile: _Tile
     """The loop index is a position in the block lists: every kv row the body computes
     from it, `BN * (j + d)`, becomes `BN * tile_at(j + d)` (d = 1: sm80's K prefetch).
     Step tests compare positions with the first position and stay as they are."""
-    kernel = found.kernel
     position = loop.body.block.args[0]
-    rows: list[tuple[Operation, int]] = [
-        (s.score_map, len(s.score_map.inputs) + 1) for s in found.sites if s.kv_loop is loop
-    ]
-    sources = {kernel.argument("k"), kernel.argument("v")}
+    rows = [kv_column(s.score_map) for s in found.sites if s.kv_loop is loop]
     rows += [
-        (op, 1 + 2)
+        copy_row(op)
         for op in loop.body.walk()
-        if isinstance(op, CopyAsyncOp | CopyOp) and op.operands[0] in sources
+        if isinstance(op, CopyAsyncOp | CopyOp) and op.source in (found.k, found.v)
     ]
     body = loop.body.block
     insert = _Inserter(InsertPoint.at_start(body))
     lowering = tile.lowering.continued_at(insert)
     lowering.leaves["position"] = position
     traced: list[Operation] = []
-    for op, index in rows:
-        coefficient, offset = _affine_in(op.operands[index], position, traced)
+    for row in rows:
+        coefficient, offset = _affine_in(row.value, position, traced)
         if coefficient != found.block_n or offset % found.block_n:
             raise CuBridgeError(
                 f"transfer: a kv row in the kv loop is {coefficient} * j + {offset}, "
                 f"not {found.block_n} * (j + d)",
-                describe_location(op),
+                describe_location(row.op),
             )
         steps = offset // found.block_n
         at = E.binary("add", E.argument("position"), E.constant(steps)) if steps else E.argument("position")
         _named(lowering.lower(mask_table.tile_at(at)), "kv_tile")
-        row = lowering.lower(E.binary("mul", mask_table.tile_at(at), E.constant(found.block_n)))
-        op.operands[index] = _named(row, "kv_row")
+        kv_row = lowering.lower(E.binary("mul", mask_table.tile_at(at), E.constant(found.block_n)))
+        row.set(_named(kv_row, "kv_row"))
     for op in reversed(traced):
         if op.parent is not None and not any(r.uses for r in op.results):
             Rewriter.erase_op(op)
-    expected = insert.inserted | {test for test, _ in found.step_tests}
+    expected = insert.inserted | {test.compare for test in found.step_tests}
     other = next((use.operation for use in position.uses if use.operation not in expected), None)
     if other is not None:  # it would still be read as a tile index
         raise CuBridgeError(
@@ -469,14 +470,16 @@ def _split_off_full_tiles(
     for result, final in zip(loop.results, last.results):
         result.replace_all_uses_with(final)
     tail_end = loop.ub
-    loop.operands[1] = full_start
-    full.operands[0], full.operands[1] = full_start, full_end
+    OperandRef(loop, "ub").set(full_start)
+    OperandRef(full, "lb").set(full_start)
+    OperandRef(full, "ub").set(full_end)
     if tail:
-        last.operands[0], last.operands[1] = full_end, tail_end
+        OperandRef(last, "lb").set(full_end)
+        OperandRef(last, "ub").set(tail_end)
     for index, (first, second) in enumerate(zip(loop.results, full.results)):
-        full.operands[3 + index] = first
+        OperandRef(full, "iter_args", index).set(first)
         if tail:
-            last.operands[3 + index] = second
+            OperandRef(last, "iter_args", index).set(second)
     for score_map, score in sites:
         _drop_mask_code(mapping[score_map.result].owner, mapping.get(score, score))
 
@@ -484,7 +487,7 @@ def _split_off_full_tiles(
 def _drop_mask_code(score_map: MapOp, score: SSAValue) -> None:
     """Yield the unmasked score and erase what only the masks used."""
     body = score_map.body.block
-    body.last_op.operands[0] = score
+    OperandRef(body.last_op, "values").set(score)
     for op in reversed(list(body.ops)[:-1]):
         if not any(result.uses for result in op.results):
             Rewriter.erase_op(op)

@@ -5,23 +5,30 @@ Starting from each `cuir.row_reduce max` of a kernel:
 - score site: the reduced tile comes from a `cuir.map` (the score map) whose
   only input is the result of an `abt` gemm (Q K^T): a `cuir.gemm`, or a
   `cuir.gemm_async` whose `cuir.gemm_wait` precedes the map in its block.
-  Inside the map, the scaled score is the `arith.mulf` of the element by the
-  kernel argument `softmax_scale`.
-- softmax chain: the probability map takes (score tile, row max); the row
-  sum reduces it; the rescale factor is the row-vector map of the row max,
-  and the rescale maps are the maps that take it as a later input. The P V
-  gemm is the `ab` gemm whose A operand is the converted probability tile.
-  Both are followed through loop-carried values: software-pipelined loops
-  convert P, rescale O and issue P V one iteration later (or after the loop).
+  Inside the map, the scaled score is the `arith.mulf` of the element by a
+  value defined outside the map (the softmax scale, whatever its name).
+- softmax chain: the probability map takes (score tile, row max) and yields
+  an `exp` or `exp2`; the row sum reduces it; the rescale factor is the
+  row-vector map of the row max, and the rescale maps are the maps that take
+  it as a later input. The P V gemm is the `ab` gemm whose A operand is the
+  converted probability tile. Both are followed through loop-carried values:
+  software-pipelined loops convert P, rescale O and issue P V one iteration
+  later (or after the loop).
+- tensors: Q, K and V are the global tensors copied into the shared buffers
+  the Q K^T gemm reads A and B from and the P V gemm reads B from.
 - kv loops: the `scf.for` around a score map, and every `scf.for` that copies
   into the shared buffer the Q K^T gemm reads B from (the producer's loads).
   A kv operand outside these loops that is the constant 0 is the first kv
   tile (a prefetch before the loop, or a peeled first iteration).
 - step tests: `arith.cmpi` of a kv loop's index (in its body) or of its
-  upper bound (after the loop) against its lower bound, i.e. whether an
-  earlier step ran (sm90's `j > 1` and `n > 1`, which guard the release of
-  the V tile an in-flight P V read). They move with the loop bounds.
+  upper bound (after the loop) with its lower bound that asks whether an
+  earlier step ran (`j > lb`, `j != lb`) or whether this is the first step
+  (`j == lb`): sm90's `j > 1` and `n > 1`, which guard the release of the V
+  tile an in-flight P V read. They move with the loop bounds; any other
+  comparison of the index with the lower bound is an error.
 - output normalization: tile maps of the loop result that carries the row sum.
+
+Operands the transfer rewrites are named (`OperandRef`), never positions.
 
 Anything missing is a located `CuBridgeError`: a kernel the matcher does not
 recognise is never left unchanged silently.
@@ -31,10 +38,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from xdsl.dialects import arith, scf
+from xdsl.dialects import arith, math, scf
 from xdsl.dialects.builtin import IntegerAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.irdl import IRDLOperation
 
+from cubridge.dialect.attributes import GemmLayout, Reduction
 from cubridge.dialect.cuir import (
     ConvertOp,
     CopyAsyncOp,
@@ -48,8 +57,50 @@ from cubridge.dialect.cuir import (
     MapOp,
     RowReduceOp,
 )
-from cubridge.dialect.types import RowVectorType, TileType
+from cubridge.dialect.types import GlobalTensorType, RowVectorType, TileType
 from cubridge.diagnostics import CuBridgeError, describe_location
+
+
+def operand_index(op: IRDLOperation, name: str, position: int = 0) -> int:
+    """The index in `op.operands` of element `position` of the operand `name` (xDSL's
+    named operand accessors are read-only)."""
+    start = 0
+    for operand_name, _ in type(op).get_irdl_definition().operands:
+        if operand_name == name:
+            return start + position
+        value = getattr(op, operand_name)
+        start += 1 if isinstance(value, SSAValue) else 0 if value is None else len(value)
+    raise KeyError(f"'{op.name}' has no operand '{name}'")
+
+
+@dataclass(frozen=True)
+class OperandRef:
+    """Element `position` of the operand `name` of `op`: an operand the transfer rewrites."""
+
+    op: IRDLOperation
+    name: str
+    position: int = 0
+
+    @property
+    def index(self) -> int:
+        return operand_index(self.op, self.name, self.position)
+
+    @property
+    def value(self) -> SSAValue:
+        return self.op.operands[self.index]
+
+    def set(self, value: SSAValue) -> None:
+        self.op.operands[self.index] = value
+
+
+def kv_column(score_map: MapOp) -> OperandRef:
+    """The kv coordinate of a score map's origin: the first kv row of its tile."""
+    return OperandRef(score_map, "origin", 1)
+
+
+def copy_row(copy: CopyAsyncOp | CopyOp) -> OperandRef:
+    """The row coordinate of a copy's global source (b, h, row, column)."""
+    return OperandRef(copy, "source_indices", 2)
 
 
 @dataclass
@@ -63,8 +114,23 @@ class ScoreSite:
     rescale_factor: MapOp | None
     rescales: list[MapOp]
     row_sum: RowReduceOp
+    pv_gemm: GemmOp | GemmAsyncOp
     kv_loop: scf.ForOp | None
     tile_loop: ForEachTileOp
+
+    @property
+    def score_gemm(self) -> GemmOp | GemmAsyncOp:
+        return self.score_map.inputs[0].owner
+
+
+@dataclass(frozen=True)
+class StepTest:
+    """A comparison of a kv loop's index (or upper bound) with its lower bound."""
+
+    compare: arith.CmpiOp
+    loop: scf.ForOp
+    lower: OperandRef
+    upper: OperandRef | None  # the operand holding the loop's upper bound, for a test after the loop
 
 
 @dataclass
@@ -72,10 +138,13 @@ class AttentionMatch:
     kernel: KernelOp
     sites: list[ScoreSite]
     block_n: int
-    kv_loops: list[scf.ForOp]
-    first_kv_rows: list[tuple[Operation, int]] = field(default_factory=list)
+    q: SSAValue
+    k: SSAValue
+    v: SSAValue
+    kv_loops: list[scf.ForOp] = field(default_factory=list)
+    first_kv_rows: list[OperandRef] = field(default_factory=list)
     output_normalizations: list[MapOp] = field(default_factory=list)
-    step_tests: list[tuple[arith.CmpiOp, scf.ForOp]] = field(default_factory=list)
+    step_tests: list[StepTest] = field(default_factory=list)
 
     @property
     def peeled(self) -> bool:
@@ -88,7 +157,9 @@ class AttentionMatch:
         for site in self.sites:
             if site.kv_loop is old:
                 site.kv_loop = new
-        self.step_tests = [(test, new if loop is old else loop) for test, loop in self.step_tests]
+        self.step_tests = [
+            StepTest(t.compare, new, t.lower, t.upper) if t.loop is old else t for t in self.step_tests
+        ]
 
 
 def _fail(message: str, op: Operation) -> CuBridgeError:
@@ -117,55 +188,68 @@ def is_constant(value: SSAValue, number: int) -> bool:
 
 def kv_tile_width(kernel: KernelOp) -> int:
     """Columns of the score tiles: the kv tile size (also of a transferred kernel)."""
-    row_max = next(op for op in kernel.walk() if isinstance(op, RowReduceOp) and op.kind.data == "max")
-    return row_max.source.type.dims[1]
+    return _row_maxes(kernel)[0].source.type.dims[1]
+
+
+def _row_maxes(kernel: KernelOp) -> list[RowReduceOp]:
+    return [op for op in kernel.walk() if isinstance(op, RowReduceOp) and op.kind.data == Reduction.MAX]
 
 
 def match_attention(kernel: KernelOp) -> AttentionMatch:
     """The score sites, kv loops and softmax chain of `kernel`."""
-    row_maxes = [op for op in kernel.walk() if isinstance(op, RowReduceOp) and op.kind.data == "max"]
+    row_maxes = _row_maxes(kernel)
     if not row_maxes:
         raise _fail("no softmax row max (cuir.row_reduce max) found: not a reference attention kernel", kernel)
-    sites = [_match_site(kernel, row_max) for row_max in row_maxes]
+    sites = [_match_site(row_max) for row_max in row_maxes]
     widths = {site.score_map.result.type.dims[1] for site in sites}
     if len(widths) != 1:
         raise _fail(f"score tiles of different widths {sorted(widths)}", kernel)
-    found = AttentionMatch(kernel, sites, widths.pop(), [])
+    found = AttentionMatch(
+        kernel,
+        sites,
+        widths.pop(),
+        q=_copied_tensor({_shared_buffer(site.score_gemm.lhs) for site in sites}, "Q", kernel),
+        k=_copied_tensor({_shared_buffer(site.score_gemm.rhs) for site in sites}, "K", kernel),
+        v=_copied_tensor({_shared_buffer(site.pv_gemm.rhs) for site in sites}, "V", kernel),
+    )
     _match_kv_loops(found)
     _match_output_normalizations(found)
     return found
 
 
-def _match_site(kernel: KernelOp, row_max: RowReduceOp) -> ScoreSite:
+def _match_site(row_max: RowReduceOp) -> ScoreSite:
     score_map = row_max.source.owner
     if not isinstance(score_map, MapOp) or len(score_map.inputs) != 1:
         raise _fail("the row max does not reduce a score map of one input", row_max)
     _check_gemm_completed(score_map)
-    scale = kernel.argument("softmax_scale")
     element = score_map.scalar_args[0]
     scaled = next(
         (
             op.result
             for op in score_map.body.block.ops
-            if isinstance(op, arith.MulfOp) and {op.lhs, op.rhs} == {element, scale}
+            if isinstance(op, arith.MulfOp)
+            and element in (op.lhs, op.rhs)
+            and _defined_outside(op.rhs if op.lhs == element else op.lhs, score_map)
         ),
         None,
     )
     if scaled is None:
-        raise _fail("the score map does not multiply the score by %softmax_scale", score_map)
+        raise _fail("the score map does not multiply the score by a scale from outside the map", score_map)
     probabilities = _single_user(
         row_max.result,
         lambda op: isinstance(op, MapOp) and list(op.inputs) == [score_map.result, row_max.result],
         "probability map exp(score - row max)",
         row_max,
     )
+    exponential = probabilities.body.block.last_op.values[0].owner
+    if not isinstance(exponential, math.ExpOp | math.Exp2Op):
+        raise _fail("the probability map does not yield an exp or exp2", probabilities)
     row_sum = _single_user(
         probabilities.result,
-        lambda op: isinstance(op, RowReduceOp) and op.kind.data == "sum",
+        lambda op: isinstance(op, RowReduceOp) and op.kind.data == Reduction.SUM,
         "row sum of the probabilities",
         probabilities,
     )
-    _check_reaches_pv_gemm(probabilities)
     factors = [
         use.operation
         for use in row_max.result.uses
@@ -180,15 +264,23 @@ def _match_site(kernel: KernelOp, row_max: RowReduceOp) -> ScoreSite:
         rescale_factor=factor,
         rescales=_rescales(factor) if factor is not None else [],
         row_sum=row_sum,
+        pv_gemm=_pv_gemm(probabilities),
         kv_loop=enclosing(score_map, scf.ForOp, stop=ForEachTileOp),
         tile_loop=enclosing(score_map, ForEachTileOp),
     )
 
 
+def _defined_outside(value: SSAValue, region_op: Operation) -> bool:
+    """Whether `value` is defined outside `region_op` (a loop invariant of its body)."""
+    owner = value.owner
+    definer = owner.parent_op() if isinstance(owner, Block) else owner
+    return definer is not None and not region_op.is_ancestor(definer)
+
+
 def _check_gemm_completed(score_map: MapOp) -> None:
     tile = score_map.inputs[0]
     gemm = tile.owner
-    if not isinstance(gemm, GemmOp | GemmAsyncOp) or gemm.layout.data != "abt":
+    if not isinstance(gemm, GemmOp | GemmAsyncOp) or gemm.layout.data != GemmLayout.ABT:
         raise _fail("the score map does not read the result of a Q K^T (abt) gemm", score_map)
     if isinstance(gemm, GemmOp):
         return
@@ -229,8 +321,8 @@ def carried_copies(value: SSAValue) -> list[SSAValue]:
             if isinstance(op, scf.YieldOp) and isinstance(op.parent_op(), scf.ForOp):
                 loop = op.parent_op()
                 pending += [loop.results[use.index], loop.body.block.args[use.index + 1]]
-            if isinstance(op, scf.ForOp) and use.index >= 3:  # an iter_args init
-                carried = use.index - 3
+            if isinstance(op, scf.ForOp) and use.index >= operand_index(op, "iter_args"):
+                carried = use.index - operand_index(op, "iter_args")
                 pending += [op.results[carried], op.body.block.args[carried + 1]]
     return copies
 
@@ -242,15 +334,15 @@ def _is_carry(op: Operation) -> bool:
     return isinstance(op, scf.ForOp)
 
 
-def _check_reaches_pv_gemm(probabilities: MapOp) -> None:
-    """The probability tile, converted, is the A operand of an `ab` gemm (maybe one iteration later)."""
+def _pv_gemm(probabilities: MapOp) -> GemmOp | GemmAsyncOp:
+    """The `ab` gemm whose A operand is the probability tile, converted (maybe one iteration later)."""
     pending = [probabilities.result]
     while pending:
         for value in carried_copies(pending.pop()):
             for use in value.uses:
                 op = use.operation
-                if isinstance(op, GemmOp | GemmAsyncOp) and op.layout.data == "ab" and op.lhs == value:
-                    return
+                if isinstance(op, GemmOp | GemmAsyncOp) and op.layout.data == GemmLayout.AB and op.lhs == value:
+                    return op
                 if isinstance(op, ConvertOp):
                     pending.append(op.result)
     raise _fail("the probabilities never reach a P V gemm", probabilities)
@@ -271,13 +363,25 @@ def _rescales(factor: MapOp) -> list[MapOp]:
     return list(found)
 
 
-def _kv_buffer(site: ScoreSite) -> SSAValue:
-    """The shared buffer that Q K^T reads K from."""
-    gemm = site.score_map.inputs[0].owner
-    rhs = gemm.rhs
-    if isinstance(rhs.owner, LoadOp):
-        return rhs.owner.source
-    return rhs
+def _shared_buffer(operand: SSAValue) -> SSAValue:
+    """The shared buffer a gemm operand is: itself, or the buffer a register tile is loaded from."""
+    if isinstance(operand.owner, LoadOp):
+        return operand.owner.source
+    return operand
+
+
+def _copies_into(kernel: KernelOp, buffers: set[SSAValue]) -> list[CopyAsyncOp | CopyOp]:
+    return [op for op in kernel.walk() if isinstance(op, CopyAsyncOp | CopyOp) and op.dest in buffers]
+
+
+def _copied_tensor(buffers: set[SSAValue], what: str, kernel: KernelOp) -> SSAValue:
+    """The one global tensor copied into `buffers`."""
+    sources = {
+        copy.source for copy in _copies_into(kernel, buffers) if isinstance(copy.source.type, GlobalTensorType)
+    }
+    if len(sources) != 1:
+        raise _fail(f"expected one global tensor copied into the {what} buffer, found {len(sources)}", kernel)
+    return sources.pop()
 
 
 def _match_kv_loops(found: AttentionMatch) -> None:
@@ -289,42 +393,53 @@ def _match_kv_loops(found: AttentionMatch) -> None:
         origin = site.score_map.origin
         if len(origin) != 2 or not is_constant(origin[1], 0):
             raise _fail("a score map outside a kv loop must start at kv column 0", site.score_map)
-        found.first_kv_rows.append((site.score_map, len(site.score_map.inputs) + 1))
-    buffers = {_kv_buffer(site) for site in found.sites}
-    for op in found.kernel.walk():
-        if not isinstance(op, CopyAsyncOp | CopyOp) or op.dest not in buffers:
-            continue
+        found.first_kv_rows.append(kv_column(site.score_map))
+    buffers = {_shared_buffer(site.score_gemm.rhs) for site in found.sites}
+    for op in _copies_into(found.kernel, buffers):
         loop = enclosing(op, scf.ForOp, stop=ForEachTileOp)
         if loop is not None:
             loops[loop] = None
             continue
-        row = op.source_indices[2]
-        if not is_constant(row, 0):
+        if not is_constant(copy_row(op).value, 0):
             raise _fail("a K load outside the kv loop must load kv tile 0", op)
-        found.first_kv_rows.append((op, 1 + 2))
+        found.first_kv_rows.append(copy_row(op))
     for loop in loops:
         lower = 1 if found.peeled and any(s.kv_loop is loop for s in found.sites) else 0
         if not is_constant(loop.lb, lower):
             raise _fail(f"the kv loop must start at tile {lower}", loop)
-        found.step_tests += [(test, loop) for test in _step_tests(loop, lower)]
+        found.step_tests += _step_tests(loop, lower)
     found.kv_loops = list(loops)
 
 
-def _step_tests(loop: scf.ForOp, lower: int) -> list[arith.CmpiOp]:
-    """Comparisons of the loop's index, or of its upper bound after the loop, with the
-    constant lower bound: whether an earlier step ran."""
+# cmpi predicates that ask "did an earlier step run?" (j > lb, j != lb) or "is this the first
+# step?" (j == lb), with the index on the left; the mirrored ones put it on the right
+_STEP_PREDICATES = {"lhs": {"eq", "ne", "sgt", "ugt"}, "rhs": {"eq", "ne", "slt", "ult"}}
+
+
+def _step_tests(loop: scf.ForOp, lower: int) -> list[StepTest]:
+    """Comparisons of the loop's index (in its body), or of its upper bound after the loop,
+    with its lower bound: whether an earlier step ran, or whether this is the first step."""
     index = loop.body.block.args[0]
-    tests = [
-        use.operation
-        for value in (index, loop.ub)
-        for use in value.uses
-        if isinstance(use.operation, arith.CmpiOp)
-        and use.index == 0
-        and is_constant(use.operation.rhs, lower)
-    ]
-    for test in tests:
-        if test.lhs is loop.ub and not _after(loop, test):
-            raise _fail("a comparison of the kv loop's bounds must follow the loop", test)
+    tests: list[StepTest] = []
+    for subject in (index, loop.ub):
+        for use in list(subject.uses):
+            compare = use.operation
+            if not isinstance(compare, arith.CmpiOp):
+                continue
+            side, other = ("lhs", "rhs") if use.index == 0 else ("rhs", "lhs")
+            bound = getattr(compare, other)
+            if bound is not loop.lb and not is_constant(bound, lower):
+                continue
+            if arith.CMPI_COMPARISON_OPERATIONS[compare.predicate.value.data] not in _STEP_PREDICATES[side]:
+                raise _fail(
+                    "a comparison of the kv loop index with its lower bound that asks neither whether an "
+                    "earlier step ran (j > lb, j != lb) nor whether this is the first (j == lb)",
+                    compare,
+                )
+            if subject is loop.ub and not _after(loop, compare):
+                raise _fail("a comparison of the kv loop's bounds must follow the loop", compare)
+            upper = OperandRef(compare, side) if subject is loop.ub else None
+            tests.append(StepTest(compare, loop, OperandRef(compare, other), upper))
     return tests
 
 

@@ -28,7 +28,6 @@ from cubridge.diagnostics import CuBridgeError, parse_module
 from cubridge.files import write_atomically
 from cubridge.frontends.spec import AttentionSpec, load_spec
 from cubridge.lowering import LoweredKernel, lower_module
-from cubridge.passes import mask_table
 from cubridge.passes.transfer import transfer_kernel
 import cubridge.runtime.attention as sm80_host
 from cubridge.runtime.attention_sm90 import Sm90Params, head_chunk, tensor_maps
@@ -37,6 +36,7 @@ from cubridge.runtime.attention import DTYPE_NAMES, empty_outputs, prepare_launc
 from cubridge.runtime.compiler import CompiledKernel, cache_dir, compile_cubin
 from cubridge.runtime.driver import launch, load_function
 from cubridge.runtime.errors import InvalidInputError, UnsupportedArchError
+from cubridge.runtime.kernel_inputs import TABLES, build_block_lists, captured_table
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 REFERENCE_PROGRAMS = {
@@ -121,7 +121,7 @@ class VariantKernel:
                captured: dict[str, torch.Tensor], block_lists: dict[str, torch.Tensor] | None = None,
                block_size: tuple[int, int] | None = None):
         """The call with captured tensors by name (missing ones: the spec's) and, optionally, the four block
-        lists of `mask_table.TABLES` for this problem, [B, HQ, ...] int32 on q's device, made for
+        lists of `kernel_inputs.TABLES` for this problem, [B, HQ, ...] int32 on q's device, made for
         `block_size` = (query rows, keys) tiles: used when those are the kernel's tiles, else (and without
         them) the kernel's own lists are built, and cached per captured tensors and shape."""
         if return_lse and self.spec.normalization != "softmax":
@@ -174,10 +174,8 @@ class VariantKernel:
         names = [name for name, _ in lowered.args]
         for name in names:
             if name in captures:
-                tensor = captures[name]
-                dtype = torch.float32 if tensor.is_floating_point() else torch.int32
-                tables[name] = tensor.detach().to(device=q.device, dtype=dtype).contiguous()
-        if any(name in mask_table.TABLES for name in names):
+                tables[name] = captured_table(captures[name], q.device)
+        if any(name in TABLES for name in names):
             tables |= block_lists or self._block_list_tables(captures, shape, lowered, q.device)
         return tables
 
@@ -189,8 +187,8 @@ class VariantKernel:
         tables = None if capturing else self._block_lists.get(key)
         if tables is None:
             spec = _with_captures(self.spec, captures)
-            tables = mask_table.build_block_lists(spec.mask_on(device), shape, lowered.tile_m, lowered.block_n,
-                                                  device, keep_on_device=True)
+            tables = build_block_lists(spec.mask_on(device), shape, lowered.tile_m, lowered.block_n, device,
+                                       keep_on_device=True)
             if not capturing:
                 self._block_lists = {key: tables}  # the latest shape and captures only
         return tables

@@ -73,7 +73,7 @@ cuir.kernel @k(%scale: f32) threads 128 smem 81920 cluster 1x1x1 tile_m 64 sched
     %a = cuir.fill 0.0 : !cuir.tile<64x64xbf16, @w>
     %b = cuir.fill 0.0 : !cuir.tile<64x128xbf16, @w>
     // bad layout
-    // CHECK-NEXT: {{.*}}invalid-compute.mlir:[[# @LINE + 1]]:5: error: gemm layout must be 'ab' or 'abt', got 'ba'
+    // CHECK-NEXT: {{.*}}invalid-compute.mlir:[[# @LINE + 1]]:20: error: Expected `ab`, or `abt`.
     %d = cuir.gemm ba %a, %b : !cuir.tile<64x64xbf16, @w>, !cuir.tile<64x128xbf16, @w> -> !cuir.tile<64x128xf32, @w>
   }
 }
@@ -105,7 +105,7 @@ cuir.kernel @k(%scale: f32) threads 128 smem 81920 cluster 1x1x1 tile_m 64 sched
 
     %a = cuir.fill 0.0 : !cuir.tile<64x64xbf16, @w>
     %b = cuir.fill 0.0 : !cuir.tile<64x128xbf16, @w>
-    // CHECK-NEXT: {{.*}}invalid-compute.mlir:[[# @LINE + 1]]:32: error: expected one type per operand
+    // CHECK-NEXT: {{.*}}invalid-compute.mlir:[[# @LINE + 1]]:59: error: Expected ','
     %d = cuir.gemm ab %a, %b : !cuir.tile<64x64xbf16, @w> -> !cuir.tile<64x128xf32, @w>
   }
 }
@@ -228,7 +228,7 @@ cuir.kernel @k(%scale: f32) threads 128 smem 81920 cluster 1x1x1 tile_m 64 sched
   cuir.worker @w threads 0 to 128 (%i) {
     %c0 = arith.constant 0 : index
 
-    // CHECK-NEXT: {{.*}}invalid-compute.mlir:[[# @LINE + 1]]:139: error: the result of cuir.gemm_async is a register tile
+    // CHECK-NEXT: {{.*}}invalid-compute.mlir:[[# @LINE + 2]]:3: error: !cuir.rows<64xf32, @w> should be of base attribute cuir.tile
     %d, %t = cuir.gemm_async abt %qs, %ks[%c0] : !cuir.smem<64x128xbf16, swizzle 128>, !cuir.smem<128x128xbf16, stages 2, swizzle 128> -> !cuir.rows<64xf32, @w>
   }
 }
@@ -241,7 +241,7 @@ cuir.kernel @k(%scale: f32) threads 128 smem 81920 cluster 1x1x1 tile_m 64 sched
   cuir.worker @w threads 0 to 128 (%i) {
     %c0 = arith.constant 0 : index
 
-    // CHECK-NEXT: {{.*}}invalid-compute.mlir:[[# @LINE + 1]]:50: error: expected one type per operand
+    // CHECK-NEXT: {{.*}}invalid-compute.mlir:[[# @LINE + 1]]:87: error: Expected ','
     %d, %t = cuir.gemm_async abt %qs, %ks[%c0] : !cuir.smem<64x128xbf16, swizzle 128> -> !cuir.tile<64x128xf32, @w>
   }
 }
@@ -254,7 +254,7 @@ cuir.kernel @k(%scale: f32) threads 128 smem 81920 cluster 1x1x1 tile_m 64 sched
   cuir.worker @w threads 0 to 128 (%i) {
     %c0 = arith.constant 0 : index
 
-    // CHECK-NEXT: {{.*}}invalid-compute.mlir:[[# @LINE + 1]]:39: error: a shared buffer takes at most one stage index
+    // CHECK-NEXT: {{.*}}invalid-compute.mlir:[[# @LINE + 1]]:46: error: Expected ']'
     %d, %t = cuir.gemm_async abt %qs, %ks[%c0, %c0] : !cuir.smem<64x128xbf16, swizzle 128>, !cuir.smem<128x128xbf16, stages 2, swizzle 128> -> !cuir.tile<64x128xf32, @w>
   }
 }
@@ -467,7 +467,7 @@ cuir.kernel @k(%scale: f32) threads 128 smem 81920 cluster 1x1x1 tile_m 64 sched
     %c0 = arith.constant 0 : index
 
     %s = cuir.fill 0.0 : !cuir.tile<64x128xf32, @w>
-    // CHECK-NEXT: {{.*}}invalid-compute.mlir:[[# @LINE + 1]]:5: error: row reduction must be max or sum, got 'min'
+    // CHECK-NEXT: {{.*}}invalid-compute.mlir:[[# @LINE + 1]]:26: error: Expected `max`, or `sum`.
     %m = cuir.row_reduce min %s : !cuir.tile<64x128xf32, @w> -> !cuir.rows<64xf32, @w>
   }
 }
@@ -511,7 +511,7 @@ cuir.kernel @k(%scale: f32) threads 128 smem 81920 cluster 1x1x1 tile_m 64 sched
     %c0 = arith.constant 0 : index
 
     %s = cuir.fill 0.0 : !cuir.tile<64x128xf32, @w>
-    // CHECK-NEXT: {{.*}}invalid-compute.mlir:[[# @LINE + 1]]:35: error: expected one type per operand
+    // CHECK-NEXT: {{.*}}invalid-compute.mlir:[[# @LINE + 2]]:3: error: expected 1 operand types but had 0
     %m = cuir.row_reduce max %s : !cuir.tile<64x128xf32, @w>, !cuir.rows<64xf32, @w> -> !cuir.rows<64xf32, @w>
   }
 }
@@ -598,7 +598,8 @@ cuir.kernel @k(%lut: !cuir.global<2 x f32, row_major>) threads 128 smem 81920 cl
 
     %s = cuir.fill 0.0 : !cuir.tile<64x128xf16, @w>
     %p = cuir.map %s (%x: f16, %r: index, %c: index) {
-      // CHECK-NEXT: {{.*}}invalid-compute.mlir:[[# @LINE + 1]]:7: error: cuir.gather: element types differ (f32 vs f16)
+      // CHECK-NEXT: {{.*}}invalid-compute.mlir:[[# @LINE + 2]]:7: error: result 'result' at position 0 does not verify:
+      // CHECK-NEXT: attribute f32 expected from variable 'ELEMENT', but got f16
       %v = "cuir.gather"(%lut, %r, %c) : (!cuir.global<2 x f32, row_major>, index, index) -> f16
       cuir.yield %v : f16
     } : !cuir.tile<64x128xf16, @w> -> !cuir.tile<64x128xf16, @w>

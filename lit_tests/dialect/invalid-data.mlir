@@ -249,7 +249,7 @@ cuir.kernel @k(%q: !cuir.global<4 x bf16, strided>, %x: !cuir.global<2 x f32, st
   cuir.worker @w threads 0 to 128 (%i) {
     %c0 = arith.constant 0 : index
 
-    // CHECK-NEXT: {{.*}}invalid-data.mlir:[[# @LINE + 1]]:76: error: expected 3 types
+    // CHECK-NEXT: {{.*}}invalid-data.mlir:[[# @LINE + 2]]:3: error: expected 0 operand types but had 1
     cuir.copy_async %q[%c0, %c0, %c0, %c0] -> %s2[%c0], barrier %b2[%c0] : !cuir.global<4 x bf16, strided>, !cuir.smem<64x128xbf16, stages 2, swizzle 128>
   }
 }
@@ -264,7 +264,7 @@ cuir.kernel @k(%q: !cuir.global<4 x bf16, strided>, %x: !cuir.global<2 x f32, st
   cuir.worker @w threads 0 to 128 (%i) {
     %c0 = arith.constant 0 : index
 
-    // CHECK-NEXT: {{.*}}invalid-data.mlir:[[# @LINE + 1]]:53: error: expected 2 types
+    // CHECK-NEXT: {{.*}}invalid-data.mlir:[[# @LINE + 2]]:3: error: expected 1 operand types but had 0
     cuir.copy_async %q[%c0, %c0, %c0, %c0] -> %s1 : !cuir.global<4 x bf16, strided>, !cuir.smem<64x128xbf16, swizzle 128>, !cuir.mbarrier<1>
   }
 }
@@ -279,7 +279,7 @@ cuir.kernel @k(%q: !cuir.global<4 x bf16, strided>, %x: !cuir.global<2 x f32, st
   cuir.worker @w threads 0 to 128 (%i) {
     %c0 = arith.constant 0 : index
 
-    // CHECK-NEXT: {{.*}}invalid-data.mlir:[[# @LINE + 1]]:47: error: a shared buffer or mbarrier takes at most one stage index
+    // CHECK-NEXT: {{.*}}invalid-data.mlir:[[# @LINE + 1]]:54: error: Expected ']'
     cuir.copy_async %q[%c0, %c0, %c0, %c0] -> %s2[%c0, %c0] : !cuir.global<4 x bf16, strided>, !cuir.smem<64x128xbf16, stages 2, swizzle 128>
   }
 }
@@ -294,7 +294,7 @@ cuir.kernel @k(%q: !cuir.global<4 x bf16, strided>, %x: !cuir.global<2 x f32, st
   cuir.worker @w threads 0 to 128 (%i) {
     %c0 = arith.constant 0 : index
 
-    // CHECK-NEXT: {{.*}}invalid-data.mlir:[[# @LINE + 1]]:65: error: a shared buffer or mbarrier takes at most one stage index
+    // CHECK-NEXT: {{.*}}invalid-data.mlir:[[# @LINE + 1]]:72: error: Expected ']'
     cuir.copy_async %q[%c0, %c0, %c0, %c0] -> %s2[%c0], barrier %b2[%c0, %c0] : !cuir.global<4 x bf16, strided>, !cuir.smem<64x128xbf16, stages 2, swizzle 128>, !cuir.mbarrier<2>
   }
 }
@@ -370,7 +370,7 @@ cuir.kernel @k(%q: !cuir.global<4 x bf16, strided>, %x: !cuir.global<2 x f32, st
   cuir.worker @w threads 0 to 128 (%i) {
     %c0 = arith.constant 0 : index
 
-    // CHECK-NEXT: {{.*}}invalid-data.mlir:[[# @LINE + 1]]:20: error: a shared buffer takes at most one stage index
+    // CHECK-NEXT: {{.*}}invalid-data.mlir:[[# @LINE + 1]]:27: error: Expected ']'
     %t = cuir.load %s2[%c0, %c0] : !cuir.smem<64x128xbf16, stages 2, swizzle 128> -> !cuir.tile<64x128xbf16, @w>
   }
 }
@@ -510,7 +510,7 @@ cuir.kernel @k(%q: !cuir.global<4 x bf16, strided>, %x: !cuir.global<2 x f32, st
   cuir.worker @w threads 0 to 128 (%i) {
     %c0 = arith.constant 0 : index
 
-    // CHECK-NEXT: {{.*}}invalid-data.mlir:[[# @LINE + 1]]:22: error: a shared buffer takes at most one stage index
+    // CHECK-NEXT: {{.*}}invalid-data.mlir:[[# @LINE + 1]]:29: error: Expected ']'
     cuir.store_async %s2[%c0, %c0] -> %q[%c0, %c0, %c0, %c0] : !cuir.smem<64x128xbf16, stages 2, swizzle 128> -> !cuir.global<4 x bf16, strided>
   }
 }

@@ -190,7 +190,7 @@ cuir.kernel @k() threads 128 smem 24 cluster 1x1x1 tile_m 64 schedule grid {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
 
-    // CHECK-NEXT: {{.*}}invalid-sync.mlir:[[# @LINE + 1]]:24: error: an mbarrier array takes at most one stage index
+    // CHECK-NEXT: {{.*}}invalid-sync.mlir:[[# @LINE + 1]]:31: error: Expected ']'
     cuir.mbarrier_wait %b2[%c0, %c1], %c0 : !cuir.mbarrier<2>
   }
 }
@@ -204,7 +204,7 @@ cuir.kernel @k() threads 128 smem 24 cluster 1x1x1 tile_m 64 schedule grid {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
 
-    // CHECK-NEXT: {{.*}}invalid-sync.mlir:[[# @LINE + 1]]:26: error: an mbarrier array takes at most one stage index
+    // CHECK-NEXT: {{.*}}invalid-sync.mlir:[[# @LINE + 1]]:33: error: Expected ']'
     cuir.mbarrier_arrive %b2[%c0, %c1] : !cuir.mbarrier<2>
   }
 }
@@ -218,7 +218,7 @@ cuir.kernel @k() threads 128 smem 24 cluster 1x1x1 tile_m 64 schedule grid {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
 
-    // CHECK-NEXT: {{.*}}invalid-sync.mlir:[[# @LINE + 1]]:29: error: an mbarrier array takes at most one stage index
+    // CHECK-NEXT: {{.*}}invalid-sync.mlir:[[# @LINE + 1]]:36: error: Expected ']'
     cuir.mbarrier_expect_tx %b2[%c0, %c1], 64 : !cuir.mbarrier<2>
   }
 }

@@ -76,7 +76,7 @@ cuir.kernel @k() threads 128 smem 0 cluster 4 tile_m 64 schedule grid {
 cuir.kernel @k() threads 128 smem 0 cluster 1x1x1 tile_m 64 schedule grid {
   cuir.worker @w threads 0 to 128 (%i) {
     %t = cuir.fill 0.0 : !cuir.tile<64x64xf32, @w>
-    // CHECK-NEXT: {{.*}}invalid-syntax.mlir:[[# @LINE + 1]]:32: error: expected one type per operand
+    // CHECK-NEXT: {{.*}}invalid-syntax.mlir:[[# @LINE + 2]]:3: error: expected 1 operand types but had 0
     %s = cuir.gemm ab %t, %t : !cuir.tile<64x64xf32, @w>, !cuir.tile<64x64xf32, @w>, !cuir.tile<64x64xf32, @w> -> !cuir.tile<64x64xf32, @w>
   }
 }

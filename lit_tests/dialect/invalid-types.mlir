@@ -10,7 +10,7 @@ cuir.kernel @k(%g: !cuir.global<0 x f32, strided>) threads 128 smem 0 cluster 1x
 
 // -----
 
-// CHECK-NEXT: {{.*}}invalid-types.mlir:[[# @LINE + 1]]:20: error: global layout must be one of strided, row_major, got 'tiled'
+// CHECK-NEXT: {{.*}}invalid-types.mlir:[[# @LINE + 1]]:42: error: Expected `strided`, or `row_major`.
 cuir.kernel @k(%g: !cuir.global<2 x f32, tiled>) threads 128 smem 0 cluster 1x1x1 tile_m 64 schedule grid {
   cuir.worker @w threads 0 to 128 (%i) {
   }

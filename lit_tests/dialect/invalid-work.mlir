@@ -3,7 +3,7 @@
 // RUN: cuir-opt %s --split-input-file --verify-diagnostics | filecheck %s
 
 // CHECK: {{.*}}invalid-work.mlir:[[# @LINE + 1]]:1: error: kernel @k names 2 arguments but has 1
-"cuir.kernel"() <{sym_name = "k", arg_names = ["a", "b"], threads = 128 : i64, smem_bytes = 0 : i64, cluster = [1 : i64, 1 : i64, 1 : i64], tile_m = 64 : i64, schedule = "grid", order = "natural"}> ({
+"cuir.kernel"() <{sym_name = "k", arg_names = ["a", "b"], threads = 128 : i64, smem_bytes = 0 : i64, cluster = [1 : i64, 1 : i64, 1 : i64], tile_m = 64 : i64, schedule = #cuir<schedule grid>, order = #cuir<tile_order natural>}> ({
 ^bb0(%a: f32):
   cuir.worker @w threads 0 to 128 (%i) {
   }
@@ -27,7 +27,7 @@ cuir.kernel @k() threads 1152 smem 0 cluster 1x1x1 tile_m 64 schedule grid {
 
 // -----
 
-// CHECK-NEXT: {{.*}}invalid-work.mlir:[[# @LINE + 1]]:1: error: schedule must be one of grid, persistent, dynamic, got 'static'
+// CHECK-NEXT: {{.*}}invalid-work.mlir:[[# @LINE + 1]]:70: error: Expected `grid`, `persistent`, or `dynamic`.
 cuir.kernel @k() threads 128 smem 0 cluster 1x1x1 tile_m 64 schedule static {
   cuir.worker @w threads 0 to 128 (%i) {
   }
@@ -35,8 +35,8 @@ cuir.kernel @k() threads 128 smem 0 cluster 1x1x1 tile_m 64 schedule static {
 
 // -----
 
-// CHECK-NEXT: {{.*}}invalid-work.mlir:[[# @LINE + 1]]:1: error: tile order must be one of natural, longest_first, got 'shortest_first'
-"cuir.kernel"() <{sym_name = "k", arg_names = [], threads = 128 : i64, smem_bytes = 0 : i64, cluster = [1 : i64, 1 : i64, 1 : i64], tile_m = 64 : i64, schedule = "persistent", order = "shortest_first"}> ({
+// CHECK-NEXT: {{.*}}invalid-work.mlir:[[# @LINE + 1]]:216: error: Expected `natural`, or `longest_first`.
+"cuir.kernel"() <{sym_name = "k", arg_names = [], threads = 128 : i64, smem_bytes = 0 : i64, cluster = [1 : i64, 1 : i64, 1 : i64], tile_m = 64 : i64, schedule = #cuir<schedule persistent>, order = #cuir<tile_order shortest_first>}> ({
   cuir.worker @w threads 0 to 128 (%i) {
   }
 }) : () -> ()
@@ -52,7 +52,7 @@ cuir.kernel @k() threads 128 smem 0 cluster 2x0x1 tile_m 64 schedule grid {
 // -----
 
 // CHECK-NEXT: {{.*}}invalid-work.mlir:[[# @LINE + 1]]:1: error: cluster shape has three positive sizes
-"cuir.kernel"() <{sym_name = "k", arg_names = [], threads = 128 : i64, smem_bytes = 0 : i64, cluster = [1 : i64, 1 : i64], tile_m = 64 : i64, schedule = "grid", order = "natural"}> ({
+"cuir.kernel"() <{sym_name = "k", arg_names = [], threads = 128 : i64, smem_bytes = 0 : i64, cluster = [1 : i64, 1 : i64], tile_m = 64 : i64, schedule = #cuir<schedule grid>, order = #cuir<tile_order natural>}> ({
   cuir.worker @w threads 0 to 128 (%i) {
   }
 }) : () -> ()

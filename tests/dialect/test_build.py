@@ -259,12 +259,35 @@ def test_register_budget_error_is_exact():
 
 def test_verify_module_locates_the_failing_op():
     module, ops = build_kernel()
-    bad = RowReduceOp("min", ops["map"].result, RowVectorType(64, f32, "consumer"))
+    bad = RowReduceOp("max", ops["map"].result, RowVectorType(32, f32, "consumer"))
     ops["tiles"].body.block.insert_op_before(bad, ops["row_max"])
     with pytest.raises(CuBridgeError) as info:
         verify_module(module)
     # built ops carry no file location, so the op name stands in for it
-    assert str(info.value) == "<cuir.row_reduce>: error: row reduction must be max or sum, got 'min'"
+    assert str(info.value) == (
+        "<cuir.row_reduce>: error: cuir.row_reduce of a 64-row tile gives 64 values, not 32"
+    )
+
+
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (lambda t: GemmOp("ba", t, t, t.type), "gemm layout must be one of ab, abt, got 'ba'"),
+        (
+            lambda t: RowReduceOp("min", t, RowVectorType(64, f32, "w")),
+            "row reduction must be one of max, sum, got 'min'",
+        ),
+        (
+            lambda t: KernelOp("k", [], threads=128, smem_bytes=0, tile_m=64, schedule="static"),
+            "schedule must be one of grid, persistent, dynamic, got 'static'",
+        ),
+    ],
+)
+def test_constructors_reject_words_outside_an_enum(build, message):
+    tile = FillOp(0.0, TileType((64, 64), f32, "w"))
+    with pytest.raises(VerifyException) as info:
+        build(tile.result)
+    assert str(info.value) == message
 
 
 @pytest.mark.parametrize(
@@ -277,10 +300,6 @@ def test_verify_module_locates_the_failing_op():
         (
             lambda k, a, b, t: GemmOp("ab", t, t, TileType((128, 64), f32, "w")),
             "'cuir.gemm' ab: result must be 128x128, got 128x64",
-        ),
-        (
-            lambda k, a, b, t: GemmOp("ba", t, t, TileType((128, 128), f32, "w")),
-            "gemm layout must be 'ab' or 'abt', got 'ba'",
         ),
         (
             lambda k, a, b, t: LoadOp(b, None, TileType((128, 128), BF16, "other")),

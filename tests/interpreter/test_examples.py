@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-from xdsl.dialects.builtin import StringAttr
 
+from cubridge.dialect.attributes import Schedule, ScheduleAttr, TileOrder, TileOrderAttr
 from cubridge.interpreter import KernelPlan, ProblemShape, StandardAttention, execute, verify
 from cubridge.interpreter.executor import find_kernel
 from cubridge.interpreter.shapes import default_shapes
@@ -56,7 +56,8 @@ def test_dynamic_schedule_gives_the_persistent_results(example):
     persistent = example("attention_sm90.mlir")
     dynamic = example("attention_sm90.mlir")
     kernel = find_kernel(dynamic)
-    kernel.schedule, kernel.order = StringAttr("dynamic"), StringAttr("longest_first")
+    kernel.schedule = ScheduleAttr(Schedule.DYNAMIC)
+    kernel.order = TileOrderAttr(TileOrder.LONGEST_FIRST)
     plans = [KernelPlan(find_kernel(m)) for m in (persistent, dynamic)]
     assert plans[0].program_tiles(shape, 5) != plans[1].program_tiles(shape, 5)
     inputs = random_inputs(plans[0], shape, seed=3)

@@ -4,9 +4,11 @@ import textwrap
 
 import pytest
 import torch
+from xdsl.dialects import arith, scf
 
 from cubridge.diagnostics import CuBridgeError
 from cubridge.frontends.spec import load_spec
+from cubridge.interpreter.inputs import kernel_inputs
 from cubridge.passes.transfer import TransferPass
 from cubridge.tools.cuir_opt import XDSL_PASSES_FOR_CUIR, main as cuir_opt
 from cubridge.tools.cuir_run import main as cuir_run
@@ -198,13 +200,13 @@ def test_short_captured_tensor_is_an_error_at_bind_time(tmp_path):
     assert "indices 0..129" in str(error.value)
 
 
-def test_short_captured_tensor_fails_extra_inputs():
+def test_short_captured_tensor_fails_kernel_inputs():
     spec = load_spec(spec_path("document_mask"))
     _, module = load_program("sm80")
     kernel = next(op for op in module.walk() if op.name == "cuir.kernel")
     q = torch.zeros(1, 1, 600, 128)
     with pytest.raises(CuBridgeError, match="document_id"):
-        spec.extra_inputs(kernel, q, q, q)
+        kernel_inputs(spec, kernel, q, q, q)
 
 
 def test_failing_transfer_writes_nothing(tmp_path, capsys):
@@ -224,7 +226,7 @@ def test_unrecognised_kernel_is_a_located_error():
     with pytest.raises(CuBridgeError) as error:
         TransferPass(spec_path("causal")).apply(ctx, module)
     assert f"attention_sm80.mlir:{line}:11: error: transfer:" in str(error.value)
-    assert "does not multiply the score by %softmax_scale" in str(error.value)
+    assert "does not multiply the score by a scale from outside the map" in str(error.value)
 
 
 def test_kernel_without_softmax_is_an_error():
@@ -263,3 +265,21 @@ def test_bound_comparison_before_the_kv_loop_is_a_located_error():
     message, text = _sm90_error(hoist)
     assert f"attention_sm90.mlir:{_line_of(text, '%pv_last_in_flight = arith.cmpi')}:9: error: transfer:" in message
     assert "a comparison of the kv loop's bounds must follow the loop" in message
+
+
+def test_comparison_of_the_kv_index_with_its_lower_bound_that_is_no_step_test_is_a_located_error():
+    message, text = _sm90_error(lambda t: t.replace("arith.cmpi ugt, %j, %c1", "arith.cmpi uge, %j, %c1"))
+    assert f"attention_sm90.mlir:{_line_of(text, '%pv_in_flight = arith.cmpi')}:11: error: transfer:" in message
+    assert "asks neither whether an earlier step ran" in message
+
+
+def test_mirrored_step_test_moves_with_the_loop_bounds():
+    text = (ROOT / "examples" / "ir" / "attention_sm90.mlir").read_text()
+    ctx, module = load_program("sm90", text.replace("arith.cmpi ugt, %j, %c1", "arith.cmpi ult, %c1, %j"))
+    TransferPass(spec_path("causal")).apply(ctx, module)
+    loops = [op for op in module.walk() if isinstance(op, scf.ForOp) and "cuir.row_reduce" in str(op)]
+    tests = [
+        op for loop in loops for op in loop.body.ops if isinstance(op, arith.CmpiOp) and op.rhs is loop.body.block.args[0]
+    ]
+    assert len(loops) == 3 and len(tests) == 3  # masked, mask-free and masked parts of the consumer loop
+    assert {test.lhs for test in tests} == {loops[0].lb} and not isinstance(loops[0].lb.owner, arith.ConstantOp)

@@ -12,7 +12,7 @@ from cubridge.dialect.cuir import GatherOp, GemmAsyncOp, GemmOp, MapOp
 from cubridge.frontends.spec import load_spec
 from cubridge.interpreter import ProblemShape, verify
 from cubridge.interpreter.compiler import HANDLERS, Step
-from cubridge.passes.mask_table import classify_kv_tiles
+from cubridge.runtime.kernel_inputs import classify_kv_tiles
 
 from transfer_helpers import PROGRAMS, spec_path, transferred
 

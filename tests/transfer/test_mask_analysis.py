@@ -10,7 +10,7 @@ from cubridge.frontends.spec import MASK_MOD_ARGS, load_spec
 from cubridge.frontends.hooks import trace_hook
 from cubridge.passes.mask_analysis import EMPTY, FULL, PARTIAL, NotAffine, classify_tiles, tile_plan
 from cubridge.passes import mask_table
-from cubridge.passes.mask_table import build_block_lists
+from cubridge.runtime.kernel_inputs import build_block_lists
 
 from transfer_helpers import spec_path
 

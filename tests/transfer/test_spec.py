@@ -9,6 +9,7 @@ from xdsl.dialects.builtin import FileLineColLoc
 
 from cubridge.diagnostics import CuBridgeError
 from cubridge.frontends.spec import load_spec
+from cubridge.interpreter.inputs import kernel_inputs
 
 from transfer_helpers import load_program, spec_path, transferred
 
@@ -46,7 +47,7 @@ def test_captured_tensors_become_kernel_inputs():
     assert list(spec.captures) == ["alibi_slopes"]
     kernel = next(op for op in transferred("sm80", spec_path("alibi")).walk() if op.name == "cuir.kernel")
     q, k, v = random_qkv()
-    inputs = spec.extra_inputs(kernel, q, k, v)
+    inputs = kernel_inputs(spec, kernel, q, k, v)
     assert list(inputs) == ["alibi_slopes"]
     assert inputs["alibi_slopes"].dtype.name == "float32"
 
@@ -54,14 +55,14 @@ def test_captured_tensors_become_kernel_inputs():
 def test_reference_kernel_takes_no_extra_inputs():
     _, module = load_program("sm90")
     kernel = next(op for op in module.walk() if op.name == "cuir.kernel")
-    assert load_spec(spec_path("alibi")).extra_inputs(kernel, *random_qkv()) == {}
+    assert kernel_inputs(load_spec(spec_path("alibi")), kernel, *random_qkv()) == {}
 
 
 def test_data_dependent_mask_gets_block_lists():
     spec = load_spec(spec_path("document_mask"))
     kernel = next(op for op in transferred("sm90", spec_path("document_mask")).walk() if op.name == "cuir.kernel")
     q, k, v = random_qkv(seqlen_q=300, seqlen_kv=300)
-    inputs = spec.extra_inputs(kernel, q, k, v)
+    inputs = kernel_inputs(spec, kernel, q, k, v)
     assert list(inputs) == ["document_id", "kv_num_blocks", "kv_indices", "full_kv_num_blocks", "full_kv_indices"]
     assert inputs["kv_num_blocks"].shape == inputs["full_kv_num_blocks"].shape == (2, 4, 3)  # [B, HQ, q tiles of 128]
     assert inputs["kv_indices"].shape == inputs["full_kv_indices"].shape == (2, 4, 3, 3)  # [..., kv tiles of 128]

@@ -1,0 +1,26 @@
+"""The inputs the executor binds to a transferred kernel beyond q, k, v: the spec's captured tensors and
+the block lists of a data-dependent mask, as numpy arrays by kernel argument name."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cubridge.passes.transfer_match import kv_tile_width
+from cubridge.runtime.kernel_inputs import TABLES, build_block_lists, captured_table, default_device
+
+
+def kernel_inputs(spec, kernel, q, k, v) -> dict[str, np.ndarray]:
+    """The tables `kernel` takes: captured tensors (checked against the shapes of q and k) and the block
+    lists `kv_num_blocks`, `kv_indices`, `full_kv_num_blocks`, `full_kv_indices`, where it takes them."""
+    names = {name.data for name in kernel.arg_names.data}
+    spec.check_capture_bounds(tuple(q.shape), tuple(k.shape))
+    inputs = {
+        name: captured_table(tensor, "cpu").numpy() for name, tensor in spec.captures.items() if name in names
+    }
+    if not any(name in names for name in TABLES):
+        return inputs
+    batch, heads, seqlen_q, _ = q.shape
+    shape = (batch, heads, seqlen_q, k.shape[2])
+    device = default_device()
+    tables = build_block_lists(spec.mask_on(device), shape, kernel.tile_m.value.data, kv_tile_width(kernel), device)
+    return inputs | {name: table.numpy() for name, table in tables.items() if name in names}

@@ -1,0 +1,96 @@
+"""The inputs a transferred kernel takes beyond q, k, v, scale and its outputs, as launches bind them.
+
+- captured tensors: a spec's hooks read them with `cuir.gather`; the kernel takes each as a row-major f32
+  (floating) or i32 table (`captured_table`);
+- block lists: for a mask without closed-form kv bounds, four int32 tables with FlexAttention's `BlockMask`
+  names and meaning, per work tile (b, h, q_tile) (`cubridge.passes.mask_table` says how the kernel reads
+  them): `kv_num_blocks [B, HQ, QT]` and `kv_indices [B, HQ, QT, KT]` list the partial kv tiles (at least
+  one masked and one kept entry), ascending, in the first `kv_num_blocks` slots;
+  `full_kv_num_blocks`, `full_kv_indices` likewise the full tiles (no masked entry). Empty tiles are in
+  neither list; unused slots hold other tile indices; entries past the sequence ends count as masked.
+
+`build_block_lists` materializes the mask tile by tile with torch (vectorized, on the GPU when there is
+one), as FlexAttention's `create_block_mask` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+NUM_BLOCKS, INDICES = "kv_num_blocks", "kv_indices"
+FULL_NUM_BLOCKS, FULL_INDICES = "full_kv_num_blocks", "full_kv_indices"
+# Kernel inputs and their ranks, in argument order.
+TABLES = {NUM_BLOCKS: 3, INDICES: 4, FULL_NUM_BLOCKS: 3, FULL_INDICES: 4}
+
+
+def captured_table(tensor: torch.Tensor, device) -> torch.Tensor:
+    """The kernel's copy of a captured tensor on `device`: f32 for floating tables, i32 otherwise."""
+    dtype = torch.float32 if tensor.is_floating_point() else torch.int32
+    return tensor.detach().to(device=device, dtype=dtype).contiguous()
+
+
+def _ascending(flags: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Count of True along the last axis, and their positions first, ascending."""
+    order = torch.sort((~flags).to(torch.int8), dim=-1, stable=True).indices
+    return flags.sum(dim=-1), order
+
+
+def default_device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def classify_kv_tiles(
+    mask_mod: Callable,
+    shape: tuple[int, int, int, int],
+    block_m: int,
+    block_n: int,
+    device: str | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(partial, full) bool [B, HQ, QT, KT] for `mask_mod` and (B, HQ, SQ, SKV) = `shape`.
+
+    `mask_mod` gets index tensors on `device` (default: the GPU when there is one),
+    so the tensors it reads must live there too (see `AttentionSpec.mask_on`).
+    """
+    batch, heads, seqlen_q, seqlen_kv = shape
+    device = device or default_device()
+    q_tiles, kv_tiles = -(-seqlen_q // block_m), -(-seqlen_kv // block_n)
+    b = torch.arange(batch, device=device).view(-1, 1, 1, 1)
+    h = torch.arange(heads, device=device).view(1, -1, 1, 1)
+    q = torch.arange(q_tiles * block_m, device=device).view(1, 1, -1, 1)
+    kv = torch.arange(kv_tiles * block_n, device=device).view(1, 1, 1, -1)
+    rows, columns = q < seqlen_q, kv < seqlen_kv
+    keep = torch.as_tensor(mask_mod(b, h, q.clamp(max=seqlen_q - 1), kv.clamp(max=seqlen_kv - 1))).to(device)
+    # reduce at the mask's own broadcast shape (a mask that reads neither b nor h is one [Q, KV] plane), then
+    # expand: materializing [B, H, Q, KV] would take B * H times the memory
+    planes = (keep.shape[0] if keep.dim() == 4 else 1, keep.shape[1] if keep.dim() == 4 else 1)
+    keep = keep.expand(*planes, q.shape[2], kv.shape[3]) & columns
+    tiles = (*planes, q_tiles, block_m, kv_tiles, block_n)
+    kept = (keep & rows).view(tiles).any(dim=5).any(dim=3)
+    full = (keep | ~rows).view(tiles).all(dim=5).all(dim=3)
+    shape = (batch, heads, q_tiles, kv_tiles)
+    return (kept & ~full).expand(shape), full.expand(shape)
+
+
+def build_block_lists(
+    mask_mod: Callable,
+    shape: tuple[int, int, int, int],
+    block_m: int,
+    block_n: int,
+    device: str | None = None,
+    keep_on_device: bool = False,
+) -> dict[str, torch.Tensor]:
+    """The four int32 tables (by kernel input name) for `mask_mod` and (B, HQ, SQ, SKV) = `shape`, contiguous,
+    on the CPU (or, with `keep_on_device`, where they were built)."""
+    partial, full = classify_kv_tiles(mask_mod, shape, block_m, block_n, device)
+    num_partial, partial_indices = _ascending(partial)
+    num_full, full_indices = _ascending(full)
+    tables = {
+        NUM_BLOCKS: num_partial,
+        INDICES: partial_indices,
+        FULL_NUM_BLOCKS: num_full,
+        FULL_INDICES: full_indices,
+    }
+    target = None if keep_on_device else "cpu"
+    return {name: t.to(device=target, dtype=torch.int32).contiguous() for name, t in tables.items()}
