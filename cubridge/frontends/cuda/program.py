@@ -75,7 +75,10 @@ def declarator_name(node: Node) -> str | None:
             return text(node.child_by_field_name("name"))
         if node.type == "operator_name":
             return text(node)
-        node = node.child_by_field_name("declarator")
+        inner = node.child_by_field_name("declarator")
+        if inner is None and node.type in ("reference_declarator", "abstract_reference_declarator"):
+            inner = node.named_children[-1] if node.named_children else None
+        node = inner
     return None
 
 

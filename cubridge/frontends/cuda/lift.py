@@ -1,0 +1,1564 @@
+"""Lift one `__global__` instance of a CUDA kernel written with a profile's vocabulary into CuIR.
+
+The lifter walks the kernel's syntax tree from the entry point, inlining every helper (its ops keep the
+call site: `CallSiteLoc`), evaluating templates and constexpr values, and emitting CuIR for what runs:
+primitive calls become their ops (`Profile.primitive`, from the op-to-primitive table), run-time
+`for` / `if` become `scf.for` / `scf.if` (carried values found by running the body once over block
+arguments), integer arithmetic becomes `arith`, role predicates on the thread index become `cuir.worker`s
+with the budgets of their `setmaxnreg`, the shared storage's tiles and mbarriers become `cuir.alloc`s and
+the tile scheduler's loop becomes `cuir.for_each_tile`. Thread-dependent values are evaluated for every
+thread of the block (`PerThread`), so a branch taken by one thread of each warp group (an issuer) or by lane
+0 of each warp (a per-warp arrival) is recognized from its values, not its spelling.
+
+Whatever the walk does not understand is a `CuBridgeError` at the construct's file:line:col naming it.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from tree_sitter import Node
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    CallSiteLoc,
+    Float16Type,
+    Float32Type,
+    FileLineColLoc,
+    IndexType,
+    IntAttr,
+    IntegerAttr,
+    IntegerType,
+    FloatAttr,
+    ModuleOp,
+    StringAttr,
+    f32,
+)
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.transforms.common_subexpression_elimination import cse
+from xdsl.transforms.dead_code_elimination import dce
+
+from cubridge.diagnostics import CuBridgeError
+from cubridge.dialect.cuir import (
+    AllocOp,
+    CopyAsyncOp,
+    DimOp,
+    ForEachTileOp,
+    KernelOp,
+    MbarrierArriveOp,
+    MbarrierExpectTxOp,
+    MbarrierInitOp,
+    MbarrierWaitOp,
+    NamedBarrierArriveOp,
+    NamedBarrierSyncOp,
+    WorkerOp,
+    YieldOp,
+    FenceAsyncSharedOp,
+)
+from cubridge.dialect.types import GlobalTensorType, MbarrierType, SharedBufferType
+from cubridge.frontends.cuda.profile import Profile
+from cubridge.frontends.cuda.program import Definition, EntryPoint, Program, declarator_name, text, unknown_entry
+from cubridge.frontends.cuda.source import CudaSource
+from cubridge.frontends.cuda.values import (
+    ArrayValue,
+    Cell,
+    Cursor,
+    FunctionValue,
+    LambdaValue,
+    ParamsValue,
+    PerThread,
+    Reference,
+    Run,
+    SchedulerValue,
+    SharedRef,
+    SharedStorageValue,
+    StructValue,
+    TensorArgument,
+    TypeValue,
+)
+
+ELEMENT_TYPES = {"__nv_bfloat16": BFloat16Type(), "__half": Float16Type(), "float": Float32Type()}
+INTEGER_TYPES = {"int", "unsigned", "uint32_t", "int64_t", "uint64_t", "int32_t", "size_t", "unsigned int"}
+_BINARY_INDEX_OPS = {
+    "+": arith.AddiOp, "-": arith.SubiOp, "*": arith.MuliOp, "/": arith.DivUIOp, "%": arith.RemUIOp,
+    "&": arith.AndIOp, "|": arith.OrIOp, "^": arith.XOrIOp, "<<": arith.ShLIOp, ">>": arith.ShRUIOp,
+}
+_COMPARISONS = {"<": "ult", "<=": "ule", ">": "ugt", ">=": "uge", "==": "eq", "!=": "ne"}
+_PY_BINARY = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+    "/": lambda a, b: a / b if isinstance(a, float) or isinstance(b, float) else int(a / b),
+    "%": lambda a, b: a - int(a / b) * b, "&": lambda a, b: a & b, "|": lambda a, b: a | b,
+    "^": lambda a, b: a ^ b, "<<": lambda a, b: a << b, ">>": lambda a, b: a >> b,
+    "<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+    "==": lambda a, b: a == b, "!=": lambda a, b: a != b, "&&": lambda a, b: bool(a and b),
+    "||": lambda a, b: bool(a or b),
+}
+
+
+class _Break(Exception):
+    pass
+
+
+class _Return(Exception):
+    def __init__(self, value=None):
+        self.value = value
+
+
+class Scope:
+    """Names visible at a point of the walk: variables (cells) and template arguments."""
+
+    def __init__(self, parent: Scope | None = None, source: CudaSource | None = None, struct: str | None = None,
+                 this=None):
+        self.parent = parent
+        self.names: dict[str, object] = {}
+        self.source = source if source is not None else (parent.source if parent else None)
+        self.struct = struct if struct is not None else (parent.struct if parent else None)
+        self.this = this if this is not None else (parent.this if parent else None)
+
+    def lookup(self, name: str):
+        scope = self
+        while scope is not None:
+            if name in scope.names:
+                return scope.names[name]
+            scope = scope.parent
+        raise KeyError(name)
+
+
+@dataclass
+class Barrier:
+    """An mbarrier array of the shared storage: its stages and the CUDA arrival count of each init."""
+
+    name: str
+    stages: int
+    cuda_count: int | None = None
+    init_node: Node | None = None
+    init_source: CudaSource | None = None
+    # arrivals per worker instance of each arrive site (one per warp: 4; an issuer: 1)
+    arrivals_per_instance: int | None = None
+
+
+class Lifter:
+    def __init__(self, program: Program, profile: Profile, entry: EntryPoint):
+        self.program = program
+        self.profile = profile
+        self.entry = entry
+        self.kernel: KernelOp | None = None
+        self.threads = 0
+        self.block: Block | None = None
+        self.worker: WorkerOp | None = None
+        self.worker_constants: dict = {}
+        self.call_sites: list[FileLineColLoc] = []
+        self.active: np.ndarray | None = None
+        self.tensors: dict[str, SSAValue] = {}
+        self.shared: dict[str, SSAValue] = {}
+        self.barriers: dict[str, Barrier] = {}
+        self.barrier_allocs: dict[str, SSAValue] = {}
+        self.init_sites: list[tuple[str, int, Node, CudaSource]] = []
+        self.element_type = None
+        self.copy_panels: dict = {}
+        self.role_name = None
+        self.role_registers = None
+        self.kernel_arguments: list[tuple[str, object]] = []
+
+    # =====================================================================================================
+    # errors and locations
+    def error(self, scope_or_source, node: Node, message: str) -> CuBridgeError:
+        source = scope_or_source.source if isinstance(scope_or_source, Scope) else scope_or_source
+        return CuBridgeError(f"lift: {message}", str(source.location(node)))
+
+    def unsupported(self, scope: Scope, node: Node, what: str | None = None) -> CuBridgeError:
+        shown = " ".join(text(node).split())
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        return self.error(scope, node, f"unsupported {what or node.type.replace('_', ' ')}: `{shown}`")
+
+    def location(self, scope: Scope, node: Node):
+        where = scope.source.location(node)
+        loc = FileLineColLoc(StringAttr(where.filename), IntAttr(where.line), IntAttr(where.column))
+        for call in reversed(self.call_sites):
+            loc = CallSiteLoc(loc, call)
+        return loc
+
+    def emit(self, op: Operation, scope: Scope, node: Node) -> Operation:
+        op.location = self.location(scope, node)
+        self.block.add_op(op)
+        return op
+
+    # =====================================================================================================
+    # compile-time names: constants, struct members, template arguments
+    def constant(self, name: str, arguments: tuple, scope: Scope, node: Node):
+        definition = self.program.constants[name]
+        inner = self.template_scope(definition, arguments, scope, node)
+        value_node = definition.node.child_by_field_name("value")
+        if value_node is None:
+            raise self.error(scope, node, f"constant `{name}` has no value")
+        return self.evaluate(value_node, inner)
+
+    def template_scope(self, definition: Definition, arguments: tuple, scope: Scope, node: Node,
+                       parent: Scope | None = None) -> Scope:
+        parameters = definition.template_parameters
+        if len(arguments) > len(parameters):
+            raise self.error(scope, node, f"too many template arguments for `{text(node)}`")
+        inner = Scope(parent, source=definition.source)
+        for (kind, name), value in zip(parameters, arguments):
+            inner.names[name] = Cell(name, value, mutable=False)
+        return inner
+
+    def struct_member(self, struct: str, arguments: tuple, member: str, scope: Scope, node: Node):
+        """A static constexpr member or nested type of `struct<arguments>`, searched through the bases."""
+        definition = self.program.structs.get(struct)
+        if definition is None:
+            raise self.error(scope, node, f"unknown struct `{struct}`")
+        if member in definition.members:
+            holder = definition.members[member]
+            inner = self.template_scope(definition.definition, arguments, scope, node)
+            inner.struct = struct
+            inner.names["__struct_arguments__"] = arguments
+            self._bind_struct_aliases(definition, inner, scope, node)
+            if holder.node.type in ("alias_declaration", "type_definition"):
+                return self.type_value(holder.node.child_by_field_name("type"), inner)
+            declarator = next(d for d in holder.node.children_by_field_name("declarator")
+                              if declarator_name(d) == member)
+            value = holder.node.child_by_field_name("default_value")
+            if value is None:
+                raise self.error(scope, node, f"`{struct}::{member}` has no constant value")
+            return self.evaluate(value, inner)
+        if member in definition.methods:
+            return FunctionValue(member, (), None, struct)
+        for base in definition.bases:
+            try:
+                return self.struct_member(base, (), member, scope, node)
+            except CuBridgeError:
+                continue
+        raise self.error(scope, node, f"`{struct}` has no member `{member}`")
+
+    def _bind_struct_aliases(self, definition, inner: Scope, scope: Scope, node: Node) -> None:
+        for name, holder in definition.members.items():
+            if holder.node.type == "alias_declaration":
+                inner.names[name] = Cell(name, self.type_value(holder.node.child_by_field_name("type"), inner),
+                                         mutable=False)
+
+    def type_value(self, node: Node, scope: Scope):
+        """A type node as a TypeValue (template arguments evaluated)."""
+        if node.type == "type_descriptor":
+            return self.type_value(node.child_by_field_name("type"), scope)
+        if node.type in ("primitive_type", "sized_type_specifier"):
+            return TypeValue(" ".join(text(node).split()))
+        if node.type == "type_identifier":
+            name = text(node)
+            try:
+                bound = scope.lookup(name)
+                return bound.value if isinstance(bound, Cell) else bound
+            except KeyError:
+                pass
+            if name in self.program.constants:
+                return self.constant(name, (), scope, node)
+            return TypeValue(name)
+        if node.type == "template_type":
+            name = text(node.child_by_field_name("name"))
+            arguments = self.template_arguments(node.child_by_field_name("arguments"), scope)
+            if name in self.program.constants:  # a variable template read as a template argument
+                return self.constant(name, arguments, scope, node)
+            return TypeValue(name, arguments)
+        if node.type in ("qualified_identifier", "dependent_type"):
+            return self.evaluate(node, scope)
+        raise self.unsupported(scope, node, "type")
+
+    def template_arguments(self, node: Node, scope: Scope) -> tuple:
+        arguments = []
+        for argument in node.named_children:
+            if argument.type == "type_descriptor":
+                arguments.append(self.type_value(argument, scope))
+            else:
+                arguments.append(self.evaluate(argument, scope))
+        return tuple(arguments)
+
+    # =====================================================================================================
+    # run-time scalars
+    def index_constant(self, value: int) -> SSAValue:
+        key = ("index", int(value))
+        if key not in self.worker_constants:
+            op = arith.ConstantOp(IntegerAttr(int(value), IndexType()))
+            op.result.name_hint = f"c{value}" if value >= 0 else f"c_neg{-value}"
+            self._hoist(op)
+            self.worker_constants[key] = op.result
+        return self.worker_constants[key]
+
+    def _hoist(self, op: Operation) -> None:
+        """Put a constant or tensor size at the top of the worker (after the ones already there)."""
+        entry = self.worker.body.block if self.worker is not None else self.kernel.body.block
+        hoisted = [o for o in entry.ops if isinstance(o, (arith.ConstantOp, DimOp))]
+        if hoisted:
+            entry.insert_op_after(op, hoisted[-1])
+        elif entry.first_op is not None:
+            entry.insert_op_before(op, entry.first_op)
+        else:
+            entry.add_op(op)
+
+    def as_index(self, value, scope: Scope, node: Node) -> SSAValue:
+        if isinstance(value, bool):
+            raise self.error(scope, node, f"a condition used as an integer: `{text(node)}`")
+        if isinstance(value, int):
+            return self.index_constant(value)
+        if isinstance(value, Run) and isinstance(value.value.type, IndexType):
+            return value.value
+        if isinstance(value, PerThread):
+            return self.as_index(self.uniform(value, scope, node), scope, node)
+        raise self.error(scope, node, f"not an integer value: `{' '.join(text(node).split())}`")
+
+    def uniform(self, value: PerThread, scope: Scope, node: Node):
+        """A thread-dependent value as CuIR: constant, or affine in the worker instance index."""
+        active = value.values[self.active]
+        if active.size and (active == active[0]).all():
+            return self._py(active[0])
+        if self.worker is None:
+            raise self.error(scope, node, f"`{' '.join(text(node).split())}` differs between threads outside any worker role")
+        begin, end = self.worker.thread_range
+        ids = np.nonzero(self.active)[0]
+        instance = (ids - begin) // self.profile.warp_group_threads
+        per_instance = {}
+        for i, v in zip(instance, active):
+            if per_instance.setdefault(int(i), int(v)) != int(v):
+                raise self.error(scope, node, f"`{' '.join(text(node).split())}` differs between the threads of "
+                                              "one warp group; only issuer and per-warp predicates may")
+        keys = sorted(per_instance)
+        if len(keys) == 1:
+            return per_instance[keys[0]]
+        slope = per_instance[keys[1]] - per_instance[keys[0]]
+        offset = per_instance[keys[0]] - slope * keys[0]
+        if any(per_instance[k] != slope * k + offset for k in keys):
+            raise self.error(scope, node, f"`{text(node)}` is not affine in the warp-group index")
+        index = self.worker.body.block.args[0]
+        result = Run(index)
+        if slope != 1:
+            result = self.binary_run("*", result, slope, scope, node)
+        if offset:
+            result = self.binary_run("+", result, offset, scope, node)
+        return result
+
+    @staticmethod
+    def _py(value):
+        return bool(value) if isinstance(value, np.bool_) else int(value)
+
+    def binary_run(self, operator: str, left, right, scope: Scope, node: Node, name: str | None = None):
+        if operator in _COMPARISONS:
+            op = arith.CmpiOp(self.as_index(left, scope, node), self.as_index(right, scope, node),
+                              _COMPARISONS[operator])
+        elif operator in ("&&", "||"):
+            op = (arith.AndIOp if operator == "&&" else arith.OrIOp)(self.as_bool(left, scope, node),
+                                                                    self.as_bool(right, scope, node))
+        elif operator in _BINARY_INDEX_OPS:
+            op = _BINARY_INDEX_OPS[operator](self.as_index(left, scope, node), self.as_index(right, scope, node))
+        else:
+            raise self.unsupported(scope, node, f"operator `{operator}` on run-time values")
+        if name:
+            op.results[0].name_hint = name
+        self.emit(op, scope, node)
+        return Run(op.results[0])
+
+    def carried(self, value, scope: Scope, node: Node) -> SSAValue:
+        """A value that crosses a loop or branch boundary, as an SSA value (constants materialized)."""
+        if isinstance(value, Run):
+            return value.value
+        if isinstance(value, float):
+            op = arith.ConstantOp(FloatAttr(value, f32))
+            self.emit(op, scope, node)
+            return op.result
+        return self.as_index(value, scope, node)
+
+    def as_bool(self, value, scope: Scope, node: Node) -> SSAValue:
+        if isinstance(value, Run) and isinstance(value.value.type, IntegerType):
+            return value.value
+        if isinstance(value, bool):
+            op = arith.ConstantOp(IntegerAttr(int(value), IntegerType(1)))
+            self.emit(op, scope, node)
+            return op.result
+        raise self.error(scope, node, f"not a condition: `{text(node)}`")
+
+    # =====================================================================================================
+    # expressions
+    def evaluate(self, node: Node, scope: Scope):
+        handler = getattr(self, f"_expr_{node.type}", None)
+        if handler is None:
+            raise self.unsupported(scope, node, "expression")
+        return handler(node, scope)
+
+    def value(self, node: Node, scope: Scope):
+        """An expression's value, references read through."""
+        result = self.evaluate(node, scope)
+        while isinstance(result, (Cell, Reference)):
+            result = result.value if isinstance(result, Cell) else result.cell.value
+        return result
+
+    def _expr_number_literal(self, node: Node, scope: Scope):
+        literal = text(node).lower().rstrip("ul")
+        if literal.endswith("f") and not literal.startswith("0x"):
+            return float(literal[:-1])
+        if any(c in literal for c in ".e") and not literal.startswith("0x"):
+            return float(literal)
+        return int(literal, 0)
+
+    def _expr_true(self, node, scope):
+        return True
+
+    def _expr_false(self, node, scope):
+        return False
+
+    def _expr_null(self, node, scope):
+        return 0
+
+    def _expr_nullptr(self, node, scope):
+        return 0
+
+    def _expr_parenthesized_expression(self, node: Node, scope: Scope):
+        return self.evaluate(node.named_children[0], scope)
+
+    def _expr_identifier(self, node: Node, scope: Scope):
+        name = text(node)
+        try:
+            return scope.lookup(name)
+        except KeyError:
+            pass
+        if name in self.program.constants:
+            return self.constant(name, (), scope, node)
+        if name in self.program.functions or self.profile.primitive(name) is not None:
+            return FunctionValue(name)
+        if name == "__shfl_sync":
+            return FunctionValue(name)
+        if scope.struct is not None:
+            try:
+                member = self.struct_member(scope.struct, scope.lookup("__struct_arguments__"), name, scope, node)
+            except (CuBridgeError, KeyError):
+                member = None
+            if isinstance(member, FunctionValue):
+                return FunctionValue(member.name, (), scope.this, member.scope_struct)
+            if member is not None:
+                return member
+        if name == "threadIdx" or name == "blockIdx" or name == "gridDim":
+            return TypeValue(name)
+        raise self.error(scope, node, f"unknown name `{name}`")
+
+    _expr_field_identifier = _expr_identifier
+
+    def _expr_template_function(self, node: Node, scope: Scope):
+        name = text(node.child_by_field_name("name"))
+        arguments = self.template_arguments(node.child_by_field_name("arguments"), scope)
+        if name in self.program.constants:
+            return self.constant(name, arguments, scope, node)
+        return FunctionValue(name, arguments)
+
+    def _expr_qualified_identifier(self, node: Node, scope: Scope):
+        scope_node = node.child_by_field_name("scope")
+        name_node = node.child_by_field_name("name")
+        if scope_node is None:  # ::name
+            return self.evaluate(name_node, scope)
+        if text(scope_node) == self.profile.section("vocabulary").get("namespace"):
+            return self.evaluate(name_node, scope)
+        owner = self.type_value(scope_node, scope) if scope_node.type != "namespace_identifier" else None
+        if owner is None:
+            bound = None
+            try:
+                bound = scope.lookup(text(scope_node))
+            except KeyError:
+                pass
+            owner = bound.value if isinstance(bound, Cell) else TypeValue(text(scope_node))
+        if not isinstance(owner, TypeValue):
+            raise self.error(scope, node, f"`{text(scope_node)}` is not a type")
+        if name_node.type == "dependent_name":  # Policy::template kv_range<...>
+            name_node = name_node.named_children[0]
+        if name_node.type == "template_method" or name_node.type == "template_function":
+            member = text(name_node.child_by_field_name("name"))
+            arguments = self.template_arguments(name_node.child_by_field_name("arguments"), scope)
+            value = self.struct_member(owner.name, owner.arguments, member, scope, node)
+            if isinstance(value, FunctionValue):
+                return FunctionValue(value.name, arguments, None, value.scope_struct)
+            return value
+        if name_node.type == "qualified_identifier":  # Policy::template kv_range<...>
+            raise self.unsupported(scope, node, "nested qualified name")
+        value = self.struct_member(owner.name, owner.arguments, text(name_node), scope, node)
+        if isinstance(value, FunctionValue):
+            return FunctionValue(value.name, (), None, value.scope_struct or owner.name)
+        return value
+
+    _expr_dependent_name = _expr_qualified_identifier
+
+    def _expr_template_method(self, node: Node, scope: Scope):
+        name = text(node.child_by_field_name("name"))
+        arguments = self.template_arguments(node.child_by_field_name("arguments"), scope)
+        return FunctionValue(name, arguments)
+
+    def _expr_unary_expression(self, node: Node, scope: Scope):
+        operator = text(node.child_by_field_name("operator"))
+        operand = self.value(node.child_by_field_name("argument"), scope)
+        if isinstance(operand, (int, float, bool)):
+            return {"-": lambda v: -v, "!": lambda v: not v, "~": lambda v: ~v, "+": lambda v: v}[operator](operand)
+        if isinstance(operand, PerThread):
+            return PerThread({"-": np.negative, "!": np.logical_not, "~": np.invert}[operator](operand.values))
+        if operator == "!" and isinstance(operand, Run):
+            true = arith.ConstantOp(IntegerAttr(1, IntegerType(1)))
+            self.emit(true, scope, node)
+            return Run(self.emit(arith.XOrIOp(operand.value, true.result), scope, node).result)
+        if operator == "-" and isinstance(operand, Run):
+            return self.binary_run("-", 0, operand, scope, node)
+        raise self.unsupported(scope, node, f"operator `{operator}` on run-time values")
+
+    def _expr_binary_expression(self, node: Node, scope: Scope):
+        operator = text(node.child_by_field_name("operator"))
+        left = self.value(node.child_by_field_name("left"), scope)
+        if operator in ("&&", "||") and isinstance(left, bool):
+            if (operator == "&&" and not left) or (operator == "||" and left):
+                return left
+            return self.value(node.child_by_field_name("right"), scope)
+        right = self.value(node.child_by_field_name("right"), scope)
+        return self.binary(operator, left, right, scope, node)
+
+    def binary(self, operator: str, left, right, scope: Scope, node: Node):
+        if isinstance(left, (int, float, bool)) and isinstance(right, (int, float, bool)):
+            return _PY_BINARY[operator](left, right)
+        if isinstance(left, SharedRef) and operator == "+" and isinstance(right, int):
+            return SharedRef(left.name, left.index, left.offset + right)
+        if isinstance(left, PerThread) or isinstance(right, PerThread):
+            if isinstance(left, Run) or isinstance(right, Run):
+                left = self.uniform(left, scope, node) if isinstance(left, PerThread) else left
+                right = self.uniform(right, scope, node) if isinstance(right, PerThread) else right
+                return self.binary(operator, left, right, scope, node)
+            a = left.values if isinstance(left, PerThread) else left
+            b = right.values if isinstance(right, PerThread) else right
+            functions = {"/": np.floor_divide, "%": np.remainder, "&&": np.logical_and, "||": np.logical_or}
+            function = functions.get(operator, _PY_BINARY.get(operator))
+            return PerThread(np.asarray(function(a, b)))
+        if isinstance(left, (Run, int)) and isinstance(right, (Run, int)):
+            folded = self._fold(operator, left, right)
+            if folded is not None:
+                return folded
+            return self.binary_run(operator, left, right, scope, node)
+        raise self.unsupported(scope, node, f"operator `{operator}` on these operands")
+
+    @staticmethod
+    def _fold(operator: str, left, right):
+        if operator in ("+", "-", "|", "^") and right == 0 and not isinstance(right, Run):
+            return left
+        if operator == "+" and left == 0 and not isinstance(left, Run):
+            return right
+        if operator in ("*", "/") and right == 1 and not isinstance(right, Run):
+            return left
+        if operator == "*" and left == 1 and not isinstance(left, Run):
+            return right
+        if operator == "*" and (0 in (left, right)) and not isinstance(left, Run) ^ isinstance(right, Run) is False:
+            return None
+        return None
+
+    def _expr_conditional_expression(self, node: Node, scope: Scope):
+        condition = self.value(node.child_by_field_name("condition"), scope)
+        if isinstance(condition, (bool, int)):
+            branch = "consequence" if condition else "alternative"
+            return self.value(node.child_by_field_name(branch), scope)
+        if isinstance(condition, PerThread):
+            a = self.value(node.child_by_field_name("consequence"), scope)
+            b = self.value(node.child_by_field_name("alternative"), scope)
+            if isinstance(a, (int, bool, PerThread)) and isinstance(b, (int, bool, PerThread)):
+                av = a.values if isinstance(a, PerThread) else a
+                bv = b.values if isinstance(b, PerThread) else b
+                return PerThread(np.where(condition.values, av, bv))
+        if isinstance(condition, Run):
+            a = self.value(node.child_by_field_name("consequence"), scope)
+            b = self.value(node.child_by_field_name("alternative"), scope)
+            op = arith.SelectOp(condition.value, self.as_index(a, scope, node), self.as_index(b, scope, node))
+            return Run(self.emit(op, scope, node).result)
+        raise self.unsupported(scope, node, "condition")
+
+    def _expr_cast_expression(self, node: Node, scope: Scope):
+        type_node = node.child_by_field_name("type")
+        value = self.value(node.child_by_field_name("value"), scope)
+        type_name = " ".join(text(type_node).split())
+        if isinstance(value, (int, float, bool)):
+            if type_name in INTEGER_TYPES:
+                return int(value)
+            if type_name == "float":
+                return float(value)
+        return value
+
+    def _expr_call_expression(self, node: Node, scope: Scope):
+        function_node = node.child_by_field_name("function")
+        arguments_node = node.child_by_field_name("arguments")
+        if function_node.type in ("template_function", "identifier", "qualified_identifier") and text(
+                function_node).split("<")[0] in ("reinterpret_cast", "static_cast", "const_cast"):
+            return self.evaluate(arguments_node.named_children[0], scope)
+        if function_node.type == "field_expression":
+            return self.call_method(node, function_node, arguments_node, scope)
+        callee = self.value(function_node, scope) if function_node.type != "identifier" else self._callee(function_node, scope)
+        if isinstance(callee, TypeValue) and callee.name in self.program.structs:  # functional cast / construction
+            return self.construct(callee, arguments_node.named_children, scope, node)
+        if isinstance(callee, TypeValue) and callee.name in ("int", "float", "unsigned", "uint32_t", "int64_t"):
+            return self._expr_cast_like(callee.name, arguments_node.named_children[0], scope)
+        if isinstance(callee, LambdaValue):
+            return self.call_lambda(callee, arguments_node.named_children, scope, node)
+        if not isinstance(callee, FunctionValue):
+            raise self.unsupported(scope, function_node, "call")
+        return self.call(callee, arguments_node.named_children, scope, node)
+
+    def _expr_cast_like(self, type_name: str, argument: Node, scope: Scope):
+        value = self.value(argument, scope)
+        if isinstance(value, (int, float, bool)):
+            return float(value) if type_name == "float" else int(value)
+        return value
+
+    def _callee(self, node: Node, scope: Scope):
+        name = text(node)
+        try:
+            bound = scope.lookup(name)
+            return bound.value if isinstance(bound, Cell) else bound
+        except KeyError:
+            pass
+        if name in ("min", "max"):
+            return FunctionValue(name)
+        return self._expr_identifier(node, scope)
+
+    def _expr_field_expression(self, node: Node, scope: Scope):
+        owner_node = node.child_by_field_name("argument")
+        field = text(node.child_by_field_name("field"))
+        owner = self.value(owner_node, scope)
+        if isinstance(owner, TypeValue) and owner.name in ("threadIdx", "blockIdx", "gridDim"):
+            return self.builtin_index(owner.name, field, scope, node)
+        if isinstance(owner, StructValue):
+            if field not in owner.fields:
+                raise self.error(scope, node, f"`{owner.struct}` has no field `{field}`")
+            return owner.fields[field]
+        if isinstance(owner, ParamsValue):
+            return self.parameter_field(field, scope, node)
+        if isinstance(owner, (SchedulerValue, SharedStorageValue)):
+            return FunctionValue(field, (), owner, owner.struct)
+        raise self.unsupported(scope, node, "field access")
+
+    def _expr_subscript_expression(self, node: Node, scope: Scope):
+        array = self.value(node.child_by_field_name("argument"), scope)
+        index = self.value(node.child_by_field_name("indices").named_children[0], scope)
+        if isinstance(array, ArrayValue) and isinstance(index, int):
+            return array.cells[index]
+        raise self.unsupported(scope, node, "subscript")
+
+    def _expr_pointer_expression(self, node: Node, scope: Scope):
+        operator = text(node.child_by_field_name("operator"))
+        target = self.evaluate(node.child_by_field_name("argument"), scope)
+        if operator == "&" and isinstance(target, Cell):
+            return Reference(target)
+        if operator == "&":
+            return target
+        raise self.unsupported(scope, node, "pointer dereference")
+
+    def _expr_compound_literal_expression(self, node: Node, scope: Scope):
+        type_value = self.type_value(node.child_by_field_name("type"), scope)
+        return self.make_struct(type_value, self._initializer_values(node.child_by_field_name("value"), scope),
+                                scope, node)
+
+    def _expr_lambda_expression(self, node: Node, scope: Scope):
+        return LambdaValue(node, scope, scope.source)
+
+    def _expr_initializer_list(self, node: Node, scope: Scope):
+        return [self.value(child, scope) if child.type != "initializer_list" else self._expr_initializer_list(child, scope)
+                for child in node.named_children]
+
+    def _expr_assignment_expression(self, node: Node, scope: Scope):
+        target = self.evaluate(node.child_by_field_name("left"), scope)
+        operator = text(node.child_by_field_name("operator"))
+        value = self.value(node.child_by_field_name("right"), scope)
+        if isinstance(target, Reference):
+            target = target.cell
+        if not isinstance(target, Cell):
+            raise self.unsupported(scope, node, "assignment target")
+        if operator != "=":
+            value = self.binary(operator[:-1], target.value, value, scope, node)
+        if isinstance(target.value, ArrayValue) and isinstance(value, (int, float)):
+            for cell in target.value.cells:  # alpha[0] = alpha[1] = 1.f chains through one cell at a time
+                cell.value = value
+        target.value = self.named(value, target.name)
+        return target
+
+    def _expr_update_expression(self, node: Node, scope: Scope):
+        target = self.evaluate(node.child_by_field_name("argument"), scope)
+        if isinstance(target, Reference):
+            target = target.cell
+        operator = text(node.child_by_field_name("operator"))
+        if not isinstance(target, Cell):
+            raise self.unsupported(scope, node, "increment target")
+        target.value = self.named(self.binary(operator[0], target.value, 1, scope, node), target.name)
+        return target
+
+    def _expr_comma_expression(self, node: Node, scope: Scope):
+        self.evaluate(node.child_by_field_name("left"), scope)
+        return self.evaluate(node.child_by_field_name("right"), scope)
+
+    def _expr_sizeof_expression(self, node: Node, scope: Scope):
+        raise self.unsupported(scope, node, "sizeof")
+
+    @staticmethod
+    def named(value, name: str):
+        """Name the SSA value after the C++ variable that holds it (first name wins)."""
+        if isinstance(value, Run) and value.value.name_hint is None and isinstance(value.value.owner, Operation):
+            value.value.name_hint = name
+        return value
+
+    # =====================================================================================================
+    # thread and block indices, parameters
+    def builtin_index(self, owner: str, field: str, scope: Scope, node: Node):
+        if field != "x":
+            raise self.error(scope, node, f"only the x dimension of {owner} is supported")
+        if owner == "threadIdx":
+            return PerThread(np.arange(self.threads))
+        raise self.unsupported(scope, node, f"{owner}.x outside the tile scheduler")
+
+    def parameter_field(self, field: str, scope: Scope, node: Node):
+        mapping = self.profile.section("parameters").get("fields", {}).get(field)
+        if mapping is None:
+            raise self.error(scope, node, f"parameter field `{field}` has no mapping in profile {self.profile.name}")
+        if "value" in mapping:
+            return mapping["value"]
+        if "dim" in mapping:
+            tensor, dim = mapping["dim"]
+            key = ("dim", tensor, int(dim))
+            if key not in self.worker_constants:
+                op = DimOp(self.tensors[tensor], int(dim))
+                op.result.name_hint = field
+                op.location = self.location(scope, node)
+                self._hoist(op)
+                self.worker_constants[key] = op.result
+            return Run(self.worker_constants[key])
+        if "tensor" in mapping:
+            return TensorArgument(mapping["tensor"])
+        if "scalar" in mapping:
+            return Run(self.kernel.argument(mapping["scalar"]))
+        raise self.error(scope, node, f"profile {self.profile.name}: mapping of `{field}` not understood")
+
+    # =====================================================================================================
+    # calls
+    def call_method(self, node: Node, function_node: Node, arguments_node: Node, scope: Scope):
+        owner_node = function_node.child_by_field_name("argument")
+        method_node = function_node.child_by_field_name("field")
+        owner_ref = self.evaluate(owner_node, scope)
+        owner = owner_ref.value if isinstance(owner_ref, Cell) else owner_ref
+        if isinstance(owner, Reference):
+            owner = owner.cell.value
+        method = text(method_node)
+        arguments = arguments_node.named_children
+        if isinstance(owner, SharedStorageValue):
+            return self.shared_ref(method, arguments, scope, node)
+        if isinstance(owner, SchedulerValue):
+            return self.scheduler_call(method, arguments, scope, node)
+        if isinstance(owner, StructValue):
+            return self.call(FunctionValue(method, (), owner, owner.struct), arguments, scope, node)
+        raise self.unsupported(scope, node, "method call")
+
+    def call(self, callee: FunctionValue, arguments: list[Node], scope: Scope, node: Node):
+        primitive = self.profile.primitive(callee.name) if callee.scope_struct is None else None
+        if primitive is not None:
+            return self.primitive_call(callee, primitive, arguments, scope, node)
+        if callee.name == "__shfl_sync" and callee.scope_struct is None:
+            # a broadcast of the issuing lane's value: the instance-level program has one value already
+            if len(arguments) != 3 or self.value(arguments[2], scope) != 0:
+                raise self.error(scope, node, "only __shfl_sync(mask, value, 0) (a broadcast from lane 0) is lifted")
+            return self.value(arguments[1], scope)
+        if callee.name in ("min", "max") and callee.scope_struct is None:
+            values = [self.value(a, scope) for a in arguments]
+            if all(isinstance(v, (int, float)) for v in values):
+                return (min if callee.name == "min" else max)(values)
+            op = (arith.MinUIOp if callee.name == "min" else arith.MaxUIOp)(
+                self.as_index(values[0], scope, node), self.as_index(values[1], scope, node))
+            return Run(self.emit(op, scope, node).result)
+        definition = self.resolve(callee, scope, node)
+        suffix = self.profile.section("roles").get("function_suffix")
+        if self.worker is not None and self.role_name is None and suffix and callee.name.endswith(suffix):
+            self.role_name = callee.name[: -len(suffix)]
+        return self.inline(definition, callee, arguments, scope, node)
+
+    def resolve(self, callee: FunctionValue, scope: Scope, node: Node) -> Definition:
+        if callee.scope_struct is not None:
+            struct = self.program.structs.get(callee.scope_struct)
+            while struct is not None and callee.name not in struct.methods:
+                struct = self.program.structs.get(struct.bases[0]) if struct.bases else None
+            if struct is None:
+                raise self.error(scope, node, f"`{callee.scope_struct}` has no method `{callee.name}`")
+            return struct.methods[callee.name][0]
+        definitions = self.program.functions.get(callee.name)
+        if not definitions:
+            raise self.error(scope, node, f"unknown function `{callee.name}`: not a primitive of profile "
+                                          f"{self.profile.name} and not defined in the kernel's sources")
+        return definitions[0]
+
+    def inline(self, definition: Definition, callee: FunctionValue, arguments: list[Node], scope: Scope, node: Node):
+        inner = Scope(None, source=definition.source)
+        template = list(callee.template_arguments)
+        parameters = definition.template_parameters
+        struct_arguments = ()
+        if callee.this is not None and isinstance(callee.this, StructValue):
+            struct_arguments = callee.this.arguments
+        if callee.scope_struct is not None:
+            struct_definition = self.program.structs[callee.scope_struct]
+            for (kind, name), value in zip(struct_definition.definition.template_parameters, struct_arguments):
+                inner.names[name] = Cell(name, value, mutable=False)
+            inner.struct = callee.scope_struct
+            inner.names["__struct_arguments__"] = struct_arguments
+            self._bind_struct_aliases(struct_definition, inner, scope, node)
+        declarator = definition.node.child_by_field_name("declarator")
+        while declarator.type != "function_declarator":
+            declarator = declarator.child_by_field_name("declarator")
+        formal = [p for p in declarator.child_by_field_name("parameters").named_children
+                  if p.type in ("parameter_declaration", "optional_parameter_declaration")]
+        values = [self.evaluate(a, scope) for a in arguments]
+        for parameter, value in zip(formal, values):
+            declarator_node = parameter.child_by_field_name("declarator")
+            if declarator_node is None:  # an unnamed parameter
+                continue
+            name = declarator_name(declarator_node)
+            by_reference = "&" in text(declarator_node) and "const" not in text(parameter)
+            if isinstance(value, Cell):
+                value = Reference(value) if by_reference else value.value
+            if isinstance(value, Reference) and not by_reference and not isinstance(value.cell.value, (StructValue, ArrayValue)):
+                value = value.cell.value
+            if name is not None:
+                inner.names[name] = Cell(name, value, mutable=not text(parameter).startswith("const"))
+        for (kind, name), value in zip(parameters, template):
+            inner.names[name] = Cell(name, value, mutable=False)
+        if len(template) < len(parameters):
+            self._deduce(parameters[len(template):], formal, values, inner, scope, node)
+        if callee.this is not None:
+            inner.this = callee.this
+            if isinstance(callee.this, StructValue):
+                for field, cell in callee.this.fields.items():
+                    inner.names[field] = cell
+        self.call_sites.append(self.location(scope, node))
+        try:
+            self.execute(definition.node.child_by_field_name("body"), inner)
+        except _Return as result:
+            return result.value
+        finally:
+            self.call_sites.pop()
+        return None
+
+    def _deduce(self, missing, formal, values, inner: Scope, scope: Scope, node: Node):
+        """Deduce the template parameters a call leaves out from its arguments (array extents, struct args)."""
+        for kind, name in missing:
+            for parameter, value in zip(formal, values):
+                value = value.cell.value if isinstance(value, Reference) else value
+                value = value.value if isinstance(value, Cell) else value
+                declared = text(parameter)
+                if isinstance(value, StructValue) and name in declared:
+                    struct = self.program.structs[value.struct]
+                    for (_, parameter_name), argument in zip(struct.definition.template_parameters, value.arguments):
+                        if parameter_name == name or declared.count(name):
+                            inner.names[name] = Cell(name, argument, mutable=False)
+                            break
+                    break
+            else:
+                if kind == "value":
+                    raise self.error(scope, node, f"cannot deduce template parameter `{name}` of this call")
+                inner.names[name] = Cell(name, TypeValue(name), mutable=False)  # a deduced type, not read
+
+    def call_lambda(self, function: LambdaValue, arguments: list[Node], scope: Scope, node: Node):
+        inner = Scope(function.scope, source=function.source)
+        declarator = function.node.child_by_field_name("declarator")
+        formal = declarator.child_by_field_name("parameters").named_children if declarator else []
+        for parameter, argument in zip(formal, arguments):
+            name = declarator_name(parameter.child_by_field_name("declarator"))
+            inner.names[name] = Cell(name, self.value(argument, scope))
+        self.call_sites.append(self.location(scope, node))
+        try:
+            self.execute(function.node.child_by_field_name("body"), inner)
+        except _Return as result:
+            return result.value
+        finally:
+            self.call_sites.pop()
+        return None
+
+    def construct(self, type_value: TypeValue, arguments: list[Node], scope: Scope, node: Node):
+        values = [self.value(a, scope) for a in arguments]
+        return self.make_struct(type_value, values, scope, node)
+
+    def make_struct(self, type_value: TypeValue, values: list, scope: Scope, node: Node):
+        struct = self.program.structs.get(type_value.name)
+        if struct is None:
+            raise self.error(scope, node, f"unknown struct `{type_value.name}`")
+        storage = self.profile.section("shared_storage")
+        if type_value.name == storage.get("struct"):
+            if not self.shared:
+                from cubridge.frontends.cuda.kernel import shared_allocations
+
+                self.shared = shared_allocations(self, type_value, scope, node)
+            return SharedStorageValue(type_value.name, type_value.arguments)
+        if type_value.name == self.profile.section("tile_scheduler").get("struct"):
+            return SchedulerValue(type_value.name)
+        fields = {}
+        for i, (field_type, field_name, default) in enumerate(struct.fields):
+            if i < len(values):
+                value = values[i]
+            elif default is not None:
+                value = self.value(default, Scope(scope))
+            else:
+                value = None
+            if isinstance(value, list):
+                value = ArrayValue([Cell(f"{field_name}", v) for v in value])
+            fields[field_name] = Cell(field_name, value)
+        return StructValue(type_value.name, fields, type_value.arguments)
+
+    def value_of_name(self, name: str, within: TypeValue, scope: Scope, node: Node):
+        """A profile's name (`kHeadDim`, `kStages`) evaluated inside struct `within` (its template arguments
+        bound), or as a file-level constant."""
+        struct = self.program.structs[within.name]
+        for (_, parameter), argument in zip(struct.definition.template_parameters, within.arguments):
+            if parameter == name:
+                return argument
+        if name in self.program.constants:
+            return self.constant(name, (), scope, node)
+        return self.struct_member(within.name, within.arguments, name, scope, node)
+
+    # =====================================================================================================
+    # shared storage, scheduler
+    def shared_ref(self, method: str, arguments: list[Node], scope: Scope, node: Node):
+        index = self.value(arguments[0], scope) if arguments else None
+        if isinstance(index, PerThread):
+            index = self.uniform(index, scope, node)
+        return SharedRef(method, index)
+
+    def scheduler_call(self, method: str, arguments: list[Node], scope: Scope, node: Node):
+        roles = self.profile.section("tile_scheduler")
+        if method == roles.get("dynamic"):
+            return False
+        if method in (roles.get("first"), roles.get("next")):
+            return Cursor()
+        if method == roles.get("decode") and getattr(self, "_tile_decodes", None) is not None:
+            struct = self.program.structs["WorkTile"] if "WorkTile" in self.program.structs else None
+            names = [f[1] for f in struct.fields] if struct else ["q_tile", "head", "batch"]
+            return StructValue("WorkTile", {n: Cell(n, Run(v), mutable=False)
+                                            for n, v in zip(names, self._tile_decodes)})
+        if method == roles.get("valid") or method == roles.get("decode"):
+            raise self.error(scope, node, f"`{method}` of the tile scheduler outside its tile loop")
+        raise self.error(scope, node, f"tile scheduler method `{method}` is not in profile {self.profile.name}")
+
+    # =====================================================================================================
+    # statements
+    def execute(self, node: Node, scope: Scope) -> None:
+        handler = getattr(self, f"_stmt_{node.type}", None)
+        if handler is None:
+            raise self.unsupported(scope, node, "statement")
+        handler(node, scope)
+
+    def _stmt_compound_statement(self, node: Node, scope: Scope):
+        inner = Scope(scope)
+        for child in node.named_children:
+            self.execute(child, inner)
+
+    def _stmt_comment(self, node, scope):
+        pass
+
+    def _stmt_alias_declaration(self, node: Node, scope: Scope):
+        name = text(node.child_by_field_name("name"))
+        scope.names[name] = Cell(name, self.type_value(node.child_by_field_name("type"), scope), mutable=False)
+
+    def _stmt_expression_statement(self, node: Node, scope: Scope):
+        if node.named_children:
+            self.evaluate(node.named_children[0], scope)
+
+    def _stmt_return_statement(self, node: Node, scope: Scope):
+        raise _Return(self.value(node.named_children[0], scope) if node.named_children else None)
+
+    def _stmt_break_statement(self, node: Node, scope: Scope):
+        raise _Break()
+
+    def _stmt_declaration(self, node: Node, scope: Scope):
+        type_node = node.child_by_field_name("type")
+        is_const = any(text(c) in ("const", "constexpr") for c in node.children if c.type == "type_qualifier")
+        storage = [text(c) for c in node.children if c.type == "storage_class_specifier"]
+        if "extern" in storage:  # extern __shared__ unsigned char shared_raw[]: the shared storage's base
+            for declarator in node.children_by_field_name("declarator"):
+                name = declarator_name(declarator)
+                scope.names[name] = Cell(name, TypeValue("__shared_base__"), mutable=False)
+            return
+        declared_type = self.type_value(type_node, scope) if type_node.type != "placeholder_type_specifier" else None
+        for declarator in node.children_by_field_name("declarator"):
+            name = declarator_name(declarator)
+            value = None
+            storage = self.profile.section("shared_storage").get("struct")
+            if isinstance(declared_type, TypeValue) and declared_type.name == storage:
+                # the storage's base pointer (its alignment arithmetic included) is the allocations' concern
+                value = self.make_struct(declared_type, [], scope, node)
+            elif declarator.type == "init_declarator":
+                value_node = declarator.child_by_field_name("value")
+                inner_declarator = declarator.child_by_field_name("declarator")
+                if value_node.type in ("initializer_list",) and isinstance(declared_type, TypeValue) and \
+                        declared_type.name in self.program.structs:
+                    value = self.make_struct(declared_type, self._initializer_values(value_node, scope), scope, node)
+                elif value_node.type == "initializer_list" and inner_declarator.type == "array_declarator":
+                    value = ArrayValue([Cell(name, v) for v in self._initializer_values(value_node, scope)])
+                elif value_node.type == "argument_list":
+                    value = self.make_struct(declared_type, [self.value(a, scope) for a in value_node.named_children],
+                                             scope, node)
+                else:
+                    value = self.value(value_node, scope)
+                    if isinstance(value, StructValue):
+                        value = value.copy()
+            elif declarator.type == "array_declarator":
+                value = self.declare_array(declarator, declared_type, scope, node)
+            elif isinstance(declared_type, TypeValue) and declared_type.name in self.program.structs:
+                value = self.make_struct(declared_type, [], scope, node)
+            if isinstance(declared_type, TypeValue) and declared_type.name == "float" and isinstance(value, int) \
+                    and not isinstance(value, bool):
+                value = float(value)
+            scope.names[name] = Cell(name, self.named(value, name), mutable=not is_const)
+
+    def _initializer_values(self, node: Node, scope: Scope) -> list:
+        values = []
+        for child in node.named_children:
+            if child.type == "initializer_list":
+                values.append(self._initializer_values(child, scope))
+            else:
+                values.append(self.value(child, scope))
+        return values
+
+    def declare_array(self, declarator: Node, declared_type, scope: Scope, node: Node):
+        size = self.value(declarator.child_by_field_name("size"), scope)
+        return ArrayValue([Cell(declarator_name(declarator), None) for _ in range(int(size))])
+
+    def _stmt_if_statement(self, node: Node, scope: Scope):
+        condition_node = node.child_by_field_name("condition")
+        is_constexpr = any(c.type == "constexpr" or text(c) == "constexpr" for c in node.children[:3])
+        condition = self.value(condition_node.child_by_field_name("value") or condition_node.named_children[0], scope)
+        consequence = node.child_by_field_name("consequence")
+        alternative = node.child_by_field_name("alternative")
+        if alternative is not None and alternative.type == "else_clause":
+            alternative = alternative.named_children[0]
+        if isinstance(condition, (bool, int)) and not isinstance(condition, Run):
+            branch = consequence if condition else alternative
+            if branch is not None:
+                self.execute(branch, Scope(scope))
+            return
+        if is_constexpr:
+            raise self.error(scope, condition_node, "`if constexpr` condition is not a compile-time constant")
+        if isinstance(condition, PerThread):
+            self.thread_branch(condition, consequence, alternative, scope, node)
+            return
+        if isinstance(condition, Run):
+            self.run_time_if(condition, consequence, alternative, scope, node)
+            return
+        raise self.unsupported(scope, condition_node, "condition")
+
+    def thread_branch(self, condition: PerThread, consequence: Node, alternative: Node | None, scope: Scope,
+                      node: Node):
+        """A branch on a thread-dependent predicate: roles at kernel level, issuers and lanes inside a role."""
+        taken = condition.values.astype(bool) & self.active
+        others = ~condition.values.astype(bool) & self.active
+        if self.worker is None:
+            width = self.profile.warp_group_threads
+            ids = np.nonzero(taken)[0]
+            aligned = ids.size and ids[0] % width == 0 and (ids[-1] + 1) % width == 0 and ids.size == ids[-1] + 1 - ids[0]
+            if not aligned and alternative is None:  # the prologue, run by a few threads before the roles
+                saved = self.active
+                self.active = taken
+                try:
+                    self.execute(consequence, Scope(scope))
+                finally:
+                    self.active = saved
+                return
+            self.role_split(taken, others, consequence, alternative, scope, node)
+            return
+        try:
+            uniform = self.uniform(PerThread(condition.values.astype(np.int64)), scope, node)
+        except CuBridgeError:
+            uniform = None
+        if uniform is not None:
+            if isinstance(uniform, Run):
+                flag = self.binary_run("!=", uniform, 0, scope, node)
+                self.run_time_if(flag, consequence, alternative, scope, node)
+                return
+            branch = consequence if uniform else alternative
+            if branch is not None:
+                self.execute(branch, Scope(scope))
+            return
+        if alternative is not None:
+            raise self.error(scope, node, "an `else` on a predicate that splits a warp group")
+        saved = self.active
+        self.active = taken
+        try:
+            self.execute(consequence, Scope(scope))
+        finally:
+            self.active = saved
+
+    def role_split(self, taken, others, consequence, alternative, scope: Scope, node: Node):
+        for threads, branch in ((taken, consequence), (others, alternative)):
+            if branch is None or not threads.any():
+                continue
+            ids = np.nonzero(threads)[0]
+            width = self.profile.warp_group_threads
+            begin, end = int(ids[0]), int(ids[-1]) + 1
+            if begin % width or end % width or len(ids) != end - begin:
+                raise self.error(scope, node, "a role predicate that does not split the block at warp-group "
+                                              f"boundaries ({begin}..{end})")
+            self.lift_worker(begin, end, threads, branch, scope)
+
+    def lift_worker(self, begin: int, end: int, threads, branch: Node, scope: Scope):
+        worker = WorkerOp("role", (begin, end))
+        self.kernel.body.block.add_op(worker)
+        saved = (self.block, self.worker, self.worker_constants, self.active)
+        self.block, self.worker, self.worker_constants, self.active = worker.body.block, worker, {}, threads
+        self.role_name = None
+        self.role_registers = None
+        try:
+            self.execute(branch, Scope(scope))
+        finally:
+            self.block, self.worker, self.worker_constants, self.active = saved
+        name = self.role_name or f"role{len(self.kernel.workers) - 1}"
+        worker.properties["sym_name"] = StringAttr(name)
+        worker.body.block.args[0].name_hint = "instance" if name == "producer" else "group"
+        if self.role_registers is not None:
+            worker.properties["regs"] = IntegerAttr(self.role_registers, 64)
+        worker.location = self.location(scope, branch)
+
+    def run_time_if(self, condition: Run, consequence: Node, alternative: Node | None, scope: Scope, node: Node):
+        cells = self.visible_cells(scope)
+        before = {id(c): c.value for c in cells}
+        then_block, then_changed = self._branch_block(consequence, scope, cells)
+        after_then = {id(c): c.value for c in cells}
+        for c in cells:
+            c.value = before[id(c)]
+        else_block, else_changed = self._branch_block(alternative, scope, cells) if alternative else (Block(), set())
+        after_else = {id(c): c.value for c in cells}
+        changed = [c for c in cells if id(c) in then_changed | else_changed]
+        results = []
+        for block, after in ((then_block, after_then), (else_block, after_else)):
+            saved = self.block
+            self.block = block
+            yielded = [self.carried(after[id(c)], scope, node) for c in changed]
+            self.block = saved
+            block.add_op(scf.YieldOp(*yielded))
+            results = [v.type for v in yielded]
+        op = scf.IfOp(condition.value, results, Region(then_block), Region(else_block))
+        self.emit(op, scope, node)
+        for cell, result in zip(changed, op.results):
+            result.name_hint = cell.name
+            cell.value = Run(result)
+
+    def _branch_block(self, branch: Node | None, scope: Scope, cells):
+        block = Block()
+        saved = self.block
+        self.block = block
+        before = {id(c): c.value for c in cells}
+        try:
+            if branch is not None:
+                self.execute(branch, Scope(scope))
+        finally:
+            self.block = saved
+        return block, {id(c) for c in cells if c.value is not before[id(c)]}
+
+    def visible_cells(self, scope: Scope) -> list[Cell]:
+        """The mutable scalar variables visible from `scope` (struct fields and array elements included)."""
+        cells, seen = [], set()
+
+        def add(cell: Cell):
+            if id(cell) in seen or not cell.mutable:
+                return
+            seen.add(id(cell))
+            if isinstance(cell.value, StructValue):
+                for field in cell.value.fields.values():
+                    add(field)
+            elif isinstance(cell.value, ArrayValue):
+                for element in cell.value.cells:
+                    add(element)
+            elif isinstance(cell.value, (int, float, Run)) and not isinstance(cell.value, bool):
+                cells.append(cell)
+
+        current = scope
+        while current is not None:
+            for value in current.names.values():
+                if isinstance(value, Cell):
+                    add(value)
+                elif isinstance(value, Reference):
+                    add(value.cell)
+            current = current.parent
+        return cells
+
+    def _stmt_for_statement(self, node: Node, scope: Scope):
+        inner = Scope(scope)
+        initializer = node.child_by_field_name("initializer")
+        condition = node.child_by_field_name("condition")
+        update = node.child_by_field_name("update")
+        body = node.child_by_field_name("body")
+        if condition is None:
+            self.tile_loop(node, initializer, update, body, inner)
+            return
+        if initializer is not None:
+            self.execute(initializer, inner) if initializer.type == "declaration" else self.evaluate(initializer, inner)
+        if initializer is not None and initializer.type == "declaration":
+            variable = declarator_name(initializer.children_by_field_name("declarator")[0])
+        else:
+            variable = None
+        start = inner.lookup(variable).value if variable else None
+        probe = self._constant_condition(condition, inner)
+        if probe is not None:
+            self.unrolled_loop(condition, update, body, inner, node)
+            return
+        self.run_time_loop(variable, start, condition, update, body, inner, node)
+
+    def _constant_condition(self, condition: Node, scope: Scope):
+        """The condition's value when it is a compile-time constant (loop bounds known), else None."""
+        saved_block = self.block
+        probe_block = Block()
+        self.block = probe_block
+        try:
+            value = self.value(condition, scope)
+        except CuBridgeError:
+            value = None
+        finally:
+            self.block = saved_block
+        if probe_block.first_op is not None:
+            return None
+        return value if isinstance(value, bool) else None
+
+    def unrolled_loop(self, condition: Node, update: Node, body: Node, scope: Scope, node: Node):
+        for _ in range(4096):
+            value = self.value(condition, scope)
+            if not isinstance(value, bool):
+                raise self.error(scope, condition, "loop bound became a run-time value")
+            if not value:
+                return
+            try:
+                self.execute(body, Scope(scope))
+            except _Break:
+                return
+            if update is not None:
+                self.evaluate(update, scope)
+        raise self.error(scope, node, "loop runs more than 4096 iterations at compile time")
+
+    def run_time_loop(self, variable: str | None, start, condition: Node, update: Node, body: Node, scope: Scope,
+                      node: Node):
+        if condition.type != "binary_expression" or text(condition.child_by_field_name("operator")) != "<" or \
+                variable is None or text(condition.child_by_field_name("left")) != variable:
+            raise self.unsupported(scope, condition, "loop condition (expected `i < bound`)")
+        bound = self.as_index(self.value(condition.child_by_field_name("right"), scope), scope, node)
+        lower = self.as_index(start, scope, node)
+        induction = scope.lookup(variable)
+        cells = [c for c in self.visible_cells(scope) if c is not induction]
+        initial_values = [self.carried(c.value, scope, node) for c in cells]
+        body_block = Block(arg_types=[IndexType()] + [v.type for v in initial_values])
+        induction.value = Run(body_block.args[0])
+        body_block.args[0].name_hint = variable
+        initial = {id(c): c.value for c in cells}
+        for cell, argument in zip(cells, body_block.args[1:]):
+            argument.name_hint = cell.name
+            cell.value = Run(argument)
+        saved = self.block
+        self.block = body_block
+        try:
+            self.execute(body, Scope(scope))
+            if update is not None:
+                self._loop_update(update, variable, scope)
+            yielded = [self.carried(c.value, scope, node) for c in cells]
+        except _Break:
+            raise self.unsupported(scope, node, "`break` in a run-time loop")
+        finally:
+            self.block = saved
+        kept = [i for i, (cell, value) in enumerate(zip(cells, yielded)) if value is not body_block.args[1 + i]]
+        for i in reversed(range(len(cells))):
+            if i in kept:
+                continue
+            argument = body_block.args[1 + i]
+            argument.replace_all_uses_with(initial_values[i])
+            body_block.erase_arg(argument)
+        body_block.add_op(scf.YieldOp(*[yielded[i] for i in kept]))
+        inits = [initial_values[i] for i in kept]
+        one = self.index_constant(1)
+        loop = scf.ForOp(lower, bound, one, inits, Region(body_block))
+        self.emit(loop, scope, node)
+        for i, result in zip(kept, loop.results):
+            result.name_hint = f"{cells[i].name}_end"
+            cells[i].value = Run(result)
+        for i in range(len(cells)):
+            if i not in kept:
+                cells[i].value = initial[id(cells[i])]
+
+    def _loop_update(self, update: Node, variable: str, scope: Scope):
+        """Apply the update to every variable but the induction variable (scf.for steps that one)."""
+        parts = [update]
+        while parts and parts[0].type == "comma_expression":
+            first = parts.pop(0)
+            parts[:0] = [first.child_by_field_name("left"), first.child_by_field_name("right")]
+        for part in parts:
+            target = part.child_by_field_name("argument") if part.type == "update_expression" else \
+                part.child_by_field_name("left")
+            if target is not None and text(target) == variable:
+                if part.type != "update_expression" or text(part.child_by_field_name("operator")) != "++":
+                    raise self.unsupported(scope, part, "loop step (only ++ is lifted)")
+                continue
+            self.evaluate(part, scope)
+
+    # =====================================================================================================
+    # the tile loop: cuir.for_each_tile
+    def tile_loop(self, node: Node, initializer: Node | None, update: Node | None, body: Node, scope: Scope):
+        if self.worker is None:
+            raise self.error(scope, node, "the tile loop outside any worker role")
+        if initializer is not None:
+            self.execute(initializer, scope) if initializer.type == "declaration" else self.evaluate(initializer, scope)
+        statements = body.named_children if body.type == "compound_statement" else [body]
+        check = next((i for i, s in enumerate(statements) if self._is_valid_check(s, scope)), None)
+        if check is None:
+            raise self.error(scope, node, "a `for (;;)` loop that is not the tile scheduler's loop (no "
+                                          "`if (!scheduler.valid(...)) break;` in its body)")
+        cursor_statement = statements[check]
+        cells = self.visible_cells(scope)
+        initial_values = [self.carried(c.value, scope, node) for c in cells]
+        body_block = Block(arg_types=[IndexType()] * 3 + [v.type for v in initial_values])
+        for argument, name in zip(body_block.args[:3], ("q_tile", "head", "batch")):
+            argument.name_hint = name
+        initial = {id(c): c.value for c in cells}
+        for cell, argument in zip(cells, body_block.args[3:]):
+            argument.name_hint = cell.name
+            cell.value = Run(argument)
+        inner = Scope(scope)
+        inner.names["__tile__"] = body_block.args[:3]
+        saved = self.block
+        self.block = body_block
+        try:
+            for statement in statements[:check]:
+                self.execute(statement, inner)
+            self._tile_decodes = body_block.args[:3]
+            for statement in statements[check + 1:]:
+                self.execute(statement, inner)
+            if update is not None:
+                self.evaluate(update, scope)
+            yielded = [self.carried(c.value, scope, node) for c in cells]
+        finally:
+            self.block = saved
+            self._tile_decodes = None
+        kept = [i for i, value in enumerate(yielded) if value is not body_block.args[3 + i]]
+        for i in reversed(range(len(cells))):
+            if i in kept:
+                continue
+            argument = body_block.args[3 + i]
+            argument.replace_all_uses_with(initial_values[i])
+            body_block.erase_arg(argument)
+        body_block.add_op(YieldOp(*[yielded[i] for i in kept]))
+        inits = [initial_values[i] for i in kept]
+        tiles = ForEachTileOp(inits, Region(body_block))
+        self.emit(tiles, scope, node)
+        for i, result in zip(kept, tiles.results):
+            result.name_hint = f"{cells[i].name}_end"
+            cells[i].value = Run(result)
+        for i in range(len(cells)):
+            if i not in kept:
+                cells[i].value = initial[id(cells[i])]
+        # The statements before the validity check run once more, for the index past the last tile.
+        for statement in statements[:check]:
+            self.execute(statement, Scope(scope))
+
+    def _is_valid_check(self, statement: Node, scope: Scope) -> bool:
+        if statement.type != "if_statement":
+            return False
+        valid = self.profile.section("tile_scheduler").get("valid")
+        condition = text(statement.child_by_field_name("condition"))
+        consequence = statement.child_by_field_name("consequence")
+        exits = consequence.type in ("break_statement", "return_statement") or (
+            consequence.type == "compound_statement" and consequence.named_children
+            and consequence.named_children[0].type in ("break_statement", "return_statement"))
+        return exits and f".{valid}(" in condition and condition.replace(" ", "").startswith("(!")
+
+    # =====================================================================================================
+    # primitives
+    def primitive_call(self, callee: FunctionValue, primitive: tuple[str, list[str]], arguments: list[Node],
+                       scope: Scope, node: Node):
+        op_name, roles = primitive
+        if callee.name in ("setmaxnreg_inc", "setmaxnreg_dec"):
+            if self.worker is None or not callee.template_arguments:
+                raise self.error(scope, node, f"`{callee.name}` outside a worker role")
+            self.role_registers = int(callee.template_arguments[0])
+            return None
+        if len(arguments) != len(roles):
+            raise self.error(scope, node, f"`{callee.name}` takes {len(roles)} arguments in profile "
+                                          f"{self.profile.name}, not {len(arguments)}")
+        values = {role: self.value(argument, scope) for role, argument in zip(roles, arguments)}
+        builder = getattr(self, "_op_" + op_name.replace("cuir.", ""), None)
+        if builder is None:
+            raise self.error(scope, node, f"primitive `{callee.name}` ({op_name}) is not lifted yet")
+        return builder(callee, values, scope, node)
+
+    def barrier_of(self, ref, scope: Scope, node: Node) -> tuple[SSAValue, SSAValue | None]:
+        if not isinstance(ref, SharedRef) or ref.name not in self.barrier_allocs:
+            raise self.error(scope, node, f"not an initialized mbarrier of the shared storage: `{text(node)}`")
+        stage = None if ref.index is None else self.as_index(ref.index, scope, node)
+        return self.barrier_allocs[ref.name], stage
+
+    def _op_mbarrier_init(self, callee, values, scope: Scope, node: Node):
+        ref, count = values["barrier"], values["count"]
+        if self.worker is not None:
+            raise self.error(scope, node, "mbarrier_init inside a worker role: inits belong to the prologue")
+        if not isinstance(ref, SharedRef) or not isinstance(count, int):
+            raise self.error(scope, node, "mbarrier_init of a shared-storage barrier with a constant count expected")
+        index = 0 if ref.index is None else ref.index
+        if not isinstance(index, int):
+            raise self.error(scope, node, "mbarrier_init at a run-time stage")
+        barrier = self.barriers.setdefault(ref.name, Barrier(ref.name, 0))
+        barrier.stages = max(barrier.stages, index + 1)
+        if barrier.stages != index + 1:
+            raise self.error(scope, node, f"the stages of `{ref.name}` are initialized out of order")
+        alloc = AllocOp(MbarrierType(barrier.stages))
+        alloc.result.name_hint = ref.name
+        alloc.location = self.location(scope, node)
+        if ref.name in self.barrier_allocs:  # one more stage: the alloc grows
+            old = self.barrier_allocs[ref.name].owner
+            self.kernel.body.block.insert_op_before(alloc, old)
+            old.result.replace_all_uses_with(alloc.result)
+            old.detach()
+            old.erase()
+        else:
+            self.kernel.body.block.add_op(alloc)
+        self.barrier_allocs[ref.name] = alloc.result
+        if barrier.cuda_count not in (None, count):
+            raise self.error(scope, node, f"the stages of `{ref.name}` are initialized with different counts")
+        barrier.cuda_count = count
+        barrier.init_node, barrier.init_source = node, scope.source
+        barrier.call_sites = list(self.call_sites)
+        barrier.indexed = barrier.indexed if hasattr(barrier, "indexed") else ref.index is not None
+
+    def _issuers_per_instance(self) -> int:
+        width = self.profile.warp_group_threads
+        ids = np.nonzero(self.active)[0]
+        begin = self.worker.thread_range[0]
+        counts = np.bincount((ids - begin) // width)
+        counts = counts[counts > 0]
+        return int(counts[0])
+
+    def _op_mbarrier_arrive(self, callee, values, scope: Scope, node: Node):
+        barrier, stage = self.barrier_of(values["barrier"], scope, node)
+        self._count_arrivals(values["barrier"].name, scope, node)
+        self.emit(MbarrierArriveOp(barrier, stage), scope, node)
+
+    def _count_arrivals(self, name: str, scope: Scope, node: Node):
+        per_instance = self._issuers_per_instance()
+        record = self.barriers[name]
+        if record.arrivals_per_instance not in (None, per_instance):
+            raise self.error(scope, node, f"`{name}` is arrived at by {per_instance} threads of a warp group here "
+                                          f"and by {record.arrivals_per_instance} elsewhere")
+        record.arrivals_per_instance = per_instance
+
+    def _op_mbarrier_expect_tx(self, callee, values, scope: Scope, node: Node):
+        barrier, stage = self.barrier_of(values["barrier"], scope, node)
+        if not isinstance(values["bytes"], int):
+            raise self.error(scope, node, "expect_tx of a run-time byte count")
+        self._count_arrivals(values["barrier"].name, scope, node)
+        self.emit(MbarrierExpectTxOp(barrier, stage, values["bytes"]), scope, node)
+
+    def _op_mbarrier_wait(self, callee, values, scope: Scope, node: Node):
+        barrier, stage = self.barrier_of(values["barrier"], scope, node)
+        parity = self.as_index(values["parity"], scope, node)
+        self.emit(MbarrierWaitOp(barrier, stage, parity), scope, node)
+
+    def _op_fence_async_shared(self, callee, values, scope: Scope, node: Node):
+        if self.worker is None:
+            return None  # the prologue's fence after the inits: part of cuir.mbarrier_init's lowering
+        self.emit(FenceAsyncSharedOp(), scope, node)
+
+    def _op_barrier(self, callee, values, scope: Scope, node: Node):
+        if self.worker is None:
+            return None  # the prologue's __syncthreads: workers start after the kernel body's inits
+        raise self.error(scope, node, "a block-wide barrier inside a worker role")
+
+    def _named_barrier(self, op_class, values, scope: Scope, node: Node):
+        threads = values["threads"]
+        if not isinstance(threads, int):
+            raise self.error(scope, node, "a named barrier with a run-time thread count")
+        if self._issuers_per_instance() != self.profile.warp_group_threads:
+            raise self.error(scope, node, "a named barrier that part of a warp group takes part in")
+        barrier_id = self.as_index(values["id"], scope, node)
+        self.emit(op_class(barrier_id, threads), scope, node)
+
+    def _op_named_barrier_sync(self, callee, values, scope, node):
+        self._named_barrier(NamedBarrierSyncOp, values, scope, node)
+
+    def _op_named_barrier_arrive(self, callee, values, scope, node):
+        self._named_barrier(NamedBarrierArriveOp, values, scope, node)
+
+    def _op_copy_async(self, callee, values, scope: Scope, node: Node):
+        """A TMA load of one panel; consecutive panels of one tile make one cuir.copy_async of the tile."""
+        dest, source = values["dest"], values["source"]
+        if not isinstance(dest, SharedRef) or dest.name not in self.shared:
+            raise self.error(scope, node, "a TMA load into something other than a shared-storage tile")
+        if not isinstance(source, TensorArgument):
+            raise self.error(scope, node, "a TMA load from something other than a kernel tensor map")
+        coordinates = [values[role] for role in sorted(r for r in values if r.startswith("c") and r[1:].isdigit())]
+        buffer = self.shared[dest.name]
+        rows, columns = buffer.type.dims
+        panel_columns = int(self.profile.section("shared_storage").get("panel_columns", columns))
+        panel_bytes = rows * panel_columns * 2
+        if not isinstance(dest.offset, int) or dest.offset % panel_bytes:
+            raise self.error(scope, node, f"a TMA load at byte {dest.offset} of `{dest.name}`: not a panel start")
+        panel = dest.offset // panel_bytes
+        if coordinates[0] != panel * panel_columns:
+            raise self.error(scope, node, f"panel {panel} of `{dest.name}` loaded from column "
+                                          f"`{text(node.child_by_field_name('arguments').named_children[3])}`, "
+                                          f"not {panel * panel_columns}")
+        barrier, barrier_stage = self.barrier_of(values["barrier"], scope, node)
+        stage = None if dest.index is None else self.as_index(dest.index, scope, node)
+        indices = [self.as_index(c, scope, node) for c in reversed(coordinates[1:])] + [self.index_constant(0)]
+        if panel > 0:
+            last = self.block.last_op
+            while last is not None and last.name.startswith("arith.") and last not in self.copy_panels:
+                last = last.prev_op  # the recomputed coordinates of this panel
+            if not (isinstance(last, CopyAsyncOp) and last.dest is buffer
+                    and len(last.source_indices) == len(indices)
+                    and all(_same_value(a, b) for a, b in zip(last.source_indices, indices))
+                    and last in self.copy_panels and self.copy_panels[last] == panel
+                    and (last.dest_stage is stage or (last.dest_stage is None and stage is None))):
+                raise self.error(scope, node, f"panel {panel} of `{dest.name}` does not continue the load of its "
+                                              "panel 0")
+            self.copy_panels[last] = panel + 1
+            return None
+        op = CopyAsyncOp(self.tensors[source.name], indices, buffer, stage, barrier, barrier_stage)
+        self.emit(op, scope, node)
+        self.copy_panels[op] = 1
+        return None
+
+
+def _same_value(a: SSAValue, b: SSAValue) -> bool:
+    """Whether two values are computed alike: the same value, or pure ops of one kind on alike operands (a
+    panel's coordinates are recomputed for every panel; CSE merges them once the lift is done)."""
+    if a is b:
+        return True
+    if not (isinstance(a.owner, Operation) and isinstance(b.owner, Operation)):
+        return False
+    x, y = a.owner, b.owner
+    return (x.name == y.name and x.name.startswith("arith.") and x.properties == y.properties
+            and x.attributes == y.attributes and len(x.operands) == len(y.operands)
+            and all(_same_value(p, q) for p, q in zip(x.operands, y.operands)))
+
+
+@dataclass(frozen=True)
+class LiftResult:
+    module: ModuleOp
+    entry: str
+    note: str | None  # said on stderr when the entry point was chosen by default
+
+
+def lift_file(path: str | Path, entry: str | None, profile: Profile, include_dirs: tuple[Path, ...]) -> LiftResult:
+    """Lift entry point `entry` (None: the file's first) of the CUDA file at `path`."""
+    from cubridge.frontends.cuda.program import load_program
+    from cubridge.frontends.cuda.kernel import lift_kernel
+
+    program = load_program(path, include_dirs)
+    entries = program.entry_points()
+    if not entries:
+        raise CuBridgeError(f"lift: no __global__ function in {Path(path).name}", str(path))
+    note = None
+    if entry is None:
+        chosen = entries[0]
+        note = (f"note: lifting entry point {chosen.name}, the first of {len(entries)} in {Path(path).name} "
+                f"(--lift=ENTRY picks another)")
+    else:
+        chosen = next((e for e in entries if e.name == entry), None)
+        if chosen is None:
+            raise unknown_entry(program, entry)
+    module = lift_kernel(Lifter(program, profile, chosen))
+    cse(module)
+    dce(module)
+    for op in list(module.walk()):
+        if isinstance(op, DimOp) and not op.result.uses:  # a size no lifted op reads
+            op.detach()
+            op.erase()
+    return LiftResult(module, chosen.name, note)
