@@ -47,7 +47,7 @@ def lift_kernel(lifter: Lifter) -> ModuleOp:
         if "tensor" in mapping:
             arguments.append((mapping["tensor"], GlobalTensorType(int(mapping["rank"]), ELEMENT_TYPES["float"]
                                                                   if mapping.get("element") == "f32" else element)))
-        elif "scalar" in mapping:
+        elif "scalar" in mapping and all(name != mapping["scalar"] for name, _ in arguments):
             arguments.append((mapping["scalar"], f32))
 
     schedule = lifter.profile.section("tile_scheduler")

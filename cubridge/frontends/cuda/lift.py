@@ -44,6 +44,13 @@ from xdsl.transforms.dead_code_elimination import dce
 from cubridge.diagnostics import CuBridgeError
 from cubridge.dialect.cuir import (
     AllocOp,
+    CommitGroupOp,
+    GemmAsyncOp,
+    GemmFenceOp,
+    GemmWaitOp,
+    StoreAsyncOp,
+    StoreOp,
+    WaitGroupOp,
     CopyAsyncOp,
     DimOp,
     ForEachTileOp,
@@ -59,6 +66,7 @@ from cubridge.dialect.cuir import (
     FenceAsyncSharedOp,
 )
 from cubridge.dialect.types import GlobalTensorType, MbarrierType, SharedBufferType
+from cubridge.frontends.cuda.elements import Affine, Elem, Expr, FragmentLifting, RowOf, is_symbolic
 from cubridge.frontends.cuda.profile import Profile
 from cubridge.frontends.cuda.program import Definition, EntryPoint, Program, declarator_name, text, unknown_entry
 from cubridge.frontends.cuda.source import CudaSource
@@ -67,6 +75,7 @@ from cubridge.frontends.cuda.values import (
     Cell,
     Cursor,
     FunctionValue,
+    Guard,
     LambdaValue,
     ParamsValue,
     PerThread,
@@ -75,6 +84,8 @@ from cubridge.frontends.cuda.values import (
     SchedulerValue,
     SharedRef,
     SharedStorageValue,
+    SharedStore,
+    TensorStore,
     StructValue,
     TensorArgument,
     TypeValue,
@@ -140,7 +151,59 @@ class Barrier:
     arrivals_per_instance: int | None = None
 
 
-class Lifter:
+class Slot:
+    """A variable a region may change, as one SSA value: a scalar cell, a fragment or a row pair."""
+
+    def __init__(self, name: str, target):
+        self.name = name
+        self.target = target
+
+    def _cells(self) -> list[Cell]:
+        return self.target.cells if isinstance(self.target, ArrayValue) else [self.target]
+
+    def snapshot(self):
+        return tuple(cell.value for cell in self._cells())
+
+    def restore(self, state) -> None:
+        for cell, value in zip(self._cells(), state):
+            cell.value = value
+
+    def defined(self) -> bool:
+        return all(cell.value is not None for cell in self._cells())
+
+    def clear(self) -> None:
+        for cell in self._cells():
+            cell.value = None
+
+    @staticmethod
+    def same(a, b) -> bool:
+        return len(a) == len(b) and all(x is y or (not is_symbolic(x) and not isinstance(x, Run) and x == y
+                                                   and type(x) is type(y)) for x, y in zip(a, b))
+
+    def value(self, lifter: Lifter, scope: Scope, node: Node) -> SSAValue:
+        if isinstance(self.target, ArrayValue):
+            if self.target.kind == "rows":
+                return lifter.materialize_rows([c.value for c in self.target.cells], scope, node, self.name)
+            return lifter.materialize_fragment(self.target.cells, self.target.kind == "packed", scope, node,
+                                               self.name)
+        value = self.target.value
+        if is_symbolic(value):
+            raise lifter.error(scope, node, f"`{self.name}` holds a per-element value across a loop or branch")
+        return lifter.carried(value, scope, node)
+
+    def bind(self, value: SSAValue) -> None:
+        if isinstance(self.target, ArrayValue):
+            if self.target.kind == "rows":
+                for half, cell in enumerate(self.target.cells):
+                    cell.value = RowOf(value, half)
+            else:
+                for e, cell in enumerate(self.target.cells):
+                    cell.value = Elem(value, e)
+            return
+        self.target.value = Run(value)
+
+
+class Lifter(FragmentLifting):
     def __init__(self, program: Program, profile: Profile, entry: EntryPoint):
         self.program = program
         self.profile = profile
@@ -159,6 +222,12 @@ class Lifter:
         self.init_sites: list[tuple[str, int, Node, CudaSource]] = []
         self.element_type = None
         self.copy_panels: dict = {}
+        self.store_panels: dict = {}
+        self.materialized: dict = {}
+        self.pending_stores: dict = {}
+        self.unroll_depth = 0
+        self.gemm_issued: dict = {}
+        self.worker_state: dict[str, Cell] = {}
         self.role_name = None
         self.role_registers = None
         self.kernel_arguments: list[tuple[str, object]] = []
@@ -182,6 +251,10 @@ class Lifter:
         return loc
 
     def emit(self, op: Operation, scope: Scope, node: Node) -> Operation:
+        if self.pending_stores and not self.unroll_depth:
+            self.flush_stores()
+        if self.worker is None and not isinstance(op, (AllocOp, arith.ConstantOp)):
+            raise self.error(scope, node, f"`{op.name}` outside any worker role")
         op.location = self.location(scope, node)
         self.block.add_op(op)
         return op
@@ -289,7 +362,7 @@ class Lifter:
     def _hoist(self, op: Operation) -> None:
         """Put a constant or tensor size at the top of the worker (after the ones already there)."""
         entry = self.worker.body.block if self.worker is not None else self.kernel.body.block
-        hoisted = [o for o in entry.ops if isinstance(o, (arith.ConstantOp, DimOp))]
+        hoisted = [o for o in entry.ops if isinstance(o, (arith.ConstantOp, DimOp, arith.MulfOp))]
         if hoisted:
             entry.insert_op_after(op, hoisted[-1])
         elif entry.first_op is not None:
@@ -330,13 +403,11 @@ class Lifter:
         offset = per_instance[keys[0]] - slope * keys[0]
         if any(per_instance[k] != slope * k + offset for k in keys):
             raise self.error(scope, node, f"`{text(node)}` is not affine in the warp-group index")
-        index = self.worker.body.block.args[0]
-        result = Run(index)
-        if slope != 1:
-            result = self.binary_run("*", result, slope, scope, node)
-        if offset:
-            result = self.binary_run("+", result, offset, scope, node)
-        return result
+        index = Run(self.worker.body.block.args[0])
+        scaled = index if abs(slope) == 1 else self.binary_run("*", index, abs(slope), scope, node)
+        if slope < 0:  # offset - |slope| * index
+            return self.binary_run("-", offset, scaled, scope, node)
+        return self.binary_run("+", scaled, offset, scope, node) if offset else scaled
 
     @staticmethod
     def _py(value):
@@ -492,6 +563,11 @@ class Lifter:
     def _expr_unary_expression(self, node: Node, scope: Scope):
         operator = text(node.child_by_field_name("operator"))
         operand = self.value(node.child_by_field_name("argument"), scope)
+        if is_symbolic(operand):
+            if operator == "-":
+                return Expr("negf", (operand,), self.location(scope, node))
+            if operator == "!":
+                return Expr("cmpi:eq", (operand, False), self.location(scope, node))
         if isinstance(operand, (int, float, bool)):
             return {"-": lambda v: -v, "!": lambda v: not v, "~": lambda v: ~v, "+": lambda v: v}[operator](operand)
         if isinstance(operand, PerThread):
@@ -517,8 +593,39 @@ class Lifter:
     def binary(self, operator: str, left, right, scope: Scope, node: Node):
         if isinstance(left, (int, float, bool)) and isinstance(right, (int, float, bool)):
             return _PY_BINARY[operator](left, right)
-        if isinstance(left, SharedRef) and operator == "+" and isinstance(right, int):
-            return SharedRef(left.name, left.index, left.offset + right)
+        if isinstance(left, TensorArgument) and operator in ("==", "!=") and right == 0:
+            return operator == "!="  # a mapped tensor is present
+        if operator == "&&" and isinstance(left, PerThread) and (is_symbolic(right) or isinstance(right, Run)):
+            return Guard(left, right)
+        if operator == "&&" and isinstance(left, Guard):
+            return Guard(left.threads, self.binary("&&", left.condition, right, scope, node))
+        if isinstance(left, SharedRef) and operator == "+" and isinstance(right, (int, PerThread)):
+            offset = left.offset + (right.values if isinstance(right, PerThread) else right)
+            return SharedRef(left.name, left.index, offset)
+        if isinstance(left, Affine) or isinstance(right, Affine):
+            return self.affine_binary(operator, left, right, scope, node)
+        if is_symbolic(left) or is_symbolic(right):
+            return self.symbolic_binary(operator, left, right, scope, node)
+        if isinstance(left, PerThread) and isinstance(right, Run) or isinstance(left, Run) and isinstance(right, PerThread):
+            if operator in ("+", "-"):
+                try:
+                    left = self.uniform(left, scope, node) if isinstance(left, PerThread) else left
+                    right = self.uniform(right, scope, node) if isinstance(right, PerThread) else right
+                except CuBridgeError:
+                    return self.affine_binary(operator, left, right, scope, node)
+                return self.binary(operator, left, right, scope, node)
+            if operator in ("&&", "||"):
+                return Guard(left, right) if isinstance(left, PerThread) else Guard(right, left)
+            if operator in _COMPARISONS:
+                try:
+                    left = self.uniform(left, scope, node) if isinstance(left, PerThread) else left
+                    right = self.uniform(right, scope, node) if isinstance(right, PerThread) else right
+                except CuBridgeError:
+                    as_affine = [Affine(0, v.values) if isinstance(v, PerThread) else v for v in (left, right)]
+                    return self.symbolic_binary(operator, *as_affine, scope, node)
+                return self.binary(operator, left, right, scope, node)
+        if self._is_float_run(left) or self._is_float_run(right):
+            return self.float_run(operator, left, right, scope, node)
         if isinstance(left, PerThread) or isinstance(right, PerThread):
             if isinstance(left, Run) or isinstance(right, Run):
                 left = self.uniform(left, scope, node) if isinstance(left, PerThread) else left
@@ -535,6 +642,39 @@ class Lifter:
                 return folded
             return self.binary_run(operator, left, right, scope, node)
         raise self.unsupported(scope, node, f"operator `{operator}` on these operands")
+
+    @staticmethod
+    def _is_float_run(value) -> bool:
+        return isinstance(value, Run) and isinstance(value.value.type, Float32Type)
+
+    def float_run(self, operator: str, left, right, scope: Scope, node: Node):
+        """Arithmetic on run-time floats outside fragments (kernel scalars)."""
+        operands = [self.carried(float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v,
+                                 scope, node) for v in (left, right)]
+        classes = {"+": arith.AddfOp, "-": arith.SubfOp, "*": arith.MulfOp, "/": arith.DivfOp}
+        if operator not in classes:
+            raise self.unsupported(scope, node, f"operator `{operator}` on run-time floats")
+        return Run(self.emit(classes[operator](*operands), scope, node).result)
+
+    def affine_binary(self, operator: str, left, right, scope: Scope, node: Node):
+        """A run-time value plus per-thread offsets (a thread's row or column of a fragment)."""
+        if operator in ("+", "-") and isinstance(left, (Run, PerThread, Affine)) and isinstance(right, (int, PerThread, Run, Affine)):
+            a = left if isinstance(left, Affine) else (Affine(left, np.zeros(self.threads, dtype=np.int64))
+                                                       if isinstance(left, Run) else Affine(0, left.values))
+            b = right if isinstance(right, Affine) else (
+                Affine(right, np.zeros(self.threads, dtype=np.int64)) if isinstance(right, Run) else
+                Affine(0, right.values if isinstance(right, PerThread) else np.full(self.threads, right)))
+            sign = 1 if operator == "+" else -1
+            if operator == "-" and not (isinstance(b.base, int) and b.base == 0):
+                raise self.unsupported(scope, node, "subtracting a run-time value from a thread's index")
+            base = a.base if isinstance(b.base, int) and b.base == 0 else (
+                b.base if isinstance(a.base, int) and a.base == 0 else self.binary("+", a.base, b.base, scope, node))
+            return Affine(base, a.threads + sign * b.threads)
+        if isinstance(left, int) and operator == "+":
+            return self.affine_binary("+", right, left, scope, node)
+        if operator in _COMPARISONS or operator in ("&&", "||"):
+            return self.symbolic_binary(operator, left, right, scope, node)
+        raise self.unsupported(scope, node, f"operator `{operator}` on a thread's index")
 
     @staticmethod
     def _fold(operator: str, left, right):
@@ -562,6 +702,10 @@ class Lifter:
                 av = a.values if isinstance(a, PerThread) else a
                 bv = b.values if isinstance(b, PerThread) else b
                 return PerThread(np.where(condition.values, av, bv))
+        if is_symbolic(condition):
+            a = self.value(node.child_by_field_name("consequence"), scope)
+            b = self.value(node.child_by_field_name("alternative"), scope)
+            return Expr("select", (condition, a, b), self.location(scope, node))
         if isinstance(condition, Run):
             a = self.value(node.child_by_field_name("consequence"), scope)
             b = self.value(node.child_by_field_name("alternative"), scope)
@@ -588,6 +732,8 @@ class Lifter:
             return self.evaluate(arguments_node.named_children[0], scope)
         if function_node.type == "field_expression":
             return self.call_method(node, function_node, arguments_node, scope)
+        if function_node.type in ("primitive_type", "sized_type_specifier") or text(function_node) in INTEGER_TYPES:
+            return self._expr_cast_like(" ".join(text(function_node).split()), arguments_node.named_children[0], scope)
         callee = self.value(function_node, scope) if function_node.type != "identifier" else self._callee(function_node, scope)
         if isinstance(callee, TypeValue) and callee.name in self.program.structs:  # functional cast / construction
             return self.construct(callee, arguments_node.named_children, scope, node)
@@ -612,7 +758,7 @@ class Lifter:
             return bound.value if isinstance(bound, Cell) else bound
         except KeyError:
             pass
-        if name in ("min", "max"):
+        if name in ("min", "max", "__builtin_huge_valf") or name in self.profile.section("math"):
             return FunctionValue(name)
         return self._expr_identifier(node, scope)
 
@@ -637,6 +783,8 @@ class Lifter:
         index = self.value(node.child_by_field_name("indices").named_children[0], scope)
         if isinstance(array, ArrayValue) and isinstance(index, int):
             return array.cells[index]
+        if isinstance(array, TensorArgument):
+            return TensorStore(array, index)
         raise self.unsupported(scope, node, "subscript")
 
     def _expr_pointer_expression(self, node: Node, scope: Scope):
@@ -646,6 +794,8 @@ class Lifter:
             return Reference(target)
         if operator == "&":
             return target
+        if operator == "*" and isinstance(target, SharedRef):
+            return SharedStore(target)
         raise self.unsupported(scope, node, "pointer dereference")
 
     def _expr_compound_literal_expression(self, node: Node, scope: Scope):
@@ -666,6 +816,9 @@ class Lifter:
         value = self.value(node.child_by_field_name("right"), scope)
         if isinstance(target, Reference):
             target = target.cell
+        if isinstance(target, (SharedStore, TensorStore)) and operator == "=":
+            self.record_store(target, value, scope, node)
+            return None
         if not isinstance(target, Cell):
             raise self.unsupported(scope, node, "assignment target")
         if operator != "=":
@@ -728,7 +881,22 @@ class Lifter:
         if "tensor" in mapping:
             return TensorArgument(mapping["tensor"])
         if "scalar" in mapping:
-            return Run(self.kernel.argument(mapping["scalar"]))
+            value = Run(self.kernel.argument(mapping["scalar"]))
+            if "multiply" not in mapping:
+                return value
+            key = ("scalar", field)
+            if key not in self.worker_constants:
+                saved = self.block
+                self.block = self.worker.body.block if self.worker is not None else self.kernel.body.block
+                constant = arith.ConstantOp(FloatAttr(float(mapping["multiply"]), f32))
+                product = arith.MulfOp(value.value, constant.result)
+                product.result.name_hint = field
+                for op in (constant, product):
+                    op.location = self.location(scope, node)
+                    self._hoist(op)
+                self.block = saved
+                self.worker_constants[key] = product.result
+            return Run(self.worker_constants[key])
         raise self.error(scope, node, f"profile {self.profile.name}: mapping of `{field}` not understood")
 
     # =====================================================================================================
@@ -754,11 +922,23 @@ class Lifter:
         primitive = self.profile.primitive(callee.name) if callee.scope_struct is None else None
         if primitive is not None:
             return self.primitive_call(callee, primitive, arguments, scope, node)
+        if callee.name == "__builtin_huge_valf" and callee.scope_struct is None:
+            return float("inf")
         if callee.name == "__shfl_sync" and callee.scope_struct is None:
             # a broadcast of the issuing lane's value: the instance-level program has one value already
             if len(arguments) != 3 or self.value(arguments[2], scope) != 0:
                 raise self.error(scope, node, "only __shfl_sync(mask, value, 0) (a broadcast from lane 0) is lifted")
             return self.value(arguments[1], scope)
+        math_op = self.profile.section("math").get(callee.name) if callee.scope_struct is None else None
+        if math_op is not None:
+            values = [self.value(a, scope) for a in arguments]
+            if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+                import math as pymath
+
+                functions = {"maxnumf": max, "minnumf": min, "fma": lambda a, b, c: a * b + c, "log": pymath.log,
+                             "exp": pymath.exp, "exp2": lambda x: 2.0 ** x}
+                return float(functions[math_op](*values))
+            return Expr(math_op, tuple(values), self.location(scope, node))
         if callee.name in ("min", "max") and callee.scope_struct is None:
             values = [self.value(a, scope) for a in arguments]
             if all(isinstance(v, (int, float)) for v in values):
@@ -767,9 +947,6 @@ class Lifter:
                 self.as_index(values[0], scope, node), self.as_index(values[1], scope, node))
             return Run(self.emit(op, scope, node).result)
         definition = self.resolve(callee, scope, node)
-        suffix = self.profile.section("roles").get("function_suffix")
-        if self.worker is not None and self.role_name is None and suffix and callee.name.endswith(suffix):
-            self.role_name = callee.name[: -len(suffix)]
         return self.inline(definition, callee, arguments, scope, node)
 
     def resolve(self, callee: FunctionValue, scope: Scope, node: Node) -> Definition:
@@ -812,6 +989,8 @@ class Lifter:
                 continue
             name = declarator_name(declarator_node)
             by_reference = "&" in text(declarator_node) and "const" not in text(parameter)
+            while isinstance(value, Cell) and isinstance(value.value, Reference):
+                value = value.value.cell
             if isinstance(value, Cell):
                 value = Reference(value) if by_reference else value.value
             if isinstance(value, Reference) and not by_reference and not isinstance(value.cell.value, (StructValue, ArrayValue)):
@@ -837,23 +1016,34 @@ class Lifter:
         return None
 
     def _deduce(self, missing, formal, values, inner: Scope, scope: Scope, node: Node):
-        """Deduce the template parameters a call leaves out from its arguments (array extents, struct args)."""
+        """Deduce the template parameters a call leaves out from its arguments: array extents
+        (`float (&s)[kCount]`), struct template arguments; other type parameters are not read."""
+        import re
+
         for kind, name in missing:
+            deduced = None
             for parameter, value in zip(formal, values):
-                value = value.cell.value if isinstance(value, Reference) else value
-                value = value.value if isinstance(value, Cell) else value
+                while isinstance(value, (Reference, Cell)):
+                    value = value.cell.value if isinstance(value, Reference) else value.value
                 declared = text(parameter)
-                if isinstance(value, StructValue) and name in declared:
+                if kind == "value" and isinstance(value, ArrayValue):
+                    extent = re.search(r"\[\s*(\d+\s*\*\s*)?" + re.escape(name) + r"\s*\]", declared)
+                    if extent:
+                        factor = int(extent.group(1).split("*")[0]) if extent.group(1) else 1
+                        deduced = len(value.cells) // factor
+                        break
+                if isinstance(value, StructValue) and re.search(r"\b" + re.escape(name) + r"\b", declared):
                     struct = self.program.structs[value.struct]
                     for (_, parameter_name), argument in zip(struct.definition.template_parameters, value.arguments):
-                        if parameter_name == name or declared.count(name):
-                            inner.names[name] = Cell(name, argument, mutable=False)
-                            break
-                    break
-            else:
+                        if parameter_name == name:
+                            deduced = argument
+                    if deduced is not None:
+                        break
+            if deduced is None:
                 if kind == "value":
                     raise self.error(scope, node, f"cannot deduce template parameter `{name}` of this call")
-                inner.names[name] = Cell(name, TypeValue(name), mutable=False)  # a deduced type, not read
+                deduced = TypeValue(name)  # a deduced type the lift does not read
+            inner.names[name] = Cell(name, deduced, mutable=False)
 
     def call_lambda(self, function: LambdaValue, arguments: list[Node], scope: Scope, node: Node):
         inner = Scope(function.scope, source=function.source)
@@ -897,7 +1087,8 @@ class Lifter:
             else:
                 value = None
             if isinstance(value, list):
-                value = ArrayValue([Cell(f"{field_name}", v) for v in value])
+                value = ArrayValue([Cell(f"{field_name}", v) for v in value],
+                                   self.array_kind(field_type, len(value)), field_name)
             fields[field_name] = Cell(field_name, value)
         return StructValue(type_value.name, fields, type_value.arguments)
 
@@ -944,9 +1135,33 @@ class Lifter:
         handler(node, scope)
 
     def _stmt_compound_statement(self, node: Node, scope: Scope):
-        inner = Scope(scope)
-        for child in node.named_children:
-            self.execute(child, inner)
+        self.execute_statements(node.named_children, Scope(scope))
+        if self.pending_stores and not self.unroll_depth:
+            self.flush_stores()
+
+    def execute_statements(self, statements: list[Node], scope: Scope) -> None:
+        for position, child in enumerate(statements):
+            if self._is_early_return(child):
+                condition = self.value(child.child_by_field_name("condition").named_children[0], scope)
+                if isinstance(condition, Run):  # `if (c) return; rest` is `if (!c) { rest }`
+                    rest = statements[position + 1:]
+                    self.run_time_if(self._negate(condition, scope, child),
+                                     lambda: self.execute_statements(rest, Scope(scope)), None, scope, child)
+                    return
+            self.execute(child, scope)
+
+    def _is_early_return(self, statement: Node) -> bool:
+        if statement.type != "if_statement" or statement.child_by_field_name("alternative") is not None:
+            return False
+        consequence = statement.child_by_field_name("consequence")
+        if consequence.type == "compound_statement" and len(consequence.named_children) == 1:
+            consequence = consequence.named_children[0]
+        return consequence.type == "return_statement" and not consequence.named_children
+
+    def _negate(self, condition: Run, scope: Scope, node: Node) -> Run:
+        true = arith.ConstantOp(IntegerAttr(1, IntegerType(1)))
+        self.emit(true, scope, node)
+        return Run(self.emit(arith.XOrIOp(condition.value, true.result), scope, node).result)
 
     def _stmt_comment(self, node, scope):
         pass
@@ -989,7 +1204,8 @@ class Lifter:
                         declared_type.name in self.program.structs:
                     value = self.make_struct(declared_type, self._initializer_values(value_node, scope), scope, node)
                 elif value_node.type == "initializer_list" and inner_declarator.type == "array_declarator":
-                    value = ArrayValue([Cell(name, v) for v in self._initializer_values(value_node, scope)])
+                    value = self.declare_array(inner_declarator, declared_type, scope, node,
+                                               self._initializer_values(value_node, scope))
                 elif value_node.type == "argument_list":
                     value = self.make_struct(declared_type, [self.value(a, scope) for a in value_node.named_children],
                                              scope, node)
@@ -1015,9 +1231,20 @@ class Lifter:
                 values.append(self.value(child, scope))
         return values
 
-    def declare_array(self, declarator: Node, declared_type, scope: Scope, node: Node):
+    def declare_array(self, declarator: Node, declared_type, scope: Scope, node: Node, values=None):
         size = self.value(declarator.child_by_field_name("size"), scope)
-        return ArrayValue([Cell(declarator_name(declarator), None) for _ in range(int(size))])
+        name = declarator_name(declarator)
+        if values is not None and len(values) != int(size):
+            raise self.error(scope, node, f"`{name}` has {size} elements but {len(values)} initializers")
+        values = values if values is not None else [None] * int(size)
+        return ArrayValue([Cell(name, v) for v in values], self.array_kind(str(declared_type), int(size)), name)
+
+    def array_kind(self, type_name: str, size: int) -> str:
+        if type_name == "float":
+            return "rows" if size == 2 else "fragment"
+        if type_name in ("uint32_t", "unsigned") and size > 2:
+            return "packed"
+        return "plain"
 
     def _stmt_if_statement(self, node: Node, scope: Scope):
         condition_node = node.child_by_field_name("condition")
@@ -1037,8 +1264,14 @@ class Lifter:
         if isinstance(condition, PerThread):
             self.thread_branch(condition, consequence, alternative, scope, node)
             return
+        if isinstance(condition, Guard):
+            self.guarded(condition, consequence, alternative, scope, node)
+            return
         if isinstance(condition, Run):
             self.run_time_if(condition, consequence, alternative, scope, node)
+            return
+        if is_symbolic(condition):
+            self.element_if(condition, consequence, alternative, scope, node)
             return
         raise self.unsupported(scope, condition_node, "condition")
 
@@ -1083,6 +1316,58 @@ class Lifter:
         finally:
             self.active = saved
 
+    def guarded(self, guard: Guard, consequence: Node, alternative: Node | None, scope: Scope, node: Node):
+        """`issuer && condition`: the issuing threads, then the run-time condition (or a row bound of a store)."""
+        if alternative is not None:
+            raise self.error(scope, node, "an `else` on a predicate that splits a warp group")
+        saved = self.active
+        self.active = guard.threads.values.astype(bool) & self.active
+        try:
+            if isinstance(guard.condition, Run):
+                self.run_time_if(guard.condition, consequence, None, scope, node)
+            elif self._is_row_bound(guard.condition):
+                self.execute(consequence, Scope(scope))  # rows past the tensor's end are not stored
+            else:
+                raise self.unsupported(scope, node, "condition on fragment elements around a store")
+        finally:
+            self.active = saved
+
+    @staticmethod
+    def _is_row_bound(condition) -> bool:
+        return isinstance(condition, Expr) and condition.op == "cmpi:ult" and isinstance(condition.args[0], Affine) \
+            and isinstance(condition.args[1], Run)
+
+    def element_if(self, condition, consequence: Node, alternative: Node | None, scope: Scope, node: Node):
+        """A branch on an element's value: every element it assigns becomes a select."""
+        cells = self._element_cells(scope)
+        before = [c.value for c in cells]
+        self.execute(consequence, Scope(scope))
+        after_then = [c.value for c in cells]
+        for c, v in zip(cells, before):
+            c.value = v
+        if alternative is not None:
+            self.execute(alternative, Scope(scope))
+        after_else = [c.value for c in cells]
+        location = self.location(scope, node)
+        for c, t, e in zip(cells, after_then, after_else):
+            c.value = t if t is e else Expr("select", (condition, t, e), location)
+
+    def _element_cells(self, scope: Scope) -> list[Cell]:
+        cells, seen = [], set()
+        current = scope
+        while current is not None:
+            for value in current.names.values():
+                cell = _deref(value)
+                if cell is None or id(cell) in seen:
+                    continue
+                seen.add(id(cell))
+                if isinstance(cell.value, ArrayValue):
+                    cells += cell.value.cells
+                else:
+                    cells.append(cell)
+            current = current.parent
+        return cells
+
     def role_split(self, taken, others, consequence, alternative, scope: Scope, node: Node):
         for threads, branch in ((taken, consequence), (others, alternative)):
             if branch is None or not threads.any():
@@ -1096,85 +1381,110 @@ class Lifter:
             self.lift_worker(begin, end, threads, branch, scope)
 
     def lift_worker(self, begin: int, end: int, threads, branch: Node, scope: Scope):
-        worker = WorkerOp("role", (begin, end))
+        import re
+
+        suffix = self.profile.section("roles").get("function_suffix", "")
+        called = re.search(r"\b(\w+)" + re.escape(suffix) + r"\b", text(branch)) if suffix else None
+        worker = WorkerOp(called.group(1) if called else f"role{len(self.kernel.workers)}", (begin, end))
         self.kernel.body.block.add_op(worker)
         saved = (self.block, self.worker, self.worker_constants, self.active)
         self.block, self.worker, self.worker_constants, self.active = worker.body.block, worker, {}, threads
-        self.role_name = None
         self.role_registers = None
+        role_scope = Scope(scope)
+        self.worker_state = {"store": Cell("store_group", None), "gemm": Cell("gemm_group", None)}
+        role_scope.names["__store_group__"] = self.worker_state["store"]
+        role_scope.names["__gemm_group__"] = self.worker_state["gemm"]
+        self.materialized = {}
         try:
-            self.execute(branch, Scope(scope))
+            self.execute(branch, role_scope)
         finally:
             self.block, self.worker, self.worker_constants, self.active = saved
-        name = self.role_name or f"role{len(self.kernel.workers) - 1}"
-        worker.properties["sym_name"] = StringAttr(name)
-        worker.body.block.args[0].name_hint = "instance" if name == "producer" else "group"
+        worker.body.block.args[0].name_hint = "instance" if worker.sym_name.data == "producer" else "group"
         if self.role_registers is not None:
             worker.properties["regs"] = IntegerAttr(self.role_registers, 64)
         worker.location = self.location(scope, branch)
 
-    def run_time_if(self, condition: Run, consequence: Node, alternative: Node | None, scope: Scope, node: Node):
-        cells = self.visible_cells(scope)
-        before = {id(c): c.value for c in cells}
-        then_block, then_changed = self._branch_block(consequence, scope, cells)
-        after_then = {id(c): c.value for c in cells}
-        for c in cells:
-            c.value = before[id(c)]
-        else_block, else_changed = self._branch_block(alternative, scope, cells) if alternative else (Block(), set())
-        after_else = {id(c): c.value for c in cells}
-        changed = [c for c in cells if id(c) in then_changed | else_changed]
-        results = []
-        for block, after in ((then_block, after_then), (else_block, after_else)):
+    def run_time_if(self, condition: Run, consequence, alternative, scope: Scope, node: Node):
+        """scf.if; the slots either branch changes are its results. A branch is a node or a callable."""
+        slots = self.visible_slots(scope)
+        before = [slot.snapshot() for slot in slots]
+        then_block, then_after = self._branch_block(consequence, scope, slots)
+        for slot, state in zip(slots, before):
+            slot.restore(state)
+        else_block, else_after = self._branch_block(alternative, scope, slots)
+        changed = [i for i, slot in enumerate(slots)
+                   if then_after[i] is not None and else_after[i] is not None and
+                   (not slot.same(then_after[i], before[i]) or not slot.same(else_after[i], before[i]))]
+        if not changed and then_block.first_op is None and else_block.first_op is None:
+            for slot, state in zip(slots, before):
+                slot.restore(state)
+            return
+        types = []
+        for block, after in ((then_block, then_after), (else_block, else_after)):
             saved = self.block
             self.block = block
-            yielded = [self.carried(after[id(c)], scope, node) for c in changed]
-            self.block = saved
+            try:
+                yielded = []
+                for i in changed:
+                    slots[i].restore(after[i])
+                    yielded.append(slots[i].value(self, scope, node))
+            finally:
+                self.block = saved
             block.add_op(scf.YieldOp(*yielded))
-            results = [v.type for v in yielded]
-        op = scf.IfOp(condition.value, results, Region(then_block), Region(else_block))
+            types = [v.type for v in yielded]
+        op = scf.IfOp(condition.value, types, Region(then_block), Region(else_block))
         self.emit(op, scope, node)
-        for cell, result in zip(changed, op.results):
-            result.name_hint = cell.name
-            cell.value = Run(result)
+        for slot, state in zip(slots, before):
+            slot.restore(state)
+        for i, result in zip(changed, op.results):
+            result.name_hint = slots[i].name
+            slots[i].bind(result)
 
-    def _branch_block(self, branch: Node | None, scope: Scope, cells):
+    def _branch_block(self, branch, scope: Scope, slots):
         block = Block()
         saved = self.block
         self.block = block
-        before = {id(c): c.value for c in cells}
         try:
-            if branch is not None:
+            if callable(branch):
+                branch()
+            elif branch is not None:
                 self.execute(branch, Scope(scope))
         finally:
             self.block = saved
-        return block, {id(c) for c in cells if c.value is not before[id(c)]}
+        return block, [slot.snapshot() for slot in slots]
 
-    def visible_cells(self, scope: Scope) -> list[Cell]:
-        """The mutable scalar variables visible from `scope` (struct fields and array elements included)."""
-        cells, seen = [], set()
+    def visible_slots(self, scope: Scope) -> list[Slot]:
+        """What a loop or branch may change: the mutable scalars, fragments and row vectors visible from
+        `scope` (struct fields and array elements included), each as one SSA value."""
+        slots, seen = [], set()
 
         def add(cell: Cell):
             if id(cell) in seen or not cell.mutable:
                 return
             seen.add(id(cell))
-            if isinstance(cell.value, StructValue):
-                for field in cell.value.fields.values():
+            value = cell.value
+            if isinstance(value, StructValue):
+                for field in value.fields.values():
                     add(field)
-            elif isinstance(cell.value, ArrayValue):
-                for element in cell.value.cells:
-                    add(element)
-            elif isinstance(cell.value, (int, float, Run)) and not isinstance(cell.value, bool):
-                cells.append(cell)
+            elif isinstance(value, ArrayValue):
+                if value.kind in ("fragment", "packed", "rows"):
+                    slots.append(Slot(cell.name, value))
+                else:
+                    for element in value.cells:
+                        add(element)
+            elif (isinstance(value, (int, float, Run)) or is_symbolic(value)) and not isinstance(value, bool):
+                slots.append(Slot(cell.name, cell))
 
+        for cell in self.worker_state.values():
+            add(cell)
         current = scope
         while current is not None:
             for value in current.names.values():
-                if isinstance(value, Cell):
-                    add(value)
-                elif isinstance(value, Reference):
-                    add(value.cell)
+                cell = _deref(value)
+                if cell is not None:
+                    add(cell)
             current = current.parent
-        return cells
+        return slots
 
     def _stmt_for_statement(self, node: Node, scope: Scope):
         inner = Scope(scope)
@@ -1214,6 +1524,17 @@ class Lifter:
         return value if isinstance(value, bool) else None
 
     def unrolled_loop(self, condition: Node, update: Node, body: Node, scope: Scope, node: Node):
+        """A loop with compile-time bounds, run iteration by iteration; element stores it makes are
+        emitted once it is done (one store per tile)."""
+        self.unroll_depth += 1
+        try:
+            self._unroll(condition, update, body, scope, node)
+        finally:
+            self.unroll_depth -= 1
+        if self.pending_stores and not self.unroll_depth:
+            self.flush_stores()
+
+    def _unroll(self, condition: Node, update: Node, body: Node, scope: Scope, node: Node):
         for _ in range(4096):
             value = self.value(condition, scope)
             if not isinstance(value, bool):
@@ -1236,44 +1557,64 @@ class Lifter:
         bound = self.as_index(self.value(condition.child_by_field_name("right"), scope), scope, node)
         lower = self.as_index(start, scope, node)
         induction = scope.lookup(variable)
-        cells = [c for c in self.visible_cells(scope) if c is not induction]
-        initial_values = [self.carried(c.value, scope, node) for c in cells]
-        body_block = Block(arg_types=[IndexType()] + [v.type for v in initial_values])
-        induction.value = Run(body_block.args[0])
-        body_block.args[0].name_hint = variable
-        initial = {id(c): c.value for c in cells}
-        for cell, argument in zip(cells, body_block.args[1:]):
-            argument.name_hint = cell.name
-            cell.value = Run(argument)
-        saved = self.block
-        self.block = body_block
-        try:
+        slots = [slot for slot in self.visible_slots(scope) if slot.target is not induction]
+
+        def body_of(block: Block):
+            induction.value = Run(block.args[0])
+            block.args[0].name_hint = variable
             self.execute(body, Scope(scope))
             if update is not None:
                 self._loop_update(update, variable, scope)
-            yielded = [self.carried(c.value, scope, node) for c in cells]
+
+        def make(inits, block):
+            return scf.ForOp(lower, bound, self.index_constant(1), inits, Region(block))
+
+        try:
+            self.carried_region(slots, [IndexType()], body_of, make, scf.YieldOp, scope, node)
         except _Break:
             raise self.unsupported(scope, node, "`break` in a run-time loop")
+
+    def carried_region(self, slots, leading_types, body_of, make, terminator, scope: Scope, node: Node):
+        """Run a loop body once over block arguments for the slots; the slots it changes are carried, the
+        others keep their values (their arguments are replaced by the initial values)."""
+        initial = [slot.snapshot() for slot in slots]
+        initial_values = [slot.value(self, scope, node) if slot.defined() else None for slot in slots]
+        candidates = [i for i, v in enumerate(initial_values) if v is not None]
+        block = Block(arg_types=list(leading_types) + [initial_values[i].type for i in candidates])
+        lead = len(leading_types)
+        for i, argument in zip(candidates, block.args[lead:]):
+            argument.name_hint = slots[i].name
+            slots[i].bind(argument)
+        saved = self.block
+        self.block = block
+        try:
+            body_of(block)
+            after = [slot.snapshot() for slot in slots]
+            yielded = {}
+            for i in candidates:
+                yielded[i] = slots[i].value(self, scope, node) if slots[i].defined() else None
         finally:
             self.block = saved
-        kept = [i for i, (cell, value) in enumerate(zip(cells, yielded)) if value is not body_block.args[1 + i]]
-        for i in reversed(range(len(cells))):
+        kept = [i for i in candidates if yielded[i] is not None and yielded[i] is not block.args[lead + candidates.index(i)]]
+        for position in reversed(range(len(candidates))):
+            i = candidates[position]
             if i in kept:
                 continue
-            argument = body_block.args[1 + i]
+            argument = block.args[lead + position]
             argument.replace_all_uses_with(initial_values[i])
-            body_block.erase_arg(argument)
-        body_block.add_op(scf.YieldOp(*[yielded[i] for i in kept]))
-        inits = [initial_values[i] for i in kept]
-        one = self.index_constant(1)
-        loop = scf.ForOp(lower, bound, one, inits, Region(body_block))
-        self.emit(loop, scope, node)
-        for i, result in zip(kept, loop.results):
-            result.name_hint = f"{cells[i].name}_end"
-            cells[i].value = Run(result)
-        for i in range(len(cells)):
-            if i not in kept:
-                cells[i].value = initial[id(cells[i])]
+            block.erase_arg(argument)
+        block.add_op(terminator(*[yielded[i] for i in kept]))
+        op = make([initial_values[i] for i in kept], block)
+        self.emit(op, scope, node)
+        for slot, state in zip(slots, initial):
+            slot.restore(state)
+        for i, result in zip(kept, op.results):
+            result.name_hint = f"{slots[i].name}_end"
+            slots[i].bind(result)
+        for i in range(len(slots)):  # set in the body but undefined before it: undefined after it
+            if i not in candidates and not slots[i].same(after[i], initial[i]):
+                slots[i].clear()
+        return op
 
     def _loop_update(self, update: Node, variable: str, scope: Scope):
         """Apply the update to every variable but the induction variable (scf.for steps that one)."""
@@ -1302,49 +1643,25 @@ class Lifter:
         if check is None:
             raise self.error(scope, node, "a `for (;;)` loop that is not the tile scheduler's loop (no "
                                           "`if (!scheduler.valid(...)) break;` in its body)")
-        cursor_statement = statements[check]
-        cells = self.visible_cells(scope)
-        initial_values = [self.carried(c.value, scope, node) for c in cells]
-        body_block = Block(arg_types=[IndexType()] * 3 + [v.type for v in initial_values])
-        for argument, name in zip(body_block.args[:3], ("q_tile", "head", "batch")):
-            argument.name_hint = name
-        initial = {id(c): c.value for c in cells}
-        for cell, argument in zip(cells, body_block.args[3:]):
-            argument.name_hint = cell.name
-            cell.value = Run(argument)
-        inner = Scope(scope)
-        inner.names["__tile__"] = body_block.args[:3]
-        saved = self.block
-        self.block = body_block
-        try:
+        slots = self.visible_slots(scope)
+
+        def body_of(block: Block):
+            for argument, name in zip(block.args[:3], ("q_tile", "head", "batch")):
+                argument.name_hint = name
+            inner = Scope(scope)
             for statement in statements[:check]:
                 self.execute(statement, inner)
-            self._tile_decodes = body_block.args[:3]
-            for statement in statements[check + 1:]:
-                self.execute(statement, inner)
+            self._tile_decodes = block.args[:3]
+            try:
+                for statement in statements[check + 1:]:
+                    self.execute(statement, inner)
+            finally:
+                self._tile_decodes = None
             if update is not None:
                 self.evaluate(update, scope)
-            yielded = [self.carried(c.value, scope, node) for c in cells]
-        finally:
-            self.block = saved
-            self._tile_decodes = None
-        kept = [i for i, value in enumerate(yielded) if value is not body_block.args[3 + i]]
-        for i in reversed(range(len(cells))):
-            if i in kept:
-                continue
-            argument = body_block.args[3 + i]
-            argument.replace_all_uses_with(initial_values[i])
-            body_block.erase_arg(argument)
-        body_block.add_op(YieldOp(*[yielded[i] for i in kept]))
-        inits = [initial_values[i] for i in kept]
-        tiles = ForEachTileOp(inits, Region(body_block))
-        self.emit(tiles, scope, node)
-        for i, result in zip(kept, tiles.results):
-            result.name_hint = f"{cells[i].name}_end"
-            cells[i].value = Run(result)
-        for i in range(len(cells)):
-            if i not in kept:
-                cells[i].value = initial[id(cells[i])]
+
+        self.carried_region(slots, [IndexType()] * 3, body_of, lambda inits, block: ForEachTileOp(inits, Region(block)),
+                            YieldOp, scope, node)
         # The statements before the validity check run once more, for the index past the last tile.
         for statement in statements[:check]:
             self.execute(statement, Scope(scope))
@@ -1370,11 +1687,13 @@ class Lifter:
                 raise self.error(scope, node, f"`{callee.name}` outside a worker role")
             self.role_registers = int(callee.template_arguments[0])
             return None
+        if callee.name in ("gemm_wait", "store_async_wait"):
+            return self._wait(callee, scope, node)
         if len(arguments) != len(roles):
             raise self.error(scope, node, f"`{callee.name}` takes {len(roles)} arguments in profile "
                                           f"{self.profile.name}, not {len(arguments)}")
         values = {role: self.value(argument, scope) for role, argument in zip(roles, arguments)}
-        builder = getattr(self, "_op_" + op_name.replace("cuir.", ""), None)
+        builder = getattr(self, "_prim_" + callee.name, None) or getattr(self, "_op_" + op_name.replace("cuir.", ""), None)
         if builder is None:
             raise self.error(scope, node, f"primitive `{callee.name}` ({op_name}) is not lifted yet")
         return builder(callee, values, scope, node)
@@ -1475,6 +1794,271 @@ class Lifter:
     def _op_named_barrier_arrive(self, callee, values, scope, node):
         self._named_barrier(NamedBarrierArriveOp, values, scope, node)
 
+
+    # -------------------------------------------------------------------------------------------------
+    # tensor-core GEMMs and async groups
+    def _fragment(self, value, kinds: tuple[str, ...], what: str, scope: Scope, node: Node) -> ArrayValue:
+        if not isinstance(value, ArrayValue) or value.kind not in kinds:
+            raise self.error(scope, node, f"the {what} of `{text(node.child_by_field_name('function'))}` is not a "
+                                          "register fragment")
+        return value
+
+    def _shared_operand(self, ref, scope: Scope, node: Node):
+        if not isinstance(ref, SharedRef) or ref.name not in self.shared or ref.offset != 0:
+            raise self.error(scope, node, "a GEMM operand that is not a whole shared-storage tile")
+        stage = None if ref.index is None else self.as_index(ref.index, scope, node)
+        return self.shared[ref.name], stage
+
+    def _issue(self, op, fragment: ArrayValue, scope: Scope, node: Node):
+        self.emit(op, scope, node)
+        op.result.name_hint = fragment.name
+        op.token.name_hint = f"{fragment.name}_done"
+        for e, cell in enumerate(fragment.cells):
+            cell.value = Elem(op.result, e)
+        self.gemm_issued.setdefault(id(self.block), []).append(op.token)
+        self.worker_state["gemm"].value = Run(op.token)
+
+    def _prim_gemm_async(self, callee, values, scope: Scope, node: Node):
+        n, k_slices, b_mn_major = callee.template_arguments[:3]
+        acc = self._fragment(values["acc"], ("fragment",), "accumulator", scope, node)
+        if len(acc.cells) * 2 != n:
+            raise self.error(scope, node, f"a {len(acc.cells)}-register accumulator for an N = {n} GEMM")
+        lhs, lhs_stage = self._shared_operand(values["a"], scope, node)
+        rhs, rhs_stage = self._shared_operand(values["b"], scope, node)
+        if lhs.type.dims[1] != 16 * k_slices:
+            raise self.error(scope, node, f"{k_slices} K slices of 16 over a {lhs.type.dims[1]}-column A tile")
+        accumulate = values["accumulate"]
+        if not isinstance(accumulate, bool):
+            raise self.error(scope, node, "a GEMM whose accumulate flag is not a compile-time constant")
+        acc_value = self.materialize_fragment(acc.cells, False, scope, node, acc.name) if accumulate else None
+        op = GemmAsyncOp("ab" if b_mn_major else "abt", lhs, lhs_stage, rhs, rhs_stage,
+                         self.fragment_type(len(acc.cells), False), acc_value)
+        self._issue(op, acc, scope, node)
+
+    def _prim_gemm_async_rs(self, callee, values, scope: Scope, node: Node):
+        acc = self._fragment(values["acc"], ("fragment",), "accumulator", scope, node)
+        a = self._fragment(values["a"], ("packed",), "A operand", scope, node)
+        rhs, rhs_stage = self._shared_operand(values["b"], scope, node)
+        if values["accumulate"] is not True:
+            raise self.error(scope, node, "gemm_async_rs without accumulation is not lifted")
+        acc_value = self.materialize_fragment(acc.cells, False, scope, node, acc.name)
+        a_value = self.materialize_fragment(a.cells, True, scope, node, a.name)
+        op = GemmAsyncOp("ab", a_value, None, rhs, rhs_stage, self.fragment_type(len(acc.cells), False), acc_value)
+        self._issue(op, acc, scope, node)
+
+    def _prim_gemm_fence_operand(self, callee, values, scope: Scope, node: Node):
+        return None  # keeps registers in place around async wgmma: part of cuir.gemm_async's lowering
+
+    def _prim_gemm_fence(self, callee, values, scope: Scope, node: Node):
+        self.emit(GemmFenceOp(), scope, node)
+
+    def _wait(self, callee, scope: Scope, node: Node):
+        if not callee.template_arguments or not isinstance(callee.template_arguments[0], int):
+            raise self.error(scope, node, f"`{callee.name}` without a constant count of groups left pending")
+        pending = callee.template_arguments[0]
+        if callee.name == "store_async_wait":
+            token = self.worker_state["store"].value
+            if pending != 0 or token is None:
+                raise self.error(scope, node, "store_async_wait<N> with N > 0, or with no group committed")
+            self.emit(WaitGroupOp(token.value), scope, node)
+            return None
+        issued = self.gemm_issued.setdefault(id(self.block), [])
+        if not issued:  # nothing issued in this block: the group carried in (complete or not)
+            tail = self.worker_state["gemm"].value
+            if tail is None:
+                raise self.error(scope, node, "gemm_wait with no GEMM issued")
+            if pending == 0:
+                self.emit(GemmWaitOp(tail.value), scope, node)
+            return None
+        waited = issued[:-pending] if pending else list(issued)
+        for token in waited:
+            self.emit(GemmWaitOp(token), scope, node)
+        del issued[: len(waited)]
+        return None
+
+    def _prim_store_async_commit(self, callee, values, scope: Scope, node: Node):
+        op = CommitGroupOp(self.worker.sym_name.data)
+        op.token.name_hint = "stored"
+        self.emit(op, scope, node)
+        self.worker_state["store"].value = Run(op.token)
+
+    def _prim_convert_pack(self, callee, values, scope: Scope, node: Node):
+        return Expr("pack", (values["lo"], values["hi"]), self.location(scope, node))
+
+    def _quad_reduction(self, kind: str, value, scope: Scope, node: Node):
+        """The identity on whole-row values; a per-thread accumulation becomes the whole-row reduction."""
+        from cubridge.frontends.cuda.elements import as_reduction, free_elements, REDUCING
+
+        if isinstance(value, Expr) and value.op in REDUCING and REDUCING[value.op] == kind and free_elements(value):
+            elements = free_elements(value)
+            halves_seen = {(e >> 1) & 1 for e in elements}
+            if len(halves_seen) != 1:
+                raise self.error(scope, node, "a quad reduction over elements of both of the thread's rows")
+            return as_reduction(value, halves_seen.pop())
+        return value
+
+    def _prim_row_reduce_max(self, callee, values, scope: Scope, node: Node):
+        return self._quad_reduction("max", values["value"], scope, node)
+
+    def _prim_row_reduce_sum(self, callee, values, scope: Scope, node: Node):
+        return self._quad_reduction("sum", values["value"], scope, node)
+
+    def _prim_fast_exp2(self, callee, values, scope: Scope, node: Node):
+        return Expr("exp2", (values["x"],), self.location(scope, node))
+
+    def _prim_fast_tanh(self, callee, values, scope: Scope, node: Node):
+        return Expr("tanh", (values["x"],), self.location(scope, node))
+
+    # -------------------------------------------------------------------------------------------------
+    # element stores: a fragment into a swizzled shared tile, row values into a global tensor
+    def record_store(self, target, value, scope: Scope, node: Node):
+        if isinstance(target, SharedStore):
+            self._shared_element_store(target.ref, value, scope, node)
+        else:
+            self._tensor_element_store(target, value, scope, node)
+
+    def _shared_element_store(self, ref: SharedRef, value, scope: Scope, node: Node):
+        """One packed pair per thread at a swizzled address; the whole fragment makes one cuir.store."""
+        if ref.name not in self.shared or not isinstance(value, Expr) or value.op != "pack":
+            raise self.error(scope, node, "a shared-memory store that is not a packed pair of a fragment")
+        from cubridge.frontends.cuda.elements import element_layout, free_elements
+
+        elements = free_elements(value.args[0])
+        if len(elements) != 1:
+            raise self.error(scope, node, "a stored pair that is not one element of a fragment")
+        element = elements.pop()
+        buffer = self.shared[ref.name]
+        rows, columns = buffer.type.dims
+        ids = np.nonzero(self.active)[0]
+        row = element_layout(ids, element, "row", False)
+        column = element_layout(ids, element, "col", False)
+        panel_columns = int(self.profile.section("shared_storage").get("panel_columns", columns))
+        chunk = (column % panel_columns) // 8
+        expected = (column // panel_columns) * rows * panel_columns * 2 + row * 128 + ((chunk ^ (row % 8)) * 16) + \
+            (column % 8) * 2
+        offsets = ref.offset if isinstance(ref.offset, np.ndarray) else np.full(self.threads, ref.offset)
+        if not (offsets[ids] == expected).all():
+            raise self.error(scope, node, f"the stored pair is not at element {element}'s place in the 128-byte "
+                                          f"swizzled layout of `{ref.name}`")
+        key = (ref.name, id(ref.index))
+        record = self.pending_stores.setdefault(key, {"ref": ref, "pairs": {}, "scope": scope, "node": node})
+        record["pairs"][element // 2] = value
+
+    def flush_stores(self):
+        """Emit the element stores recorded so far (each must cover its whole tile)."""
+        pending, self.pending_stores = self.pending_stores, {}
+        for record in pending.values():
+            scope, node = record["scope"], record["node"]
+            if "pairs" in record:
+                ref, pairs = record["ref"], record["pairs"]
+                buffer = self.shared[ref.name]
+                count = buffer.type.dims[0] * buffer.type.dims[1] // (2 * self.profile.warp_group_threads)
+                if sorted(pairs) != list(range(count)):
+                    raise self.error(scope, node, f"the element stores into `{ref.name}` do not cover the tile")
+                from cubridge.frontends.cuda.elements import _Cell
+
+                packed = self.materialize_fragment([_Cell(pairs[j]) for j in range(count)], True, scope, node)
+                stage = None if ref.index is None else self.as_index(ref.index, scope, node)
+                self.emit(StoreOp(packed, buffer, [stage] if stage is not None else []), scope, node)
+            else:
+                self._emit_tensor_store(record)
+
+    def _tensor_element_store(self, target, value, scope: Scope, node: Node):
+        """`tensor[linear index] = row value` by the threads holding each row: a cuir.store of a row vector."""
+        from cubridge.frontends.cuda.elements import element_layout
+
+        index = target.index
+        if not isinstance(index, Affine):
+            raise self.error(scope, node, "a global store whose index is not the thread's row")
+        from cubridge.frontends.cuda.elements import halves
+
+        ids = np.nonzero(self.active)[0]
+        read = halves(value)
+        if len(read) != 1:
+            raise self.error(scope, node, "a global store of a value that is not one row's")
+        half = read.pop()
+        difference = index.threads[ids] - element_layout(ids, half, "row", True)
+        if not (difference == difference[0]).all():
+            raise self.error(scope, node, "a global store whose index is not the thread's row")
+        key = (target.tensor.name,)
+        record = self.pending_stores.setdefault(key, {"tensor": target.tensor, "halves": {}, "scope": scope,
+                                                       "node": node, "base": index.base,
+                                                       "offset": int(difference[0])})
+        record["halves"][half] = value
+
+    def _emit_tensor_store(self, record):
+        scope, node = record["scope"], record["node"]
+        halves = record["halves"]
+        if sorted(halves) != [0, 1]:
+            raise self.error(scope, node, "a row store of one of the thread's rows only")
+        rows = self.materialize_rows([halves[0], halves[1]], scope, node, "row_" + record["tensor"].name)
+        mapping = self.profile.section("parameters")["fields"]
+        spec = next(m for m in mapping.values() if m.get("tensor") == record["tensor"].name)
+        sizes = [mapping[name]["dim"] for name in spec["sizes"]]
+        coordinates = self._delinearize(record["base"], record["offset"], sizes, scope, node)
+        self.emit(StoreOp(rows, self.tensors[record["tensor"].name], coordinates), scope, node)
+
+    def _delinearize(self, base, offset: int, sizes, scope: Scope, node: Node) -> list[SSAValue]:
+        """Coordinates of a row-major linear index `((c0 * s1 + c1) * s2 + c2)`, read back from its ops."""
+        value = base.value if isinstance(base, Run) else None
+        coordinates = []
+        for tensor, dim in reversed(sizes[1:]):
+            size = self.worker_constants.get(("dim", tensor, int(dim)))
+            owner = value.owner if value is not None else None
+            if not isinstance(owner, arith.AddiOp) or not isinstance(owner.lhs.owner, arith.MuliOp) or \
+                    owner.lhs.owner.rhs is not size:
+                raise self.error(scope, node, "a global store index that is not row-major in the tensor's sizes")
+            coordinates.append(owner.rhs)
+            value = owner.lhs.owner.lhs
+        coordinates.append(value)
+        coordinates.reverse()
+        if offset:
+            coordinates[-1] = self.binary("+", Run(coordinates[-1]), offset, scope, node).value
+        return coordinates
+
+    def _op_store_async(self, callee, values, scope: Scope, node: Node):
+        """A TMA store of one panel; consecutive panels of one tile make one cuir.store_async of the tile."""
+        tensor, source = values["tensor"], values["source"]
+        if not isinstance(source, SharedRef) or source.name not in self.shared:
+            raise self.error(scope, node, "a TMA store from something other than a shared-storage tile")
+        if not isinstance(tensor, TensorArgument):
+            raise self.error(scope, node, "a TMA store to something other than a kernel tensor map")
+        coordinates = [values[role] for role in sorted(r for r in values if r.startswith("c") and r[1:].isdigit())]
+        buffer = self.shared[source.name]
+        panel = self._panel(source, buffer, coordinates[0], scope, node)
+        stage = None if source.index is None else self.as_index(source.index, scope, node)
+        indices = [self.as_index(c, scope, node) for c in reversed(coordinates[1:])] + [self.index_constant(0)]
+        if panel > 0:
+            self._continue_panels(StoreAsyncOp, lambda op: op.source is buffer, indices, panel, source.name, scope, node)
+            return None
+        op = StoreAsyncOp(buffer, stage, self.tensors[tensor.name], indices)
+        self.emit(op, scope, node)
+        self.copy_panels[op] = 1
+        return None
+
+    def _panel(self, ref: SharedRef, buffer, column, scope: Scope, node: Node) -> int:
+        rows, columns = buffer.type.dims
+        panel_columns = int(self.profile.section("shared_storage").get("panel_columns", columns))
+        panel_bytes = rows * panel_columns * 2
+        if not isinstance(ref.offset, int) or ref.offset % panel_bytes:
+            raise self.error(scope, node, f"a TMA transfer at byte {ref.offset} of `{ref.name}`: not a panel start")
+        panel = ref.offset // panel_bytes
+        if column != panel * panel_columns:
+            raise self.error(scope, node, f"panel {panel} of `{ref.name}` moved at a column other than "
+                                          f"{panel * panel_columns}")
+        return panel
+
+    def _continue_panels(self, op_class, same_tile, indices, panel: int, name: str, scope: Scope, node: Node):
+        last = self.block.last_op
+        while last is not None and last.name.startswith("arith.") and last not in self.copy_panels:
+            last = last.prev_op  # the recomputed coordinates of this panel
+        indices_of = (lambda op: op.dest_indices) if op_class is StoreAsyncOp else (lambda op: op.source_indices)
+        if not (isinstance(last, op_class) and same_tile(last) and self.copy_panels.get(last) == panel
+                and len(indices_of(last)) == len(indices)
+                and all(_same_value(a, b) for a, b in zip(indices_of(last), indices))):
+            raise self.error(scope, node, f"panel {panel} of `{name}` does not continue the transfer of its panel 0")
+        self.copy_panels[last] = panel + 1
+
     def _op_copy_async(self, callee, values, scope: Scope, node: Node):
         """A TMA load of one panel; consecutive panels of one tile make one cuir.copy_async of the tile."""
         dest, source = values["dest"], values["source"]
@@ -1516,6 +2100,17 @@ class Lifter:
         return None
 
 
+def _deref(value) -> Cell | None:
+    """The variable a scope entry names, through references (a reference parameter names its argument)."""
+    while True:
+        if isinstance(value, Reference):
+            value = value.cell
+        elif isinstance(value, Cell) and isinstance(value.value, Reference):
+            value = value.value.cell
+        else:
+            return value if isinstance(value, Cell) else None
+
+
 def _same_value(a: SSAValue, b: SSAValue) -> bool:
     """Whether two values are computed alike: the same value, or pure ops of one kind on alike operands (a
     panel's coordinates are recomputed for every panel; CSE merges them once the lift is done)."""
@@ -1524,7 +2119,7 @@ def _same_value(a: SSAValue, b: SSAValue) -> bool:
     if not (isinstance(a.owner, Operation) and isinstance(b.owner, Operation)):
         return False
     x, y = a.owner, b.owner
-    return (x.name == y.name and x.name.startswith("arith.") and x.properties == y.properties
+    return (x.name == y.name and x.name.startswith(("arith.", "cuir.dim")) and x.properties == y.properties
             and x.attributes == y.attributes and len(x.operands) == len(y.operands)
             and all(_same_value(p, q) for p, q in zip(x.operands, y.operands)))
 

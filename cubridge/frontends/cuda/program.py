@@ -76,7 +76,8 @@ def declarator_name(node: Node) -> str | None:
         if node.type == "operator_name":
             return text(node)
         inner = node.child_by_field_name("declarator")
-        if inner is None and node.type in ("reference_declarator", "abstract_reference_declarator"):
+        if inner is None and node.type in ("reference_declarator", "abstract_reference_declarator",
+                                           "parenthesized_declarator"):
             inner = node.named_children[-1] if node.named_children else None
         node = inner
     return None

@@ -65,12 +65,16 @@ class StructValue:
 
 @dataclass(eq=False)
 class ArrayValue:
-    """A small array of scalars (`int x[2]`), element by element."""
+    """An array, element by element. `kind`: "fragment" (the thread's share of a float tile), "packed" (of a
+    16-bit tile, two elements a register), "rows" (one value per row the thread holds: a row vector) or
+    "plain"."""
 
     cells: list[Cell]
+    kind: str = "plain"
+    name: str = ""
 
     def copy(self) -> ArrayValue:
-        return ArrayValue([Cell(c.name, _copy(c.value), c.mutable) for c in self.cells])
+        return ArrayValue([Cell(c.name, _copy(c.value), c.mutable) for c in self.cells], self.kind, self.name)
 
 
 def _copy(value):
@@ -150,3 +154,26 @@ class Frame:
 
     active: np.ndarray  # bool per thread of the block
     calls: list = field(default_factory=list)  # call-site locations of the inlined helpers, outermost first
+
+
+@dataclass(frozen=True, eq=False)
+class Guard:
+    """`issuer && condition`: a thread predicate (who issues) and a run-time condition (whether)."""
+
+    threads: PerThread
+    condition: object
+
+
+@dataclass(frozen=True)
+class SharedStore:
+    """`*pointer` into a shared tile: the target of an element store."""
+
+    ref: SharedRef
+
+
+@dataclass(frozen=True)
+class TensorStore:
+    """`tensor[index]` of a kernel tensor: the target of an element store."""
+
+    tensor: TensorArgument
+    index: object
