@@ -134,7 +134,10 @@ class FragmentLifting:
     # -------------------------------------------------------------------------------------------------
     # building expressions
     def symbolic_binary(self, operator: str, left, right, scope, node):
+        from cubridge.frontends.cuda.values import PerThread
+
         location = self.location(scope, node)
+        left, right = (Affine(0, v.values) if isinstance(v, PerThread) else v for v in (left, right))
         if operator in ("&&", "||"):
             if isinstance(left, bool) or isinstance(right, bool):
                 constant, other = (left, right) if isinstance(left, bool) else (right, left)

@@ -124,11 +124,21 @@ def shared_allocations(lifter: Lifter, storage_type: TypeValue, scope: Scope, no
     columns = int(lifter.value_of_name(profile["columns"], storage_type, scope, node))
     element_bytes = 2
     allocs = {}
+    by_offset: dict[int, str] = {}
     for method, bytes_name in profile["tile_bytes"].items():
         tile_bytes = int(lifter.struct_member(layout.name, layout.arguments, bytes_name, scope, node))
         stages = int(lifter.value_of_name(profile["stages"][method], storage_type, scope, node))
         rows = tile_bytes // (columns * element_bytes)
-        op = AllocOp(SharedBufferType((rows, columns), lifter.element_type, stages=stages, swizzle=128))
+        buffer_type = SharedBufferType((rows, columns), lifter.element_type, stages=stages, swizzle=128)
+        offset = int(lifter.struct_member(layout.name, layout.arguments, profile["offsets"][method], scope, node))
+        if offset in by_offset:  # staged in another tile's buffer: the same allocation
+            alias = allocs[by_offset[offset]]
+            if alias.type != buffer_type:
+                raise lifter.error(scope, node, f"`{method}` shares `{by_offset[offset]}`'s bytes with another shape")
+            allocs[method] = alias
+            continue
+        by_offset[offset] = method
+        op = AllocOp(buffer_type)
         op.result.name_hint = method
         op.location = lifter.location(scope, node)
         lifter.kernel.body.block.add_op(op)
