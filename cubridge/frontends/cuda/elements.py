@@ -260,10 +260,9 @@ class FragmentLifting:
         """A cuir.map whose body computes every one of `values` (one per element or row half)."""
         builder = _MapBuilder(self, of_rows, scope, node)
         template = builder.zip(values, elements)
-        if isinstance(template, _Input) and not of_rows and builder.inputs[template.index].type == \
-                self.fragment_type(count, False):
-            return builder.inputs[template.index]
         result_type = self.rows_type() if of_rows else self.fragment_type(count, False)
+        if isinstance(template, _Input) and builder.inputs[template.index].type == result_type:
+            return builder.inputs[template.index]  # every element is the input's own: no map
         return builder.build(template, result_type)
 
     def reduce_rows(self, kind: str, elements: dict[int, object], init_pair, scope, node) -> SSAValue:

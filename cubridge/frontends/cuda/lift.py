@@ -244,6 +244,8 @@ class Lifter(FragmentLifting):
         return self.error(scope, node, f"unsupported {what or node.type.replace('_', ' ')}: `{shown}`")
 
     def location(self, scope: Scope, node: Node):
+        if scope.source is self.entry.function.source and scope.source is not self.program.main:
+            node, scope = self.entry.call, Scope(None, source=self.program.main)  # inside the entry-point macro
         where = scope.source.location(node)
         loc = FileLineColLoc(StringAttr(where.filename), IntAttr(where.line), IntAttr(where.column))
         for call in reversed(self.call_sites):
@@ -573,9 +575,7 @@ class Lifter(FragmentLifting):
         if isinstance(operand, PerThread):
             return PerThread({"-": np.negative, "!": np.logical_not, "~": np.invert}[operator](operand.values))
         if operator == "!" and isinstance(operand, Run):
-            true = arith.ConstantOp(IntegerAttr(1, IntegerType(1)))
-            self.emit(true, scope, node)
-            return Run(self.emit(arith.XOrIOp(operand.value, true.result), scope, node).result)
+            return self._negate(operand, scope, node)
         if operator == "-" and isinstance(operand, Run):
             return self.binary_run("-", 0, operand, scope, node)
         raise self.unsupported(scope, node, f"operator `{operator}` on run-time values")
@@ -1159,6 +1159,10 @@ class Lifter(FragmentLifting):
         return consequence.type == "return_statement" and not consequence.named_children
 
     def _negate(self, condition: Run, scope: Scope, node: Node) -> Run:
+        owner = condition.value.owner
+        if isinstance(owner, arith.XOrIOp) and isinstance(owner.rhs.owner, arith.ConstantOp) and \
+                isinstance(owner.rhs.type, IntegerType) and owner.rhs.owner.value.value.data in (1, -1):
+            return Run(owner.lhs)  # !!c is c
         true = arith.ConstantOp(IntegerAttr(1, IntegerType(1)))
         self.emit(true, scope, node)
         return Run(self.emit(arith.XOrIOp(condition.value, true.result), scope, node).result)
