@@ -234,7 +234,7 @@ class FragmentLifting:
         sources = [a for v in values for a in v.args]
         tile = self.materialize_fragment([_Cell(v) for v in sources], False, scope, node)
         op = ConvertOp(tile, self.fragment_type(len(values), True))
-        return self.emit(op, scope, node).result
+        return _at(self.emit(op, scope, node), values[0].location).result
 
     def materialize_rows(self, pair: list, scope, node, name: str | None = None) -> SSAValue:
         """One row vector for the thread's two row values."""
@@ -263,9 +263,11 @@ class FragmentLifting:
         result_type = self.rows_type() if of_rows else self.fragment_type(count, False)
         if isinstance(template, _Input) and builder.inputs[template.index].type == result_type:
             return builder.inputs[template.index]  # every element is the input's own: no map
-        return builder.build(template, result_type)
+        result = builder.build(template, result_type)
+        _at(result.owner, next((v.location for v in values if isinstance(v, Expr)), None))
+        return result
 
-    def reduce_rows(self, kind: str, elements: dict[int, object], init_pair, scope, node) -> SSAValue:
+    def reduce_rows(self, kind: str, elements: dict[int, object], init_pair, scope, node, location=None) -> SSAValue:
         count = max(elements) + 1
         if sorted(elements) != list(range(count)):
             raise self.error(scope, node, "a row accumulation that skips elements of the thread's rows")
@@ -274,7 +276,7 @@ class FragmentLifting:
         key = ("reduce", kind, tile, init)
         if key not in self.materialized:
             op = RowReduceOp(kind, tile, self.rows_type(), init)
-            self.materialized[key] = self.emit(op, scope, node).result
+            self.materialized[key] = _at(self.emit(op, scope, node), location).result
         return self.materialized[key]
 
 
@@ -307,6 +309,13 @@ def as_reduction(value: Expr, half: int) -> Expr:
     for leaf in row_level:
         init = leaf if init is None else Expr(value.op, (init, leaf), value.location)
     return Expr("reduce:" + REDUCING[value.op], (half, tuple(elements), init), value.location)
+
+
+def _at(op, location):
+    """`op`, located where the element code it lifts was written (when known)."""
+    if location is not None:
+        op.location = location
+    return op
 
 
 @dataclass
@@ -429,7 +438,7 @@ class _MapBuilder:
                 elements[element] = leaf
             inits[half] = init
         init_pair = None if inits[0] is None and inits[1] is None else inits
-        return self.lifter.reduce_rows(kind, elements, init_pair, self.scope, self.node)
+        return self.lifter.reduce_rows(kind, elements, init_pair, self.scope, self.node, values[0].location)
 
     def build(self, template, result_type) -> SSAValue:
         lifter = self.lifter

@@ -8,7 +8,7 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp, f32
 from xdsl.ir import Operation
 
-from cubridge.dialect.cuir import AllocOp, KernelOp, MbarrierInitOp, WorkerOp
+from cubridge.dialect.cuir import AllocOp, ForEachTileOp, KernelOp, MbarrierInitOp, WorkerOp
 from cubridge.dialect.types import GlobalTensorType, MbarrierType, SharedBufferType
 from cubridge.frontends.cuda.lift import ELEMENT_TYPES, Lifter, Scope
 from cubridge.frontends.cuda.program import declarator_name, text, walk
@@ -63,6 +63,10 @@ def lift_kernel(lifter: Lifter) -> ModuleOp:
 
     lifter.execute(body, scope)
     _finish_shared(lifter, kernel)
+    if not any(isinstance(op, ForEachTileOp) for op in kernel.walk()):
+        raise lifter.error(Scope(None, source=lifter.program.main), lifter.entry.call,
+                           f"no attention structure in `{lifter.entry.name}`: no worker role walks the tile "
+                           "scheduler's tiles (cuir.for_each_tile)")
     return ModuleOp([kernel])
 
 

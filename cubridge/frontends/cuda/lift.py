@@ -68,7 +68,15 @@ from cubridge.dialect.cuir import (
 from cubridge.dialect.types import GlobalTensorType, MbarrierType, SharedBufferType
 from cubridge.frontends.cuda.elements import Affine, Elem, Expr, FragmentLifting, RowOf, is_symbolic
 from cubridge.frontends.cuda.profile import Profile
-from cubridge.frontends.cuda.program import Definition, EntryPoint, Program, declarator_name, text, unknown_entry
+from cubridge.frontends.cuda.program import (
+    Definition,
+    EntryPoint,
+    Program,
+    declarator_name,
+    text,
+    unknown_entry,
+    walk,
+)
 from cubridge.frontends.cuda.source import CudaSource
 from cubridge.frontends.cuda.values import (
     ArrayValue,
@@ -248,8 +256,8 @@ class Lifter(FragmentLifting):
             node, scope = self.entry.call, Scope(None, source=self.program.main)  # inside the entry-point macro
         where = scope.source.location(node)
         loc = FileLineColLoc(StringAttr(where.filename), IntAttr(where.line), IntAttr(where.column))
-        for call in reversed(self.call_sites):
-            loc = CallSiteLoc(loc, call)
+        if self.call_sites:  # the innermost call site, which carries the outer ones
+            loc = CallSiteLoc(loc, self.call_sites[-1])
         return loc
 
     def emit(self, op: Operation, scope: Scope, node: Node) -> Operation:
@@ -455,7 +463,7 @@ class Lifter(FragmentLifting):
     def evaluate(self, node: Node, scope: Scope):
         handler = getattr(self, f"_expr_{node.type}", None)
         if handler is None:
-            raise self.unsupported(scope, node, "expression")
+            raise self.unsupported(scope, node)
         return handler(node, scope)
 
     def value(self, node: Node, scope: Scope):
@@ -964,6 +972,10 @@ class Lifter(FragmentLifting):
         return definitions[0]
 
     def inline(self, definition: Definition, callee: FunctionValue, arguments: list[Node], scope: Scope, node: Node):
+        if definition.source is not self.program.main and any(
+                n.type == "gnu_asm_expression" for n in walk(definition.node.child_by_field_name("body"))):
+            raise self.error(scope, node, f"unknown primitive `{callee.name}`: it issues inline PTX and profile "
+                                          f"{self.profile.name} does not map it")
         inner = Scope(None, source=definition.source)
         template = list(callee.template_arguments)
         parameters = definition.template_parameters
@@ -1131,7 +1143,7 @@ class Lifter(FragmentLifting):
     def execute(self, node: Node, scope: Scope) -> None:
         handler = getattr(self, f"_stmt_{node.type}", None)
         if handler is None:
-            raise self.unsupported(scope, node, "statement")
+            raise self.unsupported(scope, node)
         handler(node, scope)
 
     def _stmt_compound_statement(self, node: Node, scope: Scope):
@@ -1898,7 +1910,8 @@ class Lifter(FragmentLifting):
             halves_seen = {(e >> 1) & 1 for e in elements}
             if len(halves_seen) != 1:
                 raise self.error(scope, node, "a quad reduction over elements of both of the thread's rows")
-            return as_reduction(value, halves_seen.pop())
+            reduction = as_reduction(value, halves_seen.pop())
+            return Expr(reduction.op, reduction.args, self.location(scope, node))  # located at the quad reduction
         return value
 
     def _prim_row_reduce_max(self, callee, values, scope: Scope, node: Node):

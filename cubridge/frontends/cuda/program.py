@@ -194,6 +194,8 @@ class Program:
     def _entries_at(self, node: Node) -> list[EntryPoint]:
         if node.type in ("namespace_definition", "linkage_specification"):
             body = node.child_by_field_name("body")
+            if body is not None and body.type == "function_definition":  # extern "C" __global__ void f(...)
+                return self._entries_at(body)
             return [e for child in body.named_children for e in self._entries_at(child)] if body else []
         if node.type == "function_definition" and "__global__" in text(node).split("(", 1)[0]:
             name = declarator_name(node.child_by_field_name("declarator"))
