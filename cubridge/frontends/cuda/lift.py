@@ -766,8 +766,12 @@ class Lifter(FragmentLifting):
             return bound.value if isinstance(bound, Cell) else bound
         except KeyError:
             pass
-        if name in ("min", "max", "__builtin_huge_valf") or name in self.profile.section("math"):
+        if name in ("min", "max", "__builtin_huge_valf", "__shfl_sync") or name in self.profile.section("math"):
             return FunctionValue(name)
+        if name not in self.program.constants and name not in self.program.functions and \
+                self.profile.primitive(name) is None and scope.struct is None:
+            raise self.error(scope, node, f"unknown function `{name}`: not a primitive of profile "
+                                          f"{self.profile.name} and not defined in the kernel's sources")
         return self._expr_identifier(node, scope)
 
     def _expr_field_expression(self, node: Node, scope: Scope):
