@@ -54,16 +54,6 @@ class RowOf:
     half: int
 
 
-@dataclass(frozen=True)
-class Index:
-    """A thread's row or column index of element (or row half) `element`: `origin` + the layout's position."""
-
-    axis: str
-    origin: object  # SSA index value or int
-    element: int
-    of_row: bool = False  # indexed by row half, not fragment element
-
-
 @dataclass(frozen=True, eq=False)
 class Affine:
     """A run-time value plus a thread-dependent one (`group_row0 + 16 * warp + g`)."""
@@ -80,7 +70,7 @@ REDUCING = {"addf": "sum", "maxnumf": "max"}
 
 
 def is_symbolic(value) -> bool:
-    return isinstance(value, (Expr, Elem, RowOf, Index, Affine))
+    return isinstance(value, (Expr, Elem, RowOf, Affine))
 
 
 def has_thread_index(value) -> bool:
@@ -104,8 +94,8 @@ def element_layout(tid: np.ndarray, element: int, axis: str, of_row: bool) -> np
 def free_elements(value, found: set[int] | None = None) -> set[int]:
     """Fragment elements `value` reads outside reduction chains (empty: a row-level value)."""
     found = set() if found is None else found
-    if isinstance(value, Elem) or (isinstance(value, Index) and not value.of_row):
-        found.add(value.index if isinstance(value, Elem) else value.element)
+    if isinstance(value, Elem):
+        found.add(value.index)
     elif isinstance(value, Expr) and not value.op.startswith("reduce:"):
         for arg in value.args:
             free_elements(arg, found)
@@ -117,8 +107,6 @@ def halves(value, found: set[int] | None = None) -> set[int]:
     found = set() if found is None else found
     if isinstance(value, RowOf):
         found.add(value.half)
-    elif isinstance(value, Index) and value.of_row:
-        found.add(value.element)
     elif isinstance(value, Expr):
         if value.op.startswith("reduce:"):
             found.add(value.args[0])
@@ -160,24 +148,9 @@ class FragmentLifting:
     def _is_index_like(value) -> bool:
         from cubridge.frontends.cuda.values import Run
 
-        if isinstance(value, (Index, Affine)) or (isinstance(value, int) and not isinstance(value, bool)):
+        if isinstance(value, Affine) or (isinstance(value, int) and not isinstance(value, bool)):
             return True
         return isinstance(value, Run) and isinstance(value.value.type, IndexType)
-
-    def affine_index(self, value: Affine, element, scope, node):
-        """`value` (+ an element offset already folded in) as the row or column Index of `element`."""
-        ids = np.nonzero(self.active)[0]
-        for axis in ("row", "col"):
-            for of_row in (False, True):
-                if of_row and axis == "col":
-                    continue
-                layout = element_layout(ids, element, axis, of_row)
-                difference = value.threads[ids] - layout
-                if (difference == difference[0]).all():
-                    origin = self.binary(" +", value.base, int(difference[0]), scope, node) \
-                        if False else self._add(value.base, int(difference[0]), scope, node)
-                    return Index(axis, origin, element, of_row)
-        raise self.error(scope, node, "a thread-dependent index that is no row or column of the fragment layout")
 
     def _add(self, base, offset: int, scope, node):
         from cubridge.frontends.cuda.values import Run
@@ -384,12 +357,6 @@ class _MapBuilder:
             if any(v.rows is not first.rows or v.half != self.half_of(e) for v, e in zip(values, elements)):
                 raise self.fail("rows read other rows' values")
             return self._input(first.rows)
-        if all(isinstance(v, Index) for v in values):
-            if any(v.axis != first.axis or v.origin is not first.origin and v.origin != first.origin
-                   for v in values):
-                raise self.fail("index origins differ between elements")
-            self.origins[first.axis] = first.origin
-            return _IndexArg(first.axis)
         if all(isinstance(v, Expr) for v in values):
             if any(v.op != first.op or len(v.args) != len(first.args) for v in values):
                 raise self.fail(f"`{first.op}` in one element, `{next(v.op for v in values if v.op != first.op)}` "

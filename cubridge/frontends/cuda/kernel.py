@@ -6,10 +6,9 @@ from pathlib import Path
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, f32
-from xdsl.ir import Operation
 
 from cubridge.dialect.cuir import AllocOp, ForEachTileOp, KernelOp, MbarrierInitOp, WorkerOp
-from cubridge.dialect.types import GlobalTensorType, MbarrierType, SharedBufferType
+from cubridge.dialect.types import GlobalTensorType, SharedBufferType
 from cubridge.frontends.cuda.lift import ELEMENT_TYPES, Lifter, Scope
 from cubridge.frontends.cuda.program import declarator_name, text, walk
 from cubridge.frontends.cuda.values import Cell, ParamsValue, TensorArgument, TypeValue

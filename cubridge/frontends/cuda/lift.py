@@ -15,8 +15,7 @@ Whatever the walk does not understand is a `CuBridgeError` at the construct's fi
 
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -57,7 +56,6 @@ from cubridge.dialect.cuir import (
     KernelOp,
     MbarrierArriveOp,
     MbarrierExpectTxOp,
-    MbarrierInitOp,
     MbarrierWaitOp,
     NamedBarrierArriveOp,
     NamedBarrierSyncOp,
@@ -65,7 +63,7 @@ from cubridge.dialect.cuir import (
     YieldOp,
     FenceAsyncSharedOp,
 )
-from cubridge.dialect.types import GlobalTensorType, MbarrierType, SharedBufferType
+from cubridge.dialect.types import MbarrierType
 from cubridge.frontends.cuda.elements import Affine, Elem, Expr, FragmentLifting, RowOf, is_symbolic
 from cubridge.frontends.cuda.profile import Profile
 from cubridge.frontends.cuda.program import (
@@ -157,6 +155,7 @@ class Barrier:
     init_source: CudaSource | None = None
     # arrivals per worker instance of each arrive site (one per warp: 4; an issuer: 1)
     arrivals_per_instance: int | None = None
+    call_sites: list = field(default_factory=list)  # of the init, for its location
 
 
 class Slot:
@@ -236,7 +235,6 @@ class Lifter(FragmentLifting):
         self.unroll_depth = 0
         self.gemm_issued: dict = {}
         self.worker_state: dict[str, Cell] = {}
-        self.role_name = None
         self.role_registers = None
         self.kernel_arguments: list[tuple[str, object]] = []
 
@@ -302,8 +300,6 @@ class Lifter(FragmentLifting):
             self._bind_struct_aliases(definition, inner, scope, node)
             if holder.node.type in ("alias_declaration", "type_definition"):
                 return self.type_value(holder.node.child_by_field_name("type"), inner)
-            declarator = next(d for d in holder.node.children_by_field_name("declarator")
-                              if declarator_name(d) == member)
             value = holder.node.child_by_field_name("default_value")
             if value is None:
                 raise self.error(scope, node, f"`{struct}::{member}` has no constant value")
@@ -694,8 +690,6 @@ class Lifter(FragmentLifting):
             return left
         if operator == "*" and left == 1 and not isinstance(left, Run):
             return right
-        if operator == "*" and (0 in (left, right)) and not isinstance(left, Run) ^ isinstance(right, Run) is False:
-            return None
         return None
 
     def _expr_conditional_expression(self, node: Node, scope: Scope):
@@ -1020,8 +1014,8 @@ class Lifter(FragmentLifting):
         if callee.this is not None:
             inner.this = callee.this
             if isinstance(callee.this, StructValue):
-                for field, cell in callee.this.fields.items():
-                    inner.names[field] = cell
+                for field_name, cell in callee.this.fields.items():
+                    inner.names[field_name] = cell
         self.call_sites.append(self.location(scope, node))
         try:
             self.execute(definition.node.child_by_field_name("body"), inner)
@@ -1484,8 +1478,8 @@ class Lifter(FragmentLifting):
             seen.add(id(cell))
             value = cell.value
             if isinstance(value, StructValue):
-                for field in value.fields.values():
-                    add(field)
+                for member in value.fields.values():
+                    add(member)
             elif isinstance(value, ArrayValue):
                 if value.kind in ("fragment", "packed", "rows"):
                     slots.append(Slot(cell.name, value))
@@ -1754,7 +1748,6 @@ class Lifter(FragmentLifting):
         barrier.cuda_count = count
         barrier.init_node, barrier.init_source = node, scope.source
         barrier.call_sites = list(self.call_sites)
-        barrier.indexed = barrier.indexed if hasattr(barrier, "indexed") else ref.index is not None
 
     def _issuers_per_instance(self) -> int:
         width = self.profile.warp_group_threads

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from lark import Lark, Token, Transformer
+from lark import Lark, Transformer
 from lark.exceptions import LarkError
 from tree_sitter import Node
 

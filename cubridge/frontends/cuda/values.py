@@ -7,7 +7,7 @@ kernel), which is how role predicates, lanes and issuers are recognized.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from tree_sitter import Node
@@ -146,14 +146,6 @@ class LambdaValue:
     node: Node
     scope: object
     source: object
-
-
-@dataclass
-class Frame:
-    """Where lifted code goes and what the threads executing it are."""
-
-    active: np.ndarray  # bool per thread of the block
-    calls: list = field(default_factory=list)  # call-site locations of the inlined helpers, outermost first
 
 
 @dataclass(frozen=True, eq=False)
