@@ -167,6 +167,18 @@ class FragmentLifting:
         columns = 2 * count * (2 if packed else 1)
         return TileType((64, columns), self.element_type if packed else f32, self.worker.sym_name.data)
 
+    def dominates(self, value: SSAValue) -> bool:
+        """Whether `value` (materialized earlier) is visible where ops are emitted now: its block encloses
+        the current one (a value made inside a branch or loop body is not reused after it)."""
+        defining = value.owner if isinstance(value.owner, Block) else value.owner.parent_block()
+        block = self.block
+        while block is not None:
+            if block is defining:
+                return True
+            parent = block.parent_op()
+            block = parent.parent_block() if parent is not None else None
+        return False
+
     @staticmethod
     def scalar_type(value_type):
         """The element type a map body sees for an input of `value_type`."""
@@ -182,7 +194,7 @@ class FragmentLifting:
             raise self.error(scope, node, f"fragment `{name or '?'}` is read before all its elements are set")
         key = ("fragment", tuple(id(v) if is_symbolic(v) else v for v in values))
         cache = self.materialized
-        if key in cache:
+        if key in cache and self.dominates(cache[key]):
             return cache[key]
         first = values[0]
         if isinstance(first, Elem) and all(isinstance(v, Elem) and v.tile is first.tile and v.index == e
@@ -214,7 +226,7 @@ class FragmentLifting:
         if any(v is None for v in pair):
             raise self.error(scope, node, f"row values `{name or '?'}` read before both are set")
         key = ("rows", tuple(id(v) if is_symbolic(v) else v for v in pair))
-        if key in self.materialized:
+        if key in self.materialized and self.dominates(self.materialized[key]):
             return self.materialized[key]
         first = pair[0]
         if isinstance(first, RowOf) and isinstance(pair[1], RowOf) and first.rows is pair[1].rows and \
@@ -247,7 +259,7 @@ class FragmentLifting:
         tile = self.materialize_fragment([_Cell(elements[e]) for e in range(count)], False, scope, node)
         init = self.materialize_rows(init_pair, scope, node) if init_pair is not None else None
         key = ("reduce", kind, tile, init)
-        if key not in self.materialized:
+        if key not in self.materialized or not self.dominates(self.materialized[key]):
             op = RowReduceOp(kind, tile, self.rows_type(), init)
             self.materialized[key] = _at(self.emit(op, scope, node), location).result
         return self.materialized[key]

@@ -1128,13 +1128,23 @@ class Lifter(FragmentLifting):
         if method in (roles.get("first"), roles.get("next")):
             return Cursor()
         if method == roles.get("decode") and getattr(self, "_tile_decodes", None) is not None:
-            struct = self.program.structs["WorkTile"] if "WorkTile" in self.program.structs else None
-            names = [f[1] for f in struct.fields] if struct else ["q_tile", "head", "batch"]
-            return StructValue("WorkTile", {n: Cell(n, Run(v), mutable=False)
-                                            for n, v in zip(names, self._tile_decodes)})
+            return self._work_tile(method, scope, node)
         if method == roles.get("valid") or method == roles.get("decode"):
             raise self.error(scope, node, f"`{method}` of the tile scheduler outside its tile loop")
         raise self.error(scope, node, f"tile scheduler method `{method}` is not in profile {self.profile.name}")
+
+    def _work_tile(self, method: str, scope: Scope, node: Node) -> StructValue:
+        """The decoded work tile: an object of the struct `decode` returns, its three fields (q_tile, head,
+        batch in order) the tile loop's block arguments."""
+        scheduler = self.program.structs[self.profile.section("tile_scheduler")["struct"]]
+        decode = scheduler.methods[method][0].node
+        returned = text(decode.child_by_field_name("type"))
+        struct = self.program.structs.get(returned)
+        if struct is None or len(struct.fields) != 3:
+            raise self.error(scope, node, f"the scheduler's `{method}` returns `{returned}`, not a struct of three "
+                                          "fields (q_tile, head, batch)")
+        return StructValue(returned, {name: Cell(name, Run(value), mutable=False)
+                                      for (_, name, _), value in zip(struct.fields, self._tile_decodes)})
 
     # =====================================================================================================
     # statements
