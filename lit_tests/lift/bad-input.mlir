@@ -11,3 +11,6 @@
 // STRUCTURE: no-attention.cu:13:12: error: lift: no attention structure in `spin`: no worker role walks the tile scheduler's tiles (cuir.for_each_tile)
 // RUN: not cuir-opt --lift=attention_sm90_bf16_d96_full %S/../../cubridge/runtime/kernels/attention_sm90.cu 2>&1 | filecheck %s --check-prefix=ENTRY
 // ENTRY: attention_sm90.cu: error: lift: no entry point `attention_sm90_bf16_d96_full` in attention_sm90.cu (entry points: attention_sm90_bf16_d128_full, attention_sm90_bf16_d128_causal,
+// A variable with no run-time form (a C++ bool flag) set under a run-time condition is refused, not dropped.
+// RUN: not cuir-opt --lift %S/inputs/fixed-variable.cu 2>&1 | filecheck %s --check-prefix=FIXED
+// FIXED: fixed-variable.cu:27:5: error: lift: `started` changes inside a run-time loop or branch, and its value (bool) has no run-time form

@@ -161,9 +161,10 @@ class Barrier:
 class Slot:
     """A variable a region may change, as one SSA value: a scalar cell, a fragment or a row pair."""
 
-    def __init__(self, name: str, target):
+    def __init__(self, name: str, target, fixed: bool = False):
         self.name = name
         self.target = target
+        self.fixed = fixed
 
     def _cells(self) -> list[Cell]:
         return self.target.cells if isinstance(self.target, ArrayValue) else [self.target]
@@ -1430,12 +1431,16 @@ class Lifter(FragmentLifting):
 
     def run_time_if(self, condition: Run, consequence, alternative, scope: Scope, node: Node):
         """scf.if; the slots either branch changes are its results. A branch is a node or a callable."""
-        slots = self.visible_slots(scope)
+        every = self.visible_slots(scope)
+        fixed_before = [slot.snapshot() for slot in every]
+        slots = [slot for slot in every if not slot.fixed]
         before = [slot.snapshot() for slot in slots]
         then_block, then_after = self._branch_block(consequence, scope, slots)
+        self.check_fixed(every, fixed_before, scope, node)
         for slot, state in zip(slots, before):
             slot.restore(state)
         else_block, else_after = self._branch_block(alternative, scope, slots)
+        self.check_fixed(every, fixed_before, scope, node)
         changed = [i for i, slot in enumerate(slots)
                    if then_after[i] is not None and else_after[i] is not None and
                    (not slot.same(then_after[i], before[i]) or not slot.same(else_after[i], before[i]))]
@@ -1479,7 +1484,9 @@ class Lifter(FragmentLifting):
 
     def visible_slots(self, scope: Scope) -> list[Slot]:
         """What a loop or branch may change: the mutable scalars, fragments and row vectors visible from
-        `scope` (struct fields and array elements included), each as one SSA value."""
+        `scope` (struct fields and array elements included), each as one SSA value. Other mutable variables
+        (compile-time flags, the scheduler's cursor) are `Slot`s too, marked `fixed`: a region that changes
+        one is an error (they have no run-time value to carry)."""
         slots, seen = [], set()
 
         def add(cell: Cell):
@@ -1498,6 +1505,9 @@ class Lifter(FragmentLifting):
                         add(element)
             elif (isinstance(value, (int, float, Run)) or is_symbolic(value)) and not isinstance(value, bool):
                 slots.append(Slot(cell.name, cell))
+            elif value is not None and not isinstance(value, (Reference, LambdaValue, SharedStorageValue,
+                                                               SchedulerValue, ParamsValue, TypeValue)):
+                slots.append(Slot(cell.name, cell, fixed=True))
 
         for cell in self.worker_state.values():
             add(cell)
@@ -1509,6 +1519,13 @@ class Lifter(FragmentLifting):
                     add(cell)
             current = current.parent
         return slots
+
+    def check_fixed(self, slots: list[Slot], before: list, scope: Scope, node: Node) -> None:
+        """A region changed no variable that cannot be carried (see `visible_slots`)."""
+        for slot, state in zip(slots, before):
+            if slot.fixed and slot.snapshot() != state:
+                raise self.error(scope, node, f"`{slot.name}` changes inside a run-time loop or branch, and its "
+                                              f"value ({type(slot.target.value).__name__}) has no run-time form")
 
     def _stmt_for_statement(self, node: Node, scope: Scope):
         inner = Scope(scope)
@@ -1601,6 +1618,8 @@ class Lifter(FragmentLifting):
     def carried_region(self, slots, leading_types, body_of, make, terminator, scope: Scope, node: Node):
         """Run a loop body once over block arguments for the slots; the slots it changes are carried, the
         others keep their values (their arguments are replaced by the initial values)."""
+        every, fixed_before = slots, [slot.snapshot() for slot in slots]
+        slots = [slot for slot in slots if not slot.fixed]
         initial = [slot.snapshot() for slot in slots]
         initial_values = [slot.value(self, scope, node) if slot.defined() else None for slot in slots]
         candidates = [i for i, v in enumerate(initial_values) if v is not None]
@@ -1613,6 +1632,7 @@ class Lifter(FragmentLifting):
         self.block = block
         try:
             body_of(block)
+            self.check_fixed(every, fixed_before, scope, node)
             after = [slot.snapshot() for slot in slots]
             yielded = {}
             for i in candidates:
