@@ -13,6 +13,8 @@
 // CHECK: cuir.mbarrier_init %q_empty, 2 : !cuir.mbarrier<1> loc(callsite("{{.*}}attention_sm90.cu":599:5 at
 // Role predicates and setmaxnreg budgets.
 // CHECK: cuir.worker @producer threads 0 to 128 regs 24 (%instance) {
+// Parameter fields: tensor sizes, hoisted to the worker's entry.
+// CHECK: %num_heads_q = cuir.dim %q[1] : !cuir.global<4 x bf16, strided> loc(callsite("{{.*}}attention_sm90.cu":266:38 at
 // Tile scheduler loop.
 // CHECK: cuir.for_each_tile (%q_tile, %head, %batch) iter_args(%tile_count = %c0, %count = %c0) -> (index, index) {
 // CHECK: cuir.mbarrier_wait %q_empty, %{{.*}} : !cuir.mbarrier<1> loc(callsite("{{.*}}attention_sm90.cu":244:5 at
@@ -22,6 +24,7 @@
 // CHECK: cuir.mbarrier_expect_tx %k_full[%stage], 32768 : !cuir.mbarrier<2> loc(callsite("{{.*}}attention_sm90.cu":226:3 at callsite("{{.*}}attention_sm90.cu":277:19 at
 // CHECK: cuir.copy_async %k[%batch, %kv_head, %kv_row, %c0] -> %k_tile[%stage], barrier %k_full[%stage] {{.*}} loc(callsite("{{.*}}attention_sm90.cu":228:5 at
 // CHECK: cuir.worker @consumer threads 128 to 384 regs 240 (%group) {
+// CHECK: %scale_log2 = arith.mulf %softmax_scale, %{{.*}} : f32 loc(callsite("{{.*}}attention_sm90.cu":359:70 at
 // Ping-pong turns, async GEMMs and their waits.
 // CHECK: cuir.named_barrier_sync %{{.*}}, 256 loc(callsite("{{.*}}attention_sm90.cu":382:3 at callsite("{{.*}}attention_sm90.cu":506:7 at
 // CHECK: cuir.gemm_fence loc(callsite("{{.*}}attention_sm90.cu":508:7 at
