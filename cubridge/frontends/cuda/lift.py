@@ -1021,7 +1021,7 @@ class Lifter(FragmentLifting):
         try:
             self.execute(definition.node.child_by_field_name("body"), inner)
         except _Return as result:
-            return result.value
+            return self.named(result.value, callee.name)  # `kv.stage()` -> %stage
         finally:
             self.call_sites.pop()
         return None
@@ -1100,7 +1100,7 @@ class Lifter(FragmentLifting):
             if isinstance(value, list):
                 value = ArrayValue([Cell(f"{field_name}", v) for v in value],
                                    self.array_kind(field_type, len(value)), field_name)
-            fields[field_name] = Cell(field_name, value)
+            fields[field_name] = Cell(field_name, self.named(value, field_name))
         return StructValue(type_value.name, fields, type_value.arguments)
 
     def value_of_name(self, name: str, within: TypeValue, scope: Scope, node: Node):

@@ -32,26 +32,26 @@ builtin.module {
         %1 = arith.xori %0, %c1 : index
         cuir.mbarrier_wait %q_empty, %1 : !cuir.mbarrier<1>
         cuir.mbarrier_expect_tx %q_full, 32768 : !cuir.mbarrier<1>
-        %2 = arith.muli %q_tile, %c128 : index
-        cuir.copy_async %q[%batch, %head, %2, %c0] -> %q_half[%c0], barrier %q_full : !cuir.global<4 x bf16, strided>, !cuir.smem<64x128xbf16, stages 2, swizzle 128>, !cuir.mbarrier<1>
-        %3 = arith.addi %2, %c64 : index
-        cuir.copy_async %q[%batch, %head, %3, %c0] -> %q_half[%c1], barrier %q_full : !cuir.global<4 x bf16, strided>, !cuir.smem<64x128xbf16, stages 2, swizzle 128>, !cuir.mbarrier<1>
-        %4 = arith.divui %num_heads_q, %num_heads_kv : index
-        %kv_head = arith.divui %head, %4 : index
-        %5 = arith.addi %seqlen_k, %c128 : index
-        %6 = arith.subi %5, %c1 : index
-        %7 = arith.divui %6, %c128 : index
-        %kv_row_end, %count_end_1 = scf.for %j = %c0 to %7 step %c1 iter_args(%kv_row = %c0, %count_1 = %count) -> (index, index) {
-          %8 = arith.addi %j, %c1 : index
-          %next_kv_row = arith.muli %8, %c128 : index
+        %first_row = arith.muli %q_tile, %c128 : index
+        cuir.copy_async %q[%batch, %head, %first_row, %c0] -> %q_half[%c0], barrier %q_full : !cuir.global<4 x bf16, strided>, !cuir.smem<64x128xbf16, stages 2, swizzle 128>, !cuir.mbarrier<1>
+        %2 = arith.addi %first_row, %c64 : index
+        cuir.copy_async %q[%batch, %head, %2, %c0] -> %q_half[%c1], barrier %q_full : !cuir.global<4 x bf16, strided>, !cuir.smem<64x128xbf16, stages 2, swizzle 128>, !cuir.mbarrier<1>
+        %3 = arith.divui %num_heads_q, %num_heads_kv : index
+        %kv_head = arith.divui %head, %3 : index
+        %4 = arith.addi %seqlen_k, %c128 : index
+        %5 = arith.subi %4, %c1 : index
+        %end = arith.divui %5, %c128 : index
+        %kv_row_end, %count_end_1 = scf.for %j = %c0 to %end step %c1 iter_args(%kv_row = %c0, %count_1 = %count) -> (index, index) {
+          %kv_tile = arith.addi %j, %c1 : index
+          %next_kv_row = arith.muli %kv_tile, %c128 : index
           %stage = arith.remui %count_1, %c2 : index
-          %9 = arith.divui %count_1, %c2 : index
-          %10 = arith.andi %9, %c1 : index
-          %11 = arith.xori %10, %c1 : index
-          cuir.mbarrier_wait %k_empty[%stage], %11 : !cuir.mbarrier<2>
+          %6 = arith.divui %count_1, %c2 : index
+          %parity = arith.andi %6, %c1 : index
+          %free_parity = arith.xori %parity, %c1 : index
+          cuir.mbarrier_wait %k_empty[%stage], %free_parity : !cuir.mbarrier<2>
           cuir.mbarrier_expect_tx %k_full[%stage], 32768 : !cuir.mbarrier<2>
           cuir.copy_async %k[%batch, %kv_head, %kv_row, %c0] -> %k_tile[%stage], barrier %k_full[%stage] : !cuir.global<4 x bf16, strided>, !cuir.smem<128x128xbf16, stages 2, swizzle 128>, !cuir.mbarrier<2>
-          cuir.mbarrier_wait %v_empty[%stage], %11 : !cuir.mbarrier<2>
+          cuir.mbarrier_wait %v_empty[%stage], %free_parity : !cuir.mbarrier<2>
           cuir.mbarrier_expect_tx %v_full[%stage], 32768 : !cuir.mbarrier<2>
           cuir.copy_async %v[%batch, %kv_head, %kv_row, %c0] -> %v_tile[%stage], barrier %v_full[%stage] : !cuir.global<4 x bf16, strided>, !cuir.smem<128x128xbf16, stages 2, swizzle 128>, !cuir.mbarrier<2>
           %count_2 = arith.addi %count_1, %c1 : index
@@ -60,9 +60,9 @@ builtin.module {
         %tile_count_1 = arith.addi %tile_count, %c1 : index
         cuir.yield %tile_count_1, %count_end_1 : index, index
       }
-      %12 = arith.andi %tile_count_end, %c1 : index
-      %13 = arith.xori %12, %c1 : index
-      cuir.mbarrier_wait %q_empty, %13 : !cuir.mbarrier<1>
+      %7 = arith.andi %tile_count_end, %c1 : index
+      %8 = arith.xori %7, %c1 : index
+      cuir.mbarrier_wait %q_empty, %8 : !cuir.mbarrier<1>
     }
     cuir.worker @consumer threads 128 to 384 regs 240 (%group) {
       %c0_1 = arith.constant 0 : index
@@ -72,231 +72,231 @@ builtin.module {
       %seqlen_q = cuir.dim %q[2] : !cuir.global<4 x bf16, strided>
       %seqlen_k_1 = cuir.dim %k[2] : !cuir.global<4 x bf16, strided>
       %c2_1 = arith.constant 2 : index
-      %14 = arith.constant 1.44269502 : f32
-      %scale_log2 = arith.mulf %softmax_scale, %14 : f32
+      %9 = arith.constant 1.44269502 : f32
+      %scale_log2 = arith.mulf %softmax_scale, %9 : f32
       %c3 = arith.constant 3 : index
-      %15 = arith.cmpi ne, %group, %c0_1 : index
-      scf.if %15 {
+      %10 = arith.cmpi ne, %group, %c0_1 : index
+      scf.if %10 {
         cuir.named_barrier_arrive %c1_1, 256
       } else {
       }
       %stored = cuir.commit_group : !cuir.token<@consumer>
       %store_group_end, %tile_count_end_1, %count_end_2 = cuir.for_each_tile (%q_tile_1, %head_1, %batch_1) iter_args(%store_group = %stored, %tile_count_2 = %c0_1, %count_3 = %c0_1) -> (!cuir.token<@consumer>, index, index) {
-        %16 = arith.muli %q_tile_1, %c128_1 : index
-        %17 = arith.muli %group, %c64_1 : index
-        %18 = arith.addi %seqlen_k_1, %c128_1 : index
-        %19 = arith.subi %18, %c1_1 : index
-        %20 = arith.divui %19, %c128_1 : index
-        %21 = arith.divui %seqlen_k_1, %c128_1 : index
-        %22 = arith.andi %tile_count_2, %c1_1 : index
-        cuir.mbarrier_wait %q_full, %22 : !cuir.mbarrier<1>
+        %first_row_1 = arith.muli %q_tile_1, %c128_1 : index
+        %11 = arith.muli %group, %c64_1 : index
+        %12 = arith.addi %seqlen_k_1, %c128_1 : index
+        %13 = arith.subi %12, %c1_1 : index
+        %end_1 = arith.divui %13, %c128_1 : index
+        %full_end = arith.divui %seqlen_k_1, %c128_1 : index
+        %14 = arith.andi %tile_count_2, %c1_1 : index
+        cuir.mbarrier_wait %q_full, %14 : !cuir.mbarrier<1>
         %stage_1 = arith.remui %count_3, %c2_1 : index
-        %23 = arith.divui %count_3, %c2_1 : index
-        %24 = arith.andi %23, %c1_1 : index
-        cuir.mbarrier_wait %k_full[%stage_1], %24 : !cuir.mbarrier<2>
-        %25 = arith.addi %group, %c1_1 : index
-        cuir.named_barrier_sync %25, 256
+        %15 = arith.divui %count_3, %c2_1 : index
+        %parity_1 = arith.andi %15, %c1_1 : index
+        cuir.mbarrier_wait %k_full[%stage_1], %parity_1 : !cuir.mbarrier<2>
+        %16 = arith.addi %group, %c1_1 : index
+        cuir.named_barrier_sync %16, 256
         cuir.gemm_fence
         %s, %s_done = cuir.gemm_async abt %q_half[%group], %k_tile[%stage_1] : !cuir.smem<64x128xbf16, stages 2, swizzle 128>, !cuir.smem<128x128xbf16, stages 2, swizzle 128> -> !cuir.tile<64x128xf32, @consumer>
-        %26 = arith.subi %c2_1, %group : index
-        cuir.named_barrier_arrive %26, 256
+        %17 = arith.subi %c2_1, %group : index
+        cuir.named_barrier_arrive %17, 256
         cuir.gemm_wait %s_done : !cuir.token<@consumer>
-        %27 = arith.cmpi uge, %c0_1, %21 : index
-        %s_1 = scf.if %27 -> (!cuir.tile<64x128xf32, @consumer>) {
-          %s_2 = cuir.map %s at [%c0_1, %c0_1] (%28: f32, %29: index, %30: index) {
-            %31 = arith.cmpi uge, %30, %seqlen_k_1 : index
-            %32 = arith.constant 0xff800000 : f32
-            %33 = arith.select %31, %32, %28 : f32
-            cuir.yield %33 : f32
+        %needs_mask = arith.cmpi uge, %c0_1, %full_end : index
+        %s_1 = scf.if %needs_mask -> (!cuir.tile<64x128xf32, @consumer>) {
+          %s_2 = cuir.map %s at [%c0_1, %c0_1] (%18: f32, %19: index, %20: index) {
+            %21 = arith.cmpi uge, %20, %seqlen_k_1 : index
+            %22 = arith.constant 0xff800000 : f32
+            %23 = arith.select %21, %22, %18 : f32
+            cuir.yield %23 : f32
           } : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
           scf.yield %s_2 : !cuir.tile<64x128xf32, @consumer>
         } else {
           scf.yield %s : !cuir.tile<64x128xf32, @consumer>
         }
-        %34 = arith.constant 0xff800000 : f32
-        %35 = arith.mulf %34, %scale_log2 : f32
+        %24 = arith.constant 0xff800000 : f32
+        %25 = arith.mulf %24, %scale_log2 : f32
         cuir.mbarrier_arrive %k_empty[%stage_1] : !cuir.mbarrier<2>
         %count_4 = arith.addi %count_3, %c1_1 : index
         %max = cuir.row_reduce max %s_1 : !cuir.tile<64x128xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-        %36 = cuir.map %max (%37: f32, %38: index) {
-          %39 = arith.cmpf oeq, %37, %34 : f32
-          %40 = arith.constant 0.000000e+00 : f32
-          %41 = arith.mulf %37, %scale_log2 : f32
-          %42 = arith.select %39, %40, %41 : f32
-          %43 = arith.negf %42 : f32
-          cuir.yield %43 : f32
+        %26 = cuir.map %max (%27: f32, %28: index) {
+          %29 = arith.cmpf oeq, %27, %24 : f32
+          %30 = arith.constant 0.000000e+00 : f32
+          %31 = arith.mulf %27, %scale_log2 : f32
+          %32 = arith.select %29, %30, %31 : f32
+          %33 = arith.negf %32 : f32
+          cuir.yield %33 : f32
         } : !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-        %s_3 = cuir.map %s_1, %36 (%44: f32, %45: f32, %46: index, %47: index) {
-          %48 = arith.mulf %44, %scale_log2 : f32
-          %49 = arith.addf %48, %45 : f32
-          %50 = math.exp2 %49 : f32
-          cuir.yield %50 : f32
+        %s_3 = cuir.map %s_1, %26 (%34: f32, %35: f32, %36: index, %37: index) {
+          %38 = arith.mulf %34, %scale_log2 : f32
+          %39 = arith.addf %38, %35 : f32
+          %40 = math.exp2 %39 : f32
+          cuir.yield %40 : f32
         } : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
         %o_1 = cuir.fill 0.0 : !cuir.tile<64x128xf32, @consumer>
-        %alpha = cuir.map %max (%51: f32, %52: index) {
-          %53 = arith.cmpf oeq, %51, %34 : f32
-          %54 = arith.constant 0.000000e+00 : f32
-          %55 = arith.mulf %51, %scale_log2 : f32
-          %56 = arith.select %53, %54, %55 : f32
-          %57 = arith.subf %35, %56 : f32
-          %58 = math.exp2 %57 : f32
+        %alpha = cuir.map %max (%41: f32, %42: index) {
+          %43 = arith.cmpf oeq, %41, %24 : f32
+          %44 = arith.constant 0.000000e+00 : f32
+          %45 = arith.mulf %41, %scale_log2 : f32
+          %46 = arith.select %43, %44, %45 : f32
+          %47 = arith.subf %25, %46 : f32
+          %48 = math.exp2 %47 : f32
+          cuir.yield %48 : f32
+        } : !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
+        %49 = cuir.map %max (%50: f32, %51: index) {
+          %52 = arith.constant 0.000000e+00 : f32
+          %53 = arith.cmpf oeq, %50, %24 : f32
+          %54 = arith.mulf %50, %scale_log2 : f32
+          %55 = arith.select %53, %52, %54 : f32
+          %56 = arith.subf %25, %55 : f32
+          %57 = math.exp2 %56 : f32
+          %58 = arith.mulf %52, %57 : f32
           cuir.yield %58 : f32
         } : !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-        %59 = cuir.map %max (%60: f32, %61: index) {
-          %62 = arith.constant 0.000000e+00 : f32
-          %63 = arith.cmpf oeq, %60, %34 : f32
-          %64 = arith.mulf %60, %scale_log2 : f32
-          %65 = arith.select %63, %62, %64 : f32
-          %66 = arith.subf %35, %65 : f32
-          %67 = math.exp2 %66 : f32
-          %68 = arith.mulf %62, %67 : f32
-          cuir.yield %68 : f32
-        } : !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-        %sum = cuir.row_reduce sum %s_3 init %59 : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-        %gemm_group_end, %s_end, %o_end, %alpha_end, %max_end, %sum_end, %count_end_3 = scf.for %j_1 = %c1_1 to %20 step %c1_1 iter_args(%gemm_group = %s_done, %s_4 = %s_3, %o_2 = %o_1, %alpha_1 = %alpha, %max_1 = %max, %sum_1 = %sum, %count_5 = %count_4) -> (!cuir.token<@consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, index) {
+        %sum = cuir.row_reduce sum %s_3 init %49 : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
+        %gemm_group_end, %s_end, %o_end, %alpha_end, %max_end, %sum_end, %count_end_3 = scf.for %j_1 = %c1_1 to %end_1 step %c1_1 iter_args(%gemm_group = %s_done, %s_4 = %s_3, %o_2 = %o_1, %alpha_1 = %alpha, %max_1 = %max, %sum_1 = %sum, %count_5 = %count_4) -> (!cuir.token<@consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, index) {
           %n0 = arith.muli %j_1, %c128_1 : index
           %stage_2 = arith.remui %count_5, %c2_1 : index
-          %69 = arith.subi %count_5, %c1_1 : index
-          %70 = arith.remui %69, %c2_1 : index
-          %71 = arith.divui %69, %c2_1 : index
-          %72 = arith.andi %71, %c1_1 : index
-          cuir.mbarrier_wait %v_full[%70], %72 : !cuir.mbarrier<2>
-          %73 = arith.divui %count_5, %c2_1 : index
-          %74 = arith.andi %73, %c1_1 : index
-          cuir.mbarrier_wait %k_full[%stage_2], %74 : !cuir.mbarrier<2>
-          %75 = arith.cmpi ugt, %j_1, %c1_1 : index
-          %76 = arith.subi %count_5, %c2_1 : index
+          %count_6 = arith.subi %count_5, %c1_1 : index
+          %stage_3 = arith.remui %count_6, %c2_1 : index
+          %59 = arith.divui %count_6, %c2_1 : index
+          %parity_2 = arith.andi %59, %c1_1 : index
+          cuir.mbarrier_wait %v_full[%stage_3], %parity_2 : !cuir.mbarrier<2>
+          %60 = arith.divui %count_5, %c2_1 : index
+          %parity_3 = arith.andi %60, %c1_1 : index
+          cuir.mbarrier_wait %k_full[%stage_2], %parity_3 : !cuir.mbarrier<2>
+          %61 = arith.cmpi ugt, %j_1, %c1_1 : index
+          %count_7 = arith.subi %count_5, %c2_1 : index
           cuir.gemm_wait %gemm_group : !cuir.token<@consumer>
-          scf.if %75 {
-            %77 = arith.remui %76, %c2_1 : index
-            cuir.mbarrier_arrive %v_empty[%77] : !cuir.mbarrier<2>
+          scf.if %61 {
+            %stage_4 = arith.remui %count_7, %c2_1 : index
+            cuir.mbarrier_arrive %v_empty[%stage_4] : !cuir.mbarrier<2>
           } else {
           }
-          cuir.named_barrier_sync %25, 256
+          cuir.named_barrier_sync %16, 256
           cuir.gemm_fence
           %s_5, %s_done_1 = cuir.gemm_async abt %q_half[%group], %k_tile[%stage_2] : !cuir.smem<64x128xbf16, stages 2, swizzle 128>, !cuir.smem<128x128xbf16, stages 2, swizzle 128> -> !cuir.tile<64x128xf32, @consumer>
-          %78 = arith.remui %69, %c2_1 : index
-          %o_3 = cuir.map %o_2, %alpha_1 (%79: f32, %80: f32, %81: index, %82: index) {
-            %83 = arith.mulf %79, %80 : f32
-            cuir.yield %83 : f32
+          %stage_5 = arith.remui %count_6, %c2_1 : index
+          %o_3 = cuir.map %o_2, %alpha_1 (%62: f32, %63: f32, %64: index, %65: index) {
+            %66 = arith.mulf %62, %63 : f32
+            cuir.yield %66 : f32
           } : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
           %probs = cuir.convert %s_4 : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xbf16, @consumer>
-          %o_4, %o_done = cuir.gemm_async ab %probs, %v_tile[%78] acc %o_3 : !cuir.tile<64x128xbf16, @consumer>, !cuir.smem<128x128xbf16, stages 2, swizzle 128>, !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
-          cuir.named_barrier_arrive %26, 256
+          %o_4, %o_done = cuir.gemm_async ab %probs, %v_tile[%stage_5] acc %o_3 : !cuir.tile<64x128xbf16, @consumer>, !cuir.smem<128x128xbf16, stages 2, swizzle 128>, !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
+          cuir.named_barrier_arrive %17, 256
           cuir.gemm_wait %s_done_1 : !cuir.token<@consumer>
-          %84 = arith.cmpi ult, %j_1, %c0_1 : index
-          %85 = arith.cmpi uge, %j_1, %21 : index
-          %86 = arith.ori %84, %85 : i1
-          %s_6 = scf.if %86 -> (!cuir.tile<64x128xf32, @consumer>) {
-            %s_7 = cuir.map %s_5 at [%c0_1, %n0] (%87: f32, %88: index, %89: index) {
-              %90 = arith.cmpi uge, %89, %seqlen_k_1 : index
-              %91 = arith.select %90, %34, %87 : f32
-              cuir.yield %91 : f32
+          %67 = arith.cmpi ult, %j_1, %c0_1 : index
+          %68 = arith.cmpi uge, %j_1, %full_end : index
+          %needs_mask_1 = arith.ori %67, %68 : i1
+          %s_6 = scf.if %needs_mask_1 -> (!cuir.tile<64x128xf32, @consumer>) {
+            %s_7 = cuir.map %s_5 at [%c0_1, %n0] (%69: f32, %70: index, %71: index) {
+              %72 = arith.cmpi uge, %71, %seqlen_k_1 : index
+              %73 = arith.select %72, %24, %69 : f32
+              cuir.yield %73 : f32
             } : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
             scf.yield %s_7 : !cuir.tile<64x128xf32, @consumer>
           } else {
             scf.yield %s_5 : !cuir.tile<64x128xf32, @consumer>
           }
           cuir.mbarrier_arrive %k_empty[%stage_2] : !cuir.mbarrier<2>
-          %count_6 = arith.addi %count_5, %c1_1 : index
+          %count_8 = arith.addi %count_5, %c1_1 : index
           %max_2 = cuir.row_reduce max %s_6 init %max_1 : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-          %92 = cuir.map %max_2 (%93: f32, %94: index) {
-            %95 = arith.cmpf oeq, %93, %34 : f32
-            %96 = arith.constant 0.000000e+00 : f32
-            %97 = arith.mulf %93, %scale_log2 : f32
-            %98 = arith.select %95, %96, %97 : f32
-            %99 = arith.negf %98 : f32
-            cuir.yield %99 : f32
+          %74 = cuir.map %max_2 (%75: f32, %76: index) {
+            %77 = arith.cmpf oeq, %75, %24 : f32
+            %78 = arith.constant 0.000000e+00 : f32
+            %79 = arith.mulf %75, %scale_log2 : f32
+            %80 = arith.select %77, %78, %79 : f32
+            %81 = arith.negf %80 : f32
+            cuir.yield %81 : f32
           } : !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-          %s_8 = cuir.map %s_6, %92 (%100: f32, %101: f32, %102: index, %103: index) {
-            %104 = arith.mulf %100, %scale_log2 : f32
-            %105 = arith.addf %104, %101 : f32
-            %106 = math.exp2 %105 : f32
-            cuir.yield %106 : f32
+          %s_8 = cuir.map %s_6, %74 (%82: f32, %83: f32, %84: index, %85: index) {
+            %86 = arith.mulf %82, %scale_log2 : f32
+            %87 = arith.addf %86, %83 : f32
+            %88 = math.exp2 %87 : f32
+            cuir.yield %88 : f32
           } : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
-          %alpha_2 = cuir.map %max_1, %max_2 (%107: f32, %108: f32, %109: index) {
-            %110 = arith.mulf %107, %scale_log2 : f32
-            %111 = arith.cmpf oeq, %108, %34 : f32
-            %112 = arith.constant 0.000000e+00 : f32
-            %113 = arith.mulf %108, %scale_log2 : f32
-            %114 = arith.select %111, %112, %113 : f32
-            %115 = arith.subf %110, %114 : f32
-            %116 = math.exp2 %115 : f32
-            cuir.yield %116 : f32
+          %alpha_2 = cuir.map %max_1, %max_2 (%89: f32, %90: f32, %91: index) {
+            %92 = arith.mulf %89, %scale_log2 : f32
+            %93 = arith.cmpf oeq, %90, %24 : f32
+            %94 = arith.constant 0.000000e+00 : f32
+            %95 = arith.mulf %90, %scale_log2 : f32
+            %96 = arith.select %93, %94, %95 : f32
+            %97 = arith.subf %92, %96 : f32
+            %98 = math.exp2 %97 : f32
+            cuir.yield %98 : f32
           } : !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-          %117 = cuir.map %sum_1, %max_1, %max_2 (%118: f32, %119: f32, %120: f32, %121: index) {
-            %122 = arith.mulf %119, %scale_log2 : f32
-            %123 = arith.cmpf oeq, %120, %34 : f32
-            %124 = arith.constant 0.000000e+00 : f32
-            %125 = arith.mulf %120, %scale_log2 : f32
-            %126 = arith.select %123, %124, %125 : f32
-            %127 = arith.subf %122, %126 : f32
-            %128 = math.exp2 %127 : f32
-            %129 = arith.mulf %118, %128 : f32
-            cuir.yield %129 : f32
+          %99 = cuir.map %sum_1, %max_1, %max_2 (%100: f32, %101: f32, %102: f32, %103: index) {
+            %104 = arith.mulf %101, %scale_log2 : f32
+            %105 = arith.cmpf oeq, %102, %24 : f32
+            %106 = arith.constant 0.000000e+00 : f32
+            %107 = arith.mulf %102, %scale_log2 : f32
+            %108 = arith.select %105, %106, %107 : f32
+            %109 = arith.subf %104, %108 : f32
+            %110 = math.exp2 %109 : f32
+            %111 = arith.mulf %100, %110 : f32
+            cuir.yield %111 : f32
           } : !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-          %sum_2 = cuir.row_reduce sum %s_8 init %117 : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-          scf.yield %o_done, %s_8, %o_4, %alpha_2, %max_2, %sum_2, %count_6 : !cuir.token<@consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, index
+          %sum_2 = cuir.row_reduce sum %s_8 init %99 : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
+          scf.yield %o_done, %s_8, %o_4, %alpha_2, %max_2, %sum_2, %count_8 : !cuir.token<@consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, index
         }
         cuir.mbarrier_arrive %q_empty : !cuir.mbarrier<1>
-        %130 = arith.subi %count_end_3, %c1_1 : index
-        %131 = arith.remui %130, %c2_1 : index
-        %132 = arith.divui %130, %c2_1 : index
-        %133 = arith.andi %132, %c1_1 : index
-        cuir.mbarrier_wait %v_full[%131], %133 : !cuir.mbarrier<2>
-        %134 = arith.cmpi ugt, %20, %c1_1 : index
-        %135 = arith.subi %count_end_3, %c2_1 : index
+        %count_9 = arith.subi %count_end_3, %c1_1 : index
+        %stage_6 = arith.remui %count_9, %c2_1 : index
+        %112 = arith.divui %count_9, %c2_1 : index
+        %parity_4 = arith.andi %112, %c1_1 : index
+        cuir.mbarrier_wait %v_full[%stage_6], %parity_4 : !cuir.mbarrier<2>
+        %113 = arith.cmpi ugt, %end_1, %c1_1 : index
+        %count_10 = arith.subi %count_end_3, %c2_1 : index
         cuir.gemm_wait %gemm_group_end : !cuir.token<@consumer>
-        scf.if %134 {
-          %136 = arith.remui %135, %c2_1 : index
-          cuir.mbarrier_arrive %v_empty[%136] : !cuir.mbarrier<2>
+        scf.if %113 {
+          %stage_7 = arith.remui %count_10, %c2_1 : index
+          cuir.mbarrier_arrive %v_empty[%stage_7] : !cuir.mbarrier<2>
         } else {
         }
-        cuir.named_barrier_sync %25, 256
+        cuir.named_barrier_sync %16, 256
         cuir.gemm_fence
-        %137 = arith.remui %130, %c2_1 : index
-        %o_5 = cuir.map %o_end, %alpha_end (%138: f32, %139: f32, %140: index, %141: index) {
-          %142 = arith.mulf %138, %139 : f32
-          cuir.yield %142 : f32
+        %stage_8 = arith.remui %count_9, %c2_1 : index
+        %o_5 = cuir.map %o_end, %alpha_end (%114: f32, %115: f32, %116: index, %117: index) {
+          %118 = arith.mulf %114, %115 : f32
+          cuir.yield %118 : f32
         } : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
         %probs_1 = cuir.convert %s_end : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xbf16, @consumer>
-        %o_6, %o_done_1 = cuir.gemm_async ab %probs_1, %v_tile[%137] acc %o_5 : !cuir.tile<64x128xbf16, @consumer>, !cuir.smem<128x128xbf16, stages 2, swizzle 128>, !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
-        cuir.named_barrier_arrive %26, 256
+        %o_6, %o_done_1 = cuir.gemm_async ab %probs_1, %v_tile[%stage_8] acc %o_5 : !cuir.tile<64x128xbf16, @consumer>, !cuir.smem<128x128xbf16, stages 2, swizzle 128>, !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
+        cuir.named_barrier_arrive %17, 256
         cuir.gemm_wait %o_done_1 : !cuir.token<@consumer>
-        %143 = arith.remui %130, %c2_1 : index
-        cuir.mbarrier_arrive %v_empty[%143] : !cuir.mbarrier<2>
-        %group_row0 = arith.addi %16, %17 : index
-        %row_lse = cuir.map %sum_end, %max_end (%144: f32, %145: f32, %146: index) {
-          %147 = arith.constant 0.000000e+00 : f32
-          %148 = arith.cmpf ogt, %144, %147 : f32
-          %149 = arith.mulf %145, %softmax_scale : f32
-          %150 = math.log %144 : f32
-          %151 = arith.addf %149, %150 : f32
-          %152 = arith.select %148, %151, %34 : f32
-          cuir.yield %152 : f32
+        %stage_9 = arith.remui %count_9, %c2_1 : index
+        cuir.mbarrier_arrive %v_empty[%stage_9] : !cuir.mbarrier<2>
+        %group_row0 = arith.addi %first_row_1, %11 : index
+        %row_lse = cuir.map %sum_end, %max_end (%119: f32, %120: f32, %121: index) {
+          %122 = arith.constant 0.000000e+00 : f32
+          %123 = arith.cmpf ogt, %119, %122 : f32
+          %124 = arith.mulf %120, %softmax_scale : f32
+          %125 = math.log %119 : f32
+          %126 = arith.addf %124, %125 : f32
+          %127 = arith.select %123, %126, %24 : f32
+          cuir.yield %127 : f32
         } : !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
         cuir.store %row_lse -> %lse[%batch_1, %head_1, %group_row0] : !cuir.rows<64xf32, @consumer> -> !cuir.global<3 x f32, strided>
         cuir.wait_group %store_group : !cuir.token<@consumer>
-        %153 = arith.addi %group, %c3 : index
-        cuir.named_barrier_sync %153, 128
-        %154 = cuir.map %sum_end (%155: f32, %156: index) {
-          %157 = arith.constant 0.000000e+00 : f32
-          %158 = arith.cmpf ogt, %155, %157 : f32
-          %159 = arith.constant 1.000000e+00 : f32
-          %160 = arith.divf %159, %155 : f32
-          %161 = arith.select %158, %160, %157 : f32
-          cuir.yield %161 : f32
+        %128 = arith.addi %group, %c3 : index
+        cuir.named_barrier_sync %128, 128
+        %129 = cuir.map %sum_end (%130: f32, %131: index) {
+          %132 = arith.constant 0.000000e+00 : f32
+          %133 = arith.cmpf ogt, %130, %132 : f32
+          %134 = arith.constant 1.000000e+00 : f32
+          %135 = arith.divf %134, %130 : f32
+          %136 = arith.select %133, %135, %132 : f32
+          cuir.yield %136 : f32
         } : !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-        %162 = cuir.map %o_6, %154 (%163: f32, %164: f32, %165: index, %166: index) {
-          %167 = arith.mulf %163, %164 : f32
-          cuir.yield %167 : f32
+        %137 = cuir.map %o_6, %129 (%138: f32, %139: f32, %140: index, %141: index) {
+          %142 = arith.mulf %138, %139 : f32
+          cuir.yield %142 : f32
         } : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
-        %168 = cuir.convert %162 : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xbf16, @consumer>
-        cuir.store %168 -> %o_half[%group] : !cuir.tile<64x128xbf16, @consumer> -> !cuir.smem<64x128xbf16, stages 2, swizzle 128>
+        %143 = cuir.convert %137 : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xbf16, @consumer>
+        cuir.store %143 -> %o_half[%group] : !cuir.tile<64x128xbf16, @consumer> -> !cuir.smem<64x128xbf16, stages 2, swizzle 128>
         cuir.fence_async_shared
-        cuir.named_barrier_sync %153, 128
-        %169 = arith.cmpi ult, %group_row0, %seqlen_q : index
-        %store_group_1 = scf.if %169 -> (!cuir.token<@consumer>) {
+        cuir.named_barrier_sync %128, 128
+        %144 = arith.cmpi ult, %group_row0, %seqlen_q : index
+        %store_group_1 = scf.if %144 -> (!cuir.token<@consumer>) {
           cuir.store_async %o_half[%group] -> %o[%batch_1, %head_1, %group_row0, %c0_1] : !cuir.smem<64x128xbf16, stages 2, swizzle 128> -> !cuir.global<4 x bf16, strided>
           %stored_1 = cuir.commit_group : !cuir.token<@consumer>
           scf.yield %stored_1 : !cuir.token<@consumer>
@@ -306,9 +306,9 @@ builtin.module {
         %tile_count_3 = arith.addi %tile_count_2, %c1_1 : index
         cuir.yield %store_group_1, %tile_count_3, %count_end_3 : !cuir.token<@consumer>, index, index
       }
-      %170 = arith.subi %c1_1, %group : index
-      %171 = arith.cmpi ne, %170, %c0_1 : index
-      scf.if %171 {
+      %145 = arith.subi %c1_1, %group : index
+      %146 = arith.cmpi ne, %145, %c0_1 : index
+      scf.if %146 {
         cuir.named_barrier_sync %c1_1, 256
       } else {
       }
