@@ -1461,7 +1461,8 @@ class Lifter(FragmentLifting):
                 self.block = saved
             block.add_op(scf.YieldOp(*yielded))
             types = [v.type for v in yielded]
-        op = scf.IfOp(condition.value, types, Region(then_block), Region(else_block))
+        no_else = not types and else_block.first_op is else_block.last_op  # only its yield
+        op = scf.IfOp(condition.value, types, Region(then_block), None if no_else else Region(else_block))
         self.emit(op, scope, node)
         for slot, state in zip(slots, before):
             slot.restore(state)

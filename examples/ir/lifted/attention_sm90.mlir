@@ -78,7 +78,6 @@ builtin.module {
       %10 = arith.cmpi ne, %group, %c0_1 : index
       scf.if %10 {
         cuir.named_barrier_arrive %c1_1, 256
-      } else {
       }
       %stored = cuir.commit_group : !cuir.token<@consumer>
       %store_group_end, %tile_count_end_1, %count_end_2 = cuir.for_each_tile (%q_tile_1, %head_1, %batch_1) iter_args(%store_group = %stored, %tile_count_2 = %c0_1, %count_3 = %c0_1) -> (!cuir.token<@consumer>, index, index) {
@@ -170,7 +169,6 @@ builtin.module {
           scf.if %61 {
             %stage_4 = arith.remui %count_7, %c2_1 : index
             cuir.mbarrier_arrive %v_empty[%stage_4] : !cuir.mbarrier<2>
-          } else {
           }
           cuir.named_barrier_sync %16, 256
           cuir.gemm_fence
@@ -250,7 +248,6 @@ builtin.module {
         scf.if %113 {
           %stage_7 = arith.remui %count_10, %c2_1 : index
           cuir.mbarrier_arrive %v_empty[%stage_7] : !cuir.mbarrier<2>
-        } else {
         }
         cuir.named_barrier_sync %16, 256
         cuir.gemm_fence
@@ -310,7 +307,6 @@ builtin.module {
       %146 = arith.cmpi ne, %145, %c0_1 : index
       scf.if %146 {
         cuir.named_barrier_sync %c1_1, 256
-      } else {
       }
       cuir.wait_group %store_group_end : !cuir.token<@consumer>
     }
