@@ -33,7 +33,7 @@
 // Bounds only on the kv tiles that need them (element code as a map, its if as a select).
 // CHECK: scf.if %{{.*}} -> (!cuir.tile<64x128xf32, @consumer>) {
 // CHECK: cuir.map %s at
-// CHECK: arith.cmpi uge, %{{.*}}, %seqlen_k{{.*}} : index loc(callsite("{{.*}}attention_sm90.cu":315:9 at
+// CHECK: arith.cmpi sge, %{{.*}}, %seqlen_k{{.*}} : index loc(callsite("{{.*}}attention_sm90.cu":315:9 at
 // CHECK: arith.select {{.*}} loc(callsite("{{.*}}attention_sm90.cu":315:5 at
 // Per-warp release: one arrival per warp group.
 // CHECK: cuir.mbarrier_arrive %k_empty[%{{.*}}] : !cuir.mbarrier<2> loc(callsite("{{.*}}attention_sm90.cu":161:18 at callsite("{{.*}}attention_sm90.cu":515:7 at

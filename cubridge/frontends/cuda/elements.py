@@ -64,8 +64,9 @@ class Affine:
 
 ROW_HALVES = 2
 _FLOAT_OPS = {"+": "addf", "-": "subf", "*": "mulf", "/": "divf"}
+_INDEX_OPS = {"+": "addi", "-": "subi", "*": "muli", "/": "divsi", "%": "remsi"}
 _FLOAT_COMPARE = {"<": "olt", "<=": "ole", ">": "ogt", ">=": "oge", "==": "oeq", "!=": "one"}
-_INDEX_COMPARE = {"<": "ult", "<=": "ule", ">": "ugt", ">=": "uge", "==": "eq", "!=": "ne"}
+_INDEX_COMPARE = {"<": "slt", "<=": "sle", ">": "sgt", ">=": "sge", "==": "eq", "!=": "ne"}
 REDUCING = {"addf": "sum", "maxnumf": "max"}
 
 
@@ -139,7 +140,9 @@ class FragmentLifting:
                 return Expr("cmpi:" + _INDEX_COMPARE[operator], (left, right), location)
             return Expr("cmpf:" + _FLOAT_COMPARE[operator], (left, right), location)
         if integer:
-            raise self.error(scope, node, f"index arithmetic `{operator}` on a fragment's positions")
+            if operator not in _INDEX_OPS:
+                raise self.unsupported(scope, node, f"operator `{operator}` on a fragment's positions")
+            return Expr(_INDEX_OPS[operator], (left, right), location)
         if operator not in _FLOAT_OPS:
             raise self.unsupported(scope, node, f"operator `{operator}` on fragment elements")
         return Expr(_FLOAT_OPS[operator], (left, right), location)
@@ -150,6 +153,8 @@ class FragmentLifting:
 
         if isinstance(value, Affine) or (isinstance(value, int) and not isinstance(value, bool)):
             return True
+        if isinstance(value, Expr):
+            return value.op in _INDEX_OPS.values()
         return isinstance(value, Run) and isinstance(value.value.type, IndexType)
 
     def _add(self, base, offset: int, scope, node):
@@ -499,6 +504,8 @@ def _scalar_op(name: str, operands: list[SSAValue]):
     simple = {
         "addf": arith.AddfOp, "subf": arith.SubfOp, "mulf": arith.MulfOp, "divf": arith.DivfOp,
         "maxnumf": arith.MaxnumfOp, "minnumf": arith.MinnumfOp, "ori": arith.OrIOp, "andi": arith.AndIOp,
+        "addi": arith.AddiOp, "subi": arith.SubiOp, "muli": arith.MuliOp, "divsi": arith.DivSIOp,
+        "remsi": arith.RemSIOp,
     }
     if name in simple:
         return simple[name](operands[0], operands[1])
@@ -506,6 +513,9 @@ def _scalar_op(name: str, operands: list[SSAValue]):
         return arith.SelectOp(operands[0], operands[1], operands[2])
     if name == "negf":
         return arith.NegfOp(operands[0])
+    if name == "sitofp":  # an index as a float: through a 64-bit integer
+        wide = arith.IndexCastOp(operands[0], IntegerType(64))
+        return [wide, arith.SIToFPOp(wide.result, f32)]
     if name == "fma":
         product = arith.MulfOp(operands[0], operands[1])
         return [product, arith.AddfOp(product.result, operands[2])]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp, f32
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, f32
 
 from cubridge.dialect.cuir import AllocOp, ForEachTileOp, KernelOp, MbarrierInitOp, WorkerOp
 from cubridge.dialect.types import GlobalTensorType, SharedBufferType
@@ -42,6 +42,7 @@ def lift_kernel(lifter: Lifter) -> ModuleOp:
             scope.names[name] = Cell(name, ParamsValue(type_name), mutable=False)
         else:  # the variant policy's Args: no fields the reference instances read
             scope.names[name] = Cell(name, TypeValue(type_name), mutable=False)
+    tensor_maps = len(arguments)
     for field, mapping in parameters.get("fields", {}).items():
         if "tensor" in mapping:
             arguments.append((mapping["tensor"], GlobalTensorType(int(mapping["rank"]), ELEMENT_TYPES["float"]
@@ -49,6 +50,7 @@ def lift_kernel(lifter: Lifter) -> ModuleOp:
         elif "scalar" in mapping and all(name != mapping["scalar"] for name, _ in arguments):
             arguments.append((mapping["scalar"], f32))
 
+    lifter.profile_arguments = [name for name, _ in arguments[tensor_maps:]]
     schedule = lifter.profile.section("tile_scheduler")
     tile_m = int(lifter.constant(schedule["tile_rows"], (), scope, node))
     kernel = KernelOp(lifter.entry.name, arguments, threads=lifter.threads, smem_bytes=0, tile_m=tile_m,
@@ -62,11 +64,23 @@ def lift_kernel(lifter: Lifter) -> ModuleOp:
 
     lifter.execute(body, scope)
     _finish_shared(lifter, kernel)
+    _drop_unread_arguments(kernel, {name for name, _ in arguments[len(arguments) - len(lifter.profile_arguments):]})
     if not any(isinstance(op, ForEachTileOp) for op in kernel.walk()):
         raise lifter.error(Scope(None, source=lifter.program.main), lifter.entry.call,
                            f"no attention structure in `{lifter.entry.name}`: no worker role walks the tile "
                            "scheduler's tiles (cuir.for_each_tile)")
     return ModuleOp([kernel])
+
+
+def _drop_unread_arguments(kernel: KernelOp, optional: set[str]) -> None:
+    """Arguments the profile maps that this instance never reads (an activation variant's LSE) are dropped."""
+    block = kernel.body.block
+    names = [name.data for name in kernel.arg_names.data]
+    for index in reversed(range(len(names))):
+        if names[index] in optional and not block.args[index].uses:
+            block.erase_arg(block.args[index])
+            del names[index]
+    kernel.properties["arg_names"] = ArrayAttr([StringAttr(name) for name in names])
 
 
 def _launch_threads(lifter: Lifter, node, scope: Scope) -> int:

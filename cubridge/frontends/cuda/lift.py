@@ -99,11 +99,13 @@ from cubridge.frontends.cuda.values import (
 
 ELEMENT_TYPES = {"__nv_bfloat16": BFloat16Type(), "__half": Float16Type(), "float": Float32Type()}
 INTEGER_TYPES = {"int", "unsigned", "uint32_t", "int64_t", "uint64_t", "int32_t", "size_t", "unsigned int"}
+# C++ `int` arithmetic: signed (truncating division; the lift does not track unsigned types, whose values in
+# the reference kernels are small and non-negative).
 _BINARY_INDEX_OPS = {
-    "+": arith.AddiOp, "-": arith.SubiOp, "*": arith.MuliOp, "/": arith.DivUIOp, "%": arith.RemUIOp,
-    "&": arith.AndIOp, "|": arith.OrIOp, "^": arith.XOrIOp, "<<": arith.ShLIOp, ">>": arith.ShRUIOp,
+    "+": arith.AddiOp, "-": arith.SubiOp, "*": arith.MuliOp, "/": arith.DivSIOp, "%": arith.RemSIOp,
+    "&": arith.AndIOp, "|": arith.OrIOp, "^": arith.XOrIOp, "<<": arith.ShLIOp, ">>": arith.ShRSIOp,
 }
-_COMPARISONS = {"<": "ult", "<=": "ule", ">": "ugt", ">=": "uge", "==": "eq", "!=": "ne"}
+_COMPARISONS = {"<": "slt", "<=": "sle", ">": "sgt", ">=": "sge", "==": "eq", "!=": "ne"}
 _PY_BINARY = {
     "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
     "/": lambda a, b: a / b if isinstance(a, float) or isinstance(b, float) else int(a / b),
@@ -421,7 +423,12 @@ class Lifter(FragmentLifting):
         return bool(value) if isinstance(value, np.bool_) else int(value)
 
     def binary_run(self, operator: str, left, right, scope: Scope, node: Node, name: str | None = None):
-        if operator in _COMPARISONS:
+        is_flag = [isinstance(v, bool) or (isinstance(v, Run) and isinstance(v.value.type, IntegerType))
+                   for v in (left, right)]
+        if operator in ("==", "!=") and any(is_flag):  # comparing conditions: (a < 0) == (b < 0)
+            op = arith.CmpiOp(self.as_bool(left, scope, node), self.as_bool(right, scope, node),
+                              _COMPARISONS[operator])
+        elif operator in _COMPARISONS:
             op = arith.CmpiOp(self.as_index(left, scope, node), self.as_index(right, scope, node),
                               _COMPARISONS[operator])
         elif operator in ("&&", "||"):
@@ -670,14 +677,15 @@ class Lifter(FragmentLifting):
                 Affine(right, np.zeros(self.threads, dtype=np.int64)) if isinstance(right, Run) else
                 Affine(0, right.values if isinstance(right, PerThread) else np.full(self.threads, right)))
             sign = 1 if operator == "+" else -1
-            if operator == "-" and not (isinstance(b.base, int) and b.base == 0):
-                raise self.unsupported(scope, node, "subtracting a run-time value from a thread's index")
+            if operator == "-" and (not (isinstance(b.base, int) and b.base == 0) or b.threads.any()):
+                # two positions (q_idx - kv_idx): index arithmetic inside the element function
+                return self.symbolic_binary(operator, left, right, scope, node)
             base = a.base if isinstance(b.base, int) and b.base == 0 else (
                 b.base if isinstance(a.base, int) and a.base == 0 else self.binary("+", a.base, b.base, scope, node))
             return Affine(base, a.threads + sign * b.threads)
         if isinstance(left, int) and operator == "+":
             return self.affine_binary("+", right, left, scope, node)
-        if operator in _COMPARISONS or operator in ("&&", "||"):
+        if operator in _COMPARISONS or operator in ("&&", "||", "*", "/", "%", "-", "+"):
             return self.symbolic_binary(operator, left, right, scope, node)
         raise self.unsupported(scope, node, f"operator `{operator}` on a thread's index")
 
@@ -732,6 +740,11 @@ class Lifter(FragmentLifting):
         arguments_node = node.child_by_field_name("arguments")
         if function_node.type in ("template_function", "identifier", "qualified_identifier") and text(
                 function_node).split("<")[0] in ("reinterpret_cast", "static_cast", "const_cast"):
+            target = function_node.child_by_field_name("arguments") if function_node.type == "template_function" \
+                else None
+            type_name = " ".join(text(target.named_children[0]).split()) if target is not None else ""
+            if text(function_node).startswith("static_cast") and type_name in ("float", "double"):
+                return self.to_float(self.value(arguments_node.named_children[0], scope), scope, node)
             return self.evaluate(arguments_node.named_children[0], scope)
         if function_node.type == "field_expression":
             return self.call_method(node, function_node, arguments_node, scope)
@@ -747,6 +760,17 @@ class Lifter(FragmentLifting):
         if not isinstance(callee, FunctionValue):
             raise self.unsupported(scope, function_node, "call")
         return self.call(callee, arguments_node.named_children, scope, node)
+
+    def to_float(self, value, scope: Scope, node: Node):
+        """An int converted to float: at compile time, in element code, or as arith casts."""
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if is_symbolic(value):
+            return Expr("sitofp", (value,), self.location(scope, node))
+        if isinstance(value, Run) and isinstance(value.value.type, IndexType):
+            wide = self.emit(arith.IndexCastOp(value.value, IntegerType(64)), scope, node)
+            return Run(self.emit(arith.SIToFPOp(wide.result, f32), scope, node).result)
+        return value
 
     def _expr_cast_like(self, type_name: str, argument: Node, scope: Scope):
         value = self.value(argument, scope)
@@ -950,7 +974,7 @@ class Lifter(FragmentLifting):
             values = [self.value(a, scope) for a in arguments]
             if all(isinstance(v, (int, float)) for v in values):
                 return (min if callee.name == "min" else max)(values)
-            op = (arith.MinUIOp if callee.name == "min" else arith.MaxUIOp)(
+            op = (arith.MinSIOp if callee.name == "min" else arith.MaxSIOp)(
                 self.as_index(values[0], scope, node), self.as_index(values[1], scope, node))
             return Run(self.emit(op, scope, node).result)
         definition = self.resolve(callee, scope, node)
@@ -1191,6 +1215,14 @@ class Lifter(FragmentLifting):
     def _stmt_comment(self, node, scope):
         pass
 
+    def _stmt_static_assert_declaration(self, node: Node, scope: Scope):
+        condition = self.value(node.child_by_field_name("condition"), scope)
+        if not isinstance(condition, bool):
+            raise self.error(scope, node, "a static_assert whose condition is not a compile-time constant")
+        if not condition:
+            message = node.child_by_field_name("message")
+            raise self.error(scope, node, f"static_assert fails: {text(message) if message else text(node)}")
+
     def _stmt_alias_declaration(self, node: Node, scope: Scope):
         name = text(node.child_by_field_name("name"))
         scope.names[name] = Cell(name, self.type_value(node.child_by_field_name("type"), scope), mutable=False)
@@ -1359,7 +1391,7 @@ class Lifter(FragmentLifting):
 
     @staticmethod
     def _is_row_bound(condition) -> bool:
-        return isinstance(condition, Expr) and condition.op == "cmpi:ult" and isinstance(condition.args[0], Affine) \
+        return isinstance(condition, Expr) and condition.op == "cmpi:slt" and isinstance(condition.args[0], Affine) \
             and isinstance(condition.args[1], Run)
 
     def element_if(self, condition, consequence: Node, alternative: Node | None, scope: Scope, node: Node):

@@ -36,16 +36,16 @@ builtin.module {
         cuir.copy_async %q[%batch, %head, %first_row, %c0] -> %q_half[%c0], barrier %q_full : !cuir.global<4 x bf16, strided>, !cuir.smem<64x128xbf16, stages 2, swizzle 128>, !cuir.mbarrier<1>
         %2 = arith.addi %first_row, %c64 : index
         cuir.copy_async %q[%batch, %head, %2, %c0] -> %q_half[%c1], barrier %q_full : !cuir.global<4 x bf16, strided>, !cuir.smem<64x128xbf16, stages 2, swizzle 128>, !cuir.mbarrier<1>
-        %3 = arith.divui %num_heads_q, %num_heads_kv : index
-        %kv_head = arith.divui %head, %3 : index
+        %3 = arith.divsi %num_heads_q, %num_heads_kv : index
+        %kv_head = arith.divsi %head, %3 : index
         %4 = arith.addi %seqlen_k, %c128 : index
         %5 = arith.subi %4, %c1 : index
-        %end = arith.divui %5, %c128 : index
+        %end = arith.divsi %5, %c128 : index
         %kv_row_end, %count_end_1 = scf.for %j = %c0 to %end step %c1 iter_args(%kv_row = %c0, %count_1 = %count) -> (index, index) {
           %kv_tile = arith.addi %j, %c1 : index
           %next_kv_row = arith.muli %kv_tile, %c128 : index
-          %stage = arith.remui %count_1, %c2 : index
-          %6 = arith.divui %count_1, %c2 : index
+          %stage = arith.remsi %count_1, %c2 : index
+          %6 = arith.divsi %count_1, %c2 : index
           %parity = arith.andi %6, %c1 : index
           %free_parity = arith.xori %parity, %c1 : index
           cuir.mbarrier_wait %k_empty[%stage], %free_parity : !cuir.mbarrier<2>
@@ -85,12 +85,12 @@ builtin.module {
         %11 = arith.muli %group, %c64_1 : index
         %12 = arith.addi %seqlen_k_1, %c128_1 : index
         %13 = arith.subi %12, %c1_1 : index
-        %end_1 = arith.divui %13, %c128_1 : index
-        %full_end = arith.divui %seqlen_k_1, %c128_1 : index
+        %end_1 = arith.divsi %13, %c128_1 : index
+        %full_end = arith.divsi %seqlen_k_1, %c128_1 : index
         %14 = arith.andi %tile_count_2, %c1_1 : index
         cuir.mbarrier_wait %q_full, %14 : !cuir.mbarrier<1>
-        %stage_1 = arith.remui %count_3, %c2_1 : index
-        %15 = arith.divui %count_3, %c2_1 : index
+        %stage_1 = arith.remsi %count_3, %c2_1 : index
+        %15 = arith.divsi %count_3, %c2_1 : index
         %parity_1 = arith.andi %15, %c1_1 : index
         cuir.mbarrier_wait %k_full[%stage_1], %parity_1 : !cuir.mbarrier<2>
         %16 = arith.addi %group, %c1_1 : index
@@ -100,10 +100,10 @@ builtin.module {
         %17 = arith.subi %c2_1, %group : index
         cuir.named_barrier_arrive %17, 256
         cuir.gemm_wait %s_done : !cuir.token<@consumer>
-        %needs_mask = arith.cmpi uge, %c0_1, %full_end : index
+        %needs_mask = arith.cmpi sge, %c0_1, %full_end : index
         %s_1 = scf.if %needs_mask -> (!cuir.tile<64x128xf32, @consumer>) {
           %s_2 = cuir.map %s at [%c0_1, %c0_1] (%18: f32, %19: index, %20: index) {
-            %21 = arith.cmpi uge, %20, %seqlen_k_1 : index
+            %21 = arith.cmpi sge, %20, %seqlen_k_1 : index
             %22 = arith.constant 0xff800000 : f32
             %23 = arith.select %21, %22, %18 : f32
             cuir.yield %23 : f32
@@ -154,40 +154,39 @@ builtin.module {
         %sum = cuir.row_reduce sum %s_3 init %49 : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
         %gemm_group_end, %s_end, %o_end, %alpha_end, %max_end, %sum_end, %count_end_3 = scf.for %j_1 = %c1_1 to %end_1 step %c1_1 iter_args(%gemm_group = %s_done, %s_4 = %s_3, %o_2 = %o_1, %alpha_1 = %alpha, %max_1 = %max, %sum_1 = %sum, %count_5 = %count_4) -> (!cuir.token<@consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, index) {
           %n0 = arith.muli %j_1, %c128_1 : index
-          %stage_2 = arith.remui %count_5, %c2_1 : index
+          %stage_2 = arith.remsi %count_5, %c2_1 : index
           %count_6 = arith.subi %count_5, %c1_1 : index
-          %stage_3 = arith.remui %count_6, %c2_1 : index
-          %59 = arith.divui %count_6, %c2_1 : index
+          %stage_3 = arith.remsi %count_6, %c2_1 : index
+          %59 = arith.divsi %count_6, %c2_1 : index
           %parity_2 = arith.andi %59, %c1_1 : index
           cuir.mbarrier_wait %v_full[%stage_3], %parity_2 : !cuir.mbarrier<2>
-          %60 = arith.divui %count_5, %c2_1 : index
+          %60 = arith.divsi %count_5, %c2_1 : index
           %parity_3 = arith.andi %60, %c1_1 : index
           cuir.mbarrier_wait %k_full[%stage_2], %parity_3 : !cuir.mbarrier<2>
-          %61 = arith.cmpi ugt, %j_1, %c1_1 : index
+          %61 = arith.cmpi sgt, %j_1, %c1_1 : index
           %count_7 = arith.subi %count_5, %c2_1 : index
           cuir.gemm_wait %gemm_group : !cuir.token<@consumer>
           scf.if %61 {
-            %stage_4 = arith.remui %count_7, %c2_1 : index
+            %stage_4 = arith.remsi %count_7, %c2_1 : index
             cuir.mbarrier_arrive %v_empty[%stage_4] : !cuir.mbarrier<2>
           }
           cuir.named_barrier_sync %16, 256
           cuir.gemm_fence
           %s_5, %s_done_1 = cuir.gemm_async abt %q_half[%group], %k_tile[%stage_2] : !cuir.smem<64x128xbf16, stages 2, swizzle 128>, !cuir.smem<128x128xbf16, stages 2, swizzle 128> -> !cuir.tile<64x128xf32, @consumer>
-          %stage_5 = arith.remui %count_6, %c2_1 : index
           %o_3 = cuir.map %o_2, %alpha_1 (%62: f32, %63: f32, %64: index, %65: index) {
             %66 = arith.mulf %62, %63 : f32
             cuir.yield %66 : f32
           } : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
           %probs = cuir.convert %s_4 : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xbf16, @consumer>
-          %o_4, %o_done = cuir.gemm_async ab %probs, %v_tile[%stage_5] acc %o_3 : !cuir.tile<64x128xbf16, @consumer>, !cuir.smem<128x128xbf16, stages 2, swizzle 128>, !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
+          %o_4, %o_done = cuir.gemm_async ab %probs, %v_tile[%stage_3] acc %o_3 : !cuir.tile<64x128xbf16, @consumer>, !cuir.smem<128x128xbf16, stages 2, swizzle 128>, !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
           cuir.named_barrier_arrive %17, 256
           cuir.gemm_wait %s_done_1 : !cuir.token<@consumer>
-          %67 = arith.cmpi ult, %j_1, %c0_1 : index
-          %68 = arith.cmpi uge, %j_1, %full_end : index
+          %67 = arith.cmpi slt, %j_1, %c0_1 : index
+          %68 = arith.cmpi sge, %j_1, %full_end : index
           %needs_mask_1 = arith.ori %67, %68 : i1
           %s_6 = scf.if %needs_mask_1 -> (!cuir.tile<64x128xf32, @consumer>) {
             %s_7 = cuir.map %s_5 at [%c0_1, %n0] (%69: f32, %70: index, %71: index) {
-              %72 = arith.cmpi uge, %71, %seqlen_k_1 : index
+              %72 = arith.cmpi sge, %71, %seqlen_k_1 : index
               %73 = arith.select %72, %24, %69 : f32
               cuir.yield %73 : f32
             } : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
@@ -238,30 +237,28 @@ builtin.module {
         }
         cuir.mbarrier_arrive %q_empty : !cuir.mbarrier<1>
         %count_9 = arith.subi %count_end_3, %c1_1 : index
-        %stage_6 = arith.remui %count_9, %c2_1 : index
-        %112 = arith.divui %count_9, %c2_1 : index
+        %stage_5 = arith.remsi %count_9, %c2_1 : index
+        %112 = arith.divsi %count_9, %c2_1 : index
         %parity_4 = arith.andi %112, %c1_1 : index
-        cuir.mbarrier_wait %v_full[%stage_6], %parity_4 : !cuir.mbarrier<2>
-        %113 = arith.cmpi ugt, %end_1, %c1_1 : index
+        cuir.mbarrier_wait %v_full[%stage_5], %parity_4 : !cuir.mbarrier<2>
+        %113 = arith.cmpi sgt, %end_1, %c1_1 : index
         %count_10 = arith.subi %count_end_3, %c2_1 : index
         cuir.gemm_wait %gemm_group_end : !cuir.token<@consumer>
         scf.if %113 {
-          %stage_7 = arith.remui %count_10, %c2_1 : index
-          cuir.mbarrier_arrive %v_empty[%stage_7] : !cuir.mbarrier<2>
+          %stage_6 = arith.remsi %count_10, %c2_1 : index
+          cuir.mbarrier_arrive %v_empty[%stage_6] : !cuir.mbarrier<2>
         }
         cuir.named_barrier_sync %16, 256
         cuir.gemm_fence
-        %stage_8 = arith.remui %count_9, %c2_1 : index
         %o_5 = cuir.map %o_end, %alpha_end (%114: f32, %115: f32, %116: index, %117: index) {
           %118 = arith.mulf %114, %115 : f32
           cuir.yield %118 : f32
         } : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
         %probs_1 = cuir.convert %s_end : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xbf16, @consumer>
-        %o_6, %o_done_1 = cuir.gemm_async ab %probs_1, %v_tile[%stage_8] acc %o_5 : !cuir.tile<64x128xbf16, @consumer>, !cuir.smem<128x128xbf16, stages 2, swizzle 128>, !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
+        %o_6, %o_done_1 = cuir.gemm_async ab %probs_1, %v_tile[%stage_5] acc %o_5 : !cuir.tile<64x128xbf16, @consumer>, !cuir.smem<128x128xbf16, stages 2, swizzle 128>, !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
         cuir.named_barrier_arrive %17, 256
         cuir.gemm_wait %o_done_1 : !cuir.token<@consumer>
-        %stage_9 = arith.remui %count_9, %c2_1 : index
-        cuir.mbarrier_arrive %v_empty[%stage_9] : !cuir.mbarrier<2>
+        cuir.mbarrier_arrive %v_empty[%stage_5] : !cuir.mbarrier<2>
         %group_row0 = arith.addi %first_row_1, %11 : index
         %row_lse = cuir.map %sum_end, %max_end (%119: f32, %120: f32, %121: index) {
           %122 = arith.constant 0.000000e+00 : f32
@@ -292,7 +289,7 @@ builtin.module {
         cuir.store %143 -> %o_half[%group] : !cuir.tile<64x128xbf16, @consumer> -> !cuir.smem<64x128xbf16, stages 2, swizzle 128>
         cuir.fence_async_shared
         cuir.named_barrier_sync %128, 128
-        %144 = arith.cmpi ult, %group_row0, %seqlen_q : index
+        %144 = arith.cmpi slt, %group_row0, %seqlen_q : index
         %store_group_1 = scf.if %144 -> (!cuir.token<@consumer>) {
           cuir.store_async %o_half[%group] -> %o[%batch_1, %head_1, %group_row0, %c0_1] : !cuir.smem<64x128xbf16, stages 2, swizzle 128> -> !cuir.global<4 x bf16, strided>
           %stored_1 = cuir.commit_group : !cuir.token<@consumer>
