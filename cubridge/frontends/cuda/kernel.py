@@ -64,7 +64,7 @@ def lift_kernel(lifter: Lifter) -> ModuleOp:
 
     lifter.execute(body, scope)
     _finish_shared(lifter, kernel)
-    _drop_unread_arguments(kernel, {name for name, _ in arguments[len(arguments) - len(lifter.profile_arguments):]})
+    _drop_unread_arguments(kernel, set(lifter.profile_arguments))
     if not any(isinstance(op, ForEachTileOp) for op in kernel.walk()):
         raise lifter.error(Scope(None, source=lifter.program.main), lifter.entry.call,
                            f"no attention structure in `{lifter.entry.name}`: no worker role walks the tile "

@@ -229,17 +229,16 @@ class Lifter(FragmentLifting):
         self.shared: dict[str, SSAValue] = {}
         self.barriers: dict[str, Barrier] = {}
         self.barrier_allocs: dict[str, SSAValue] = {}
-        self.init_sites: list[tuple[str, int, Node, CudaSource]] = []
         self.element_type = None
-        self.copy_panels: dict = {}
-        self.store_panels: dict = {}
-        self.materialized: dict = {}
-        self.pending_stores: dict = {}
+        self.profile_arguments: list[str] = []  # kernel arguments the profile's parameter fields add
+        self.copy_panels: dict = {}  # a TMA copy or store op -> the panels of its tile seen so far
+        self.materialized: dict = {}  # symbolic values already made CuIR (per worker)
+        self.pending_stores: dict = {}  # element stores of the current unrolled loop
         self.unroll_depth = 0
-        self.gemm_issued: dict = {}
-        self.worker_state: dict[str, Cell] = {}
-        self.role_registers = None
-        self.kernel_arguments: list[tuple[str, object]] = []
+        self.gemm_issued: dict = {}  # block -> tokens of GEMM groups issued in it and not yet waited
+        self.worker_state: dict[str, Cell] = {}  # hidden per-worker variables: the open async groups
+        self.role_registers: int | None = None
+        self._tile_decodes = None  # the tile loop's (q_tile, head, batch) while its body is walked
 
     # =====================================================================================================
     # errors and locations
@@ -1152,7 +1151,7 @@ class Lifter(FragmentLifting):
             return False
         if method in (roles.get("first"), roles.get("next")):
             return Cursor()
-        if method == roles.get("decode") and getattr(self, "_tile_decodes", None) is not None:
+        if method == roles.get("decode") and self._tile_decodes is not None:
             return self._work_tile(method, scope, node)
         if method == roles.get("valid") or method == roles.get("decode"):
             raise self.error(scope, node, f"`{method}` of the tile scheduler outside its tile loop")
