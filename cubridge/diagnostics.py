@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import UNKNOWN_LOC, FileLineColLoc, IntAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import UNKNOWN_LOC, CallSiteLoc, FileLineColLoc, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.parser import Parser
 from xdsl.utils.lexer import Span
@@ -43,8 +43,11 @@ class SourceLocation:
 
 
 def location_of(op: Operation) -> SourceLocation | None:
-    """The source location recorded on `op`, if any."""
+    """The source location recorded on `op`, if any (of a lifted op from an inlined helper: the helper's line,
+    the innermost of its call-site location)."""
     loc = op.location
+    while isinstance(loc, CallSiteLoc):
+        loc = loc.callee
     if not isinstance(loc, FileLineColLoc):
         return None
     return SourceLocation(loc.filename.data, loc.line.data, loc.column.data)

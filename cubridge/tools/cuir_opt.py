@@ -76,6 +76,20 @@ class CuirOptMain(xDSLOptMain):
             help="load a Python file and register every ModulePass it defines, by name",
         )
         arg_parser.add_argument(
+            "--lift",
+            nargs="?",
+            const="",
+            metavar="ENTRY",
+            help="the input is a CUDA kernel: lift entry point ENTRY (default: the file's first, named in a note "
+            "on stderr) into CuIR before the pipeline",
+        )
+        arg_parser.add_argument(
+            "--lift-profile",
+            default="cubridge",
+            metavar="NAME|FILE.toml",
+            help="the lifting profile of the kernel's vocabulary (default: cubridge; docs/lifting-profiles.md)",
+        )
+        arg_parser.add_argument(
             "--transfer",
             action=_Once,
             metavar="SPEC.py",
@@ -136,6 +150,9 @@ class CuirOptMain(xDSLOptMain):
             raise CuBridgeError(f"bad pass pipeline '{self.args.passes}': {detail}") from None
 
     def run(self) -> None:
+        if self.args.lift is not None:
+            self._write_output(self._transform(self._lift()))
+            return
         text = self._read_input()
         chunks = self._split(text)
         output = StringIO()
@@ -201,10 +218,29 @@ class CuirOptMain(xDSLOptMain):
         chunks.append(("".join(current), offset))
         return chunks
 
+    def _lift(self) -> ModuleOp:
+        from cubridge.frontends.cuda import lift_cuda_file
+
+        path, entry = self.args.input_file, self.args.lift or None
+        if path is None and entry is not None and Path(entry).is_file():  # `--lift KERNEL.cu`: no entry named
+            path, entry = entry, None
+        if path is None or path == "-" or self.args.split_input_file:
+            raise CuBridgeError("--lift reads one CUDA file (not stdin, not --split-input-file)")
+        result = lift_cuda_file(path, entry, self.args.lift_profile)
+        if result.note is not None:
+            print(result.note, file=sys.stderr)
+        if not self.args.disable_verify:
+            verify_module(result.module)
+        return result.module
+
     def _process(self, chunk: str, line_offset: int) -> str:
         module = parse_module(self.ctx, chunk, self.get_input_name(), line_offset)
         if not self.args.disable_verify:
             verify_module(module)
+        return self._transform(module)
+
+    def _transform(self, module: ModuleOp) -> str:
+        """The pipeline on `module`, then its printed form or (--lower, --emit-diff) its CUDA."""
         reference = module.clone() if self.args.lower or self.args.emit_diff else None
         try:
             self.apply_passes(module)

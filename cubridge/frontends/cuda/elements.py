@@ -1,0 +1,525 @@
+"""Register fragments: per-thread element code lifted to tile-level CuIR.
+
+A fragment (`float s[64]`) is the thread's share of a 64-row warp-group tile in the wgmma accumulator
+layout (profile `fragment`): element e of thread `tid` sits at row 16 * warp + lane / 4 + 8 * ((e >> 1) & 1)
+and column 8 * (e >> 2) + 2 * (lane % 4) + (e & 1). A two-element array (`float alpha[2]`) holds one value
+for each of the thread's two rows, that is a row vector. The lifter runs the unrolled element loops with
+symbolic element values (`Expr` trees, no ops emitted) and turns a fragment into CuIR only where a value
+must exist (a GEMM operand, a loop-carried value, a store): all its elements must then be one function of
+the element (one `cuir.map` whose body is that function); row values are `cuir.map`s over row vectors.
+
+A per-thread accumulation over the elements of one of its rows (`sum += s[e]`, a chain of `fmaxf`) is
+lifted as a whole-row `cuir.row_reduce`, and the quad reductions that complete such accumulations
+(`row_reduce_max`, `row_reduce_sum`) are the identity at tile level: the lift assumes, as the reference
+kernels do, that a partial accumulation reaches the rest of the program only through its quad reduction or
+linearly (the running sum is quad-reduced in the epilogue).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects import arith, math
+from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerType, f32
+from xdsl.ir import Block, Region, SSAValue
+
+from cubridge.dialect.cuir import ConvertOp, FillOp, MapOp, RowReduceOp, YieldOp
+from cubridge.dialect.types import RowVectorType, TileType
+from cubridge.frontends.cuda.values import Run
+
+
+@dataclass(frozen=True, eq=False)
+class Expr:
+    """A symbolic element value: `op` applied to `args` (Expr, float, int, bool, SSA scalars)."""
+
+    op: str
+    args: tuple
+    location: object = None
+
+
+@dataclass(frozen=True)
+class Elem:
+    """Element `index` of the materialized fragment tile `tile`."""
+
+    tile: SSAValue
+    index: int
+
+
+@dataclass(frozen=True)
+class RowOf:
+    """The value of row vector `rows` at the thread's row `half` (0: rows g, 1: rows g + 8)."""
+
+    rows: SSAValue
+    half: int
+
+
+@dataclass(frozen=True, eq=False)
+class Affine:
+    """A run-time value plus a thread-dependent one (`group_row0 + 16 * warp + g`)."""
+
+    base: object  # Run or int
+    threads: np.ndarray
+
+
+ROW_HALVES = 2
+_FLOAT_OPS = {"+": "addf", "-": "subf", "*": "mulf", "/": "divf"}
+_INDEX_OPS = {"+": "addi", "-": "subi", "*": "muli", "/": "divsi", "%": "remsi"}
+_FLOAT_COMPARE = {"<": "olt", "<=": "ole", ">": "ogt", ">=": "oge", "==": "oeq", "!=": "one"}
+_INDEX_COMPARE = {"<": "slt", "<=": "sle", ">": "sgt", ">=": "sge", "==": "eq", "!=": "ne"}
+REDUCING = {"addf": "sum", "maxnumf": "max"}
+
+
+def is_symbolic(value) -> bool:
+    return isinstance(value, (Expr, Elem, RowOf, Affine))
+
+
+def has_thread_index(value) -> bool:
+    """Whether `value` reads a thread's row or column index (an Affine) outside reduction chains."""
+    if isinstance(value, Affine):
+        return True
+    if isinstance(value, Expr) and not value.op.startswith("reduce:"):
+        return any(has_thread_index(arg) for arg in value.args)
+    return False
+
+
+def element_layout(tid: np.ndarray, element: int, axis: str, of_row: bool) -> np.ndarray:
+    """The wgmma accumulator layout: tile-local row or column of `element` (or row half) for threads `tid`."""
+    warp, lane = (tid % 128) // 32, tid % 32
+    half = element if of_row else (element >> 1) & 1
+    if axis == "row":
+        return 16 * warp + lane // 4 + 8 * half
+    return 8 * (element >> 2) + 2 * (lane % 4) + (element & 1)
+
+
+def free_elements(value, found: set[int] | None = None) -> set[int]:
+    """Fragment elements `value` reads outside reduction chains (empty: a row-level value)."""
+    found = set() if found is None else found
+    if isinstance(value, Elem):
+        found.add(value.index)
+    elif isinstance(value, Expr) and not value.op.startswith("reduce:"):
+        for arg in value.args:
+            free_elements(arg, found)
+    return found
+
+
+def halves(value, found: set[int] | None = None) -> set[int]:
+    """The row halves a row-level value reads."""
+    found = set() if found is None else found
+    if isinstance(value, RowOf):
+        found.add(value.half)
+    elif isinstance(value, Expr):
+        if value.op.startswith("reduce:"):
+            found.add(value.args[0])
+        else:
+            for arg in value.args:
+                halves(arg, found)
+    return found
+
+
+class FragmentLifting:
+    """The element half of the Lifter (mixed into it)."""
+
+    # -------------------------------------------------------------------------------------------------
+    # building expressions
+    def symbolic_binary(self, operator: str, left, right, scope, node):
+        from cubridge.frontends.cuda.values import PerThread
+
+        location = self.location(scope, node)
+        left, right = (Affine(0, v.values) if isinstance(v, PerThread) else v for v in (left, right))
+        if operator in ("&&", "||"):
+            if isinstance(left, bool) or isinstance(right, bool):
+                constant, other = (left, right) if isinstance(left, bool) else (right, left)
+                if operator == "||":
+                    return True if constant else other
+                return other if constant else False
+            return Expr("ori" if operator == "||" else "andi", (left, right), location)
+        integer = self._is_index_like(left) and self._is_index_like(right)
+        if operator in _FLOAT_COMPARE:
+            if integer:
+                return Expr("cmpi:" + _INDEX_COMPARE[operator], (left, right), location)
+            return Expr("cmpf:" + _FLOAT_COMPARE[operator], (left, right), location)
+        if integer:
+            if operator not in _INDEX_OPS:
+                raise self.unsupported(scope, node, f"operator `{operator}` on a fragment's positions")
+            return Expr(_INDEX_OPS[operator], (left, right), location)
+        if operator not in _FLOAT_OPS:
+            raise self.unsupported(scope, node, f"operator `{operator}` on fragment elements")
+        return Expr(_FLOAT_OPS[operator], (left, right), location)
+
+    @staticmethod
+    def _is_index_like(value) -> bool:
+        from cubridge.frontends.cuda.values import Run
+
+        if isinstance(value, Affine) or (isinstance(value, int) and not isinstance(value, bool)):
+            return True
+        if isinstance(value, Expr):
+            return value.op in _INDEX_OPS.values()
+        return isinstance(value, Run) and isinstance(value.value.type, IndexType)
+
+    def _add(self, base, offset: int, scope, node):
+        from cubridge.frontends.cuda.values import Run
+
+        if offset == 0:
+            return base.value if isinstance(base, Run) else base
+        if isinstance(base, int):
+            return base + offset
+        return self.binary("+", base, offset, scope, node).value
+
+    # -------------------------------------------------------------------------------------------------
+    # materialization
+    def fragment_type(self, count: int, packed: bool) -> TileType:
+        columns = 2 * count * (2 if packed else 1)
+        return TileType((64, columns), self.element_type if packed else f32, self.worker.sym_name.data)
+
+    def dominates(self, value: SSAValue) -> bool:
+        """Whether `value` (materialized earlier) is visible where ops are emitted now: its block encloses
+        the current one (a value made inside a branch or loop body is not reused after it)."""
+        defining = value.owner if isinstance(value.owner, Block) else value.owner.parent_block()
+        block = self.block
+        while block is not None:
+            if block is defining:
+                return True
+            parent = block.parent_op()
+            block = parent.parent_block() if parent is not None else None
+        return False
+
+    @staticmethod
+    def scalar_type(value_type):
+        """The element type a map body sees for an input of `value_type`."""
+        return value_type.element_type
+
+    def rows_type(self) -> RowVectorType:
+        return RowVectorType(64, f32, self.worker.sym_name.data)
+
+    def materialize_fragment(self, cells: list, packed: bool, scope, node, name: str | None = None) -> SSAValue:
+        """One tile value for a fragment's element values."""
+        values = [cell.value for cell in cells]
+        if any(v is None for v in values):
+            raise self.error(scope, node, f"fragment `{name or '?'}` is read before all its elements are set")
+        key = ("fragment", tuple(id(v) if is_symbolic(v) else v for v in values))
+        cache = self.materialized
+        if key in cache and self.dominates(cache[key]):
+            return cache[key]
+        first = values[0]
+        if isinstance(first, Elem) and all(isinstance(v, Elem) and v.tile is first.tile and v.index == e
+                                           for e, v in enumerate(values)):
+            return first.tile
+        if packed:
+            result = self._packed(values, scope, node, name)
+        elif all(isinstance(v, float) and v == first for v in values):
+            op = FillOp(first, self.fragment_type(len(values), False))
+            result = self.emit(op, scope, node).result
+        else:
+            result = self._map(values, [e for e in range(len(values))], False, len(values), scope, node)
+        if name and result.name_hint is None:
+            result.name_hint = name
+        cache[key] = result
+        return result
+
+    def _packed(self, values: list, scope, node, name) -> SSAValue:
+        """Packed 16-bit pairs: element j = convert_pack(X[2j], X[2j+1]) of a fragment X is cuir.convert(X)."""
+        if not all(isinstance(v, Expr) and v.op == "pack" for v in values):
+            raise self.error(scope, node, f"packed fragment `{name}` is not a conversion of a float fragment")
+        sources = [a for v in values for a in v.args]
+        tile = self.materialize_fragment([_Cell(v) for v in sources], False, scope, node)
+        op = ConvertOp(tile, self.fragment_type(len(values), True))
+        return _at(self.emit(op, scope, node), values[0].location).result
+
+    def materialize_rows(self, pair: list, scope, node, name: str | None = None) -> SSAValue:
+        """One row vector for the thread's two row values."""
+        if any(v is None for v in pair):
+            raise self.error(scope, node, f"row values `{name or '?'}` read before both are set")
+        key = ("rows", tuple(id(v) if is_symbolic(v) else v for v in pair))
+        if key in self.materialized and self.dominates(self.materialized[key]):
+            return self.materialized[key]
+        first = pair[0]
+        if isinstance(first, RowOf) and isinstance(pair[1], RowOf) and first.rows is pair[1].rows and \
+                first.half == 0 and pair[1].half == 1:
+            return first.rows
+        if all(isinstance(v, float) and v == first for v in pair):
+            result = self.emit(FillOp(first, self.rows_type()), scope, node).result
+        else:
+            result = self._map(pair, [0, 1], True, ROW_HALVES, scope, node)
+        if name and result.name_hint is None:
+            result.name_hint = name
+        self.materialized[key] = result
+        return result
+
+    def _map(self, values: list, elements: list[int], of_rows: bool, count: int, scope, node) -> SSAValue:
+        """A cuir.map whose body computes every one of `values` (one per element or row half)."""
+        builder = _MapBuilder(self, of_rows, scope, node)
+        template = builder.zip(values, elements)
+        result_type = self.rows_type() if of_rows else self.fragment_type(count, False)
+        if isinstance(template, _Input) and builder.inputs[template.index].type == result_type:
+            return builder.inputs[template.index]  # every element is the input's own: no map
+        result = builder.build(template, result_type)
+        _at(result.owner, next((v.location for v in values if isinstance(v, Expr)), None))
+        return result
+
+    def reduce_rows(self, kind: str, elements: dict[int, object], init_pair, scope, node, location=None) -> SSAValue:
+        count = max(elements) + 1
+        if sorted(elements) != list(range(count)):
+            raise self.error(scope, node, "a row accumulation that skips elements of the thread's rows")
+        tile = self.materialize_fragment([_Cell(elements[e]) for e in range(count)], False, scope, node)
+        init = self.materialize_rows(init_pair, scope, node) if init_pair is not None else None
+        key = ("reduce", kind, tile, init)
+        if key not in self.materialized or not self.dominates(self.materialized[key]):
+            op = RowReduceOp(kind, tile, self.rows_type(), init)
+            self.materialized[key] = _at(self.emit(op, scope, node), location).result
+        return self.materialized[key]
+
+
+def _split_constant(base) -> tuple[object, int]:
+    """`x + c` (c a constant) as (x, c); a plain int as (0, int)."""
+    if isinstance(base, int):
+        return 0, base
+    value = base.value if hasattr(base, "value") else base
+    constant = 0
+    while isinstance(value.owner, arith.AddiOp) and isinstance(value.owner.rhs.owner, arith.ConstantOp):
+        constant += value.owner.rhs.owner.value.value.data
+        value = value.owner.lhs
+    return value, constant
+
+
+def as_reduction(value: Expr, half: int) -> Expr:
+    """A chain of `addf` (or `maxnumf`) over the elements of one of the thread's rows, with row-level
+    addends, as a row reduction of that row (the addends its init)."""
+    leaves, stack = [], [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Expr) and node.op == value.op and free_elements(node):
+            stack.extend(reversed(node.args))
+        else:
+            leaves.append(node)
+    elements = [leaf for leaf in leaves if free_elements(leaf)]
+    row_level = [leaf for leaf in leaves if not free_elements(leaf) and not (
+        isinstance(leaf, float) and ((value.op == "addf" and leaf == 0.0) or (value.op == "maxnumf" and leaf == float("-inf"))))]
+    init = None
+    for leaf in row_level:
+        init = leaf if init is None else Expr(value.op, (init, leaf), value.location)
+    return Expr("reduce:" + REDUCING[value.op], (half, tuple(elements), init), value.location)
+
+
+def _at(op, location):
+    """`op`, located where the element code it lifts was written (when known)."""
+    if location is not None:
+        op.location = location
+    return op
+
+
+@dataclass
+class _Cell:
+    value: object
+
+
+@dataclass(frozen=True)
+class _Input:
+    index: int
+
+
+@dataclass(frozen=True)
+class _IndexArg:
+    axis: str
+
+
+class _MapBuilder:
+    """Zips the values of all elements into one body template, collecting the map's inputs."""
+
+    def __init__(self, lifter, of_rows: bool, scope, node):
+        self.lifter, self.of_rows, self.scope, self.node = lifter, of_rows, scope, node
+        self.inputs: list[SSAValue] = []
+        self.origins: dict[str, object] = {}
+
+    def fail(self, why: str):
+        return self.lifter.error(self.scope, self.node, f"fragment elements not lifted as one cuir.map: {why}")
+
+    def _input(self, value: SSAValue) -> _Input:
+        for i, existing in enumerate(self.inputs):
+            if existing is value:
+                return _Input(i)
+        self.inputs.append(value)
+        return _Input(len(self.inputs) - 1)
+
+    def half_of(self, element: int) -> int:
+        return element if self.of_rows else (element >> 1) & 1
+
+    def zip(self, values: list, elements: list[int]):
+        lifter = self.lifter
+        first = values[0]
+        if not self.of_rows and all(not free_elements(v) and not has_thread_index(v) for v in values) and \
+                any(is_symbolic(v) for v in values):
+            # a row-level value inside an element function: a row vector broadcast along its rows
+            by_half: dict[int, object] = {}
+            for v, e in zip(values, elements):
+                h = self.half_of(e)
+                if h in by_half and by_half[h] is not v and not _same(by_half[h], v):
+                    raise self.fail("one row's elements see different row values")
+                by_half[h] = v
+            if sorted(by_half) != [0, 1]:
+                raise self.fail("a row value of one row half only")
+            rows = lifter.materialize_rows([by_half[0], by_half[1]], self.scope, self.node)
+            return self._input(rows)
+        if self.of_rows and all(isinstance(v, Expr) and v.op in REDUCING and free_elements(v) for v in values):
+            values = [as_reduction(v, h) for v, h in zip(values, elements)]
+        if self.of_rows and all(isinstance(v, Expr) and v.op.startswith("reduce:") for v in values):
+            return self._input(self._reduction(values))
+        if all(isinstance(v, Affine) for v in values):
+            return self._index(values, elements)
+        if all(isinstance(v, Elem) for v in values):
+            if any(v.tile is not first.tile or v.index != e for v, e in zip(values, elements)):
+                raise self.fail("elements read other elements' values")
+            return self._input(first.tile)
+        if all(isinstance(v, RowOf) for v in values):
+            if any(v.rows is not first.rows or v.half != self.half_of(e) for v, e in zip(values, elements)):
+                raise self.fail("rows read other rows' values")
+            return self._input(first.rows)
+        if all(isinstance(v, Expr) for v in values):
+            if any(v.op != first.op or len(v.args) != len(first.args) for v in values):
+                raise self.fail(f"`{first.op}` in one element, `{next(v.op for v in values if v.op != first.op)}` "
+                                "in another")
+            args = tuple(self.zip([v.args[i] for v in values], elements) for i in range(len(first.args)))
+            return ("op", first.op, args, first.location)
+        if all(not is_symbolic(v) for v in values):
+            if any(not _same(v, first) for v in values):
+                raise self.fail("elements use different constants")
+            return ("const", first)
+        raise self.fail("elements computed differently")
+
+    def _index(self, values: list, elements: list[int]):
+        """Thread indices that are one axis of the layout, at one origin, for every element."""
+        lifter = self.lifter
+        ids = np.nonzero(lifter.active)[0]
+        for axis in ("row", "col"):
+            if axis == "col" and self.of_rows:
+                continue
+            offsets = set()
+            for value, element in zip(values, elements):
+                difference = value.threads[ids] - element_layout(ids, element, axis, self.of_rows)
+                if not (difference == difference[0]).all():
+                    break
+                root, constant = _split_constant(value.base)
+                offsets.add((root, int(difference[0]) + constant))
+            else:
+                if len(offsets) == 1:
+                    root, offset = next(iter(offsets))
+                    self.origins[axis] = lifter._add(Run(root) if isinstance(root, SSAValue) else root, offset,
+                                                     self.scope, self.node)
+                    return _IndexArg(axis)
+        raise self.fail("a thread's index that is no row or column of the fragment layout")
+
+    def _reduction(self, values: list) -> SSAValue:
+        """Row reductions of the two row halves: one cuir.row_reduce."""
+        kind = values[0].op.split(":", 1)[1]
+        elements: dict[int, object] = {}
+        inits = [None, None]
+        for value in values:
+            half, leaves, init = value.args
+            for leaf in leaves:
+                (element,) = free_elements(leaf) or {None}
+                if element is None or (element >> 1) & 1 != half or element in elements:
+                    raise self.fail("a row accumulation mixes rows")
+                elements[element] = leaf
+            inits[half] = init
+        init_pair = None if inits[0] is None and inits[1] is None else inits
+        return self.lifter.reduce_rows(kind, elements, init_pair, self.scope, self.node, values[0].location)
+
+    def build(self, template, result_type) -> SSAValue:
+        lifter = self.lifter
+        input_types = [lifter.scalar_type(v.type) for v in self.inputs]
+        index_count = 1 if self.of_rows else 2
+        block = Block(arg_types=input_types + [IndexType()] * index_count)
+        self.body_ops = []
+        self.block = block
+        result = self._emit(template)
+        block.add_op(YieldOp(result))
+        origin = []
+        if self.origins:
+            origin = [self._origin("row"), self._origin("col")] if not self.of_rows else [self._origin("row")]
+        op = MapOp(self.inputs, origin, result_type, Region(block))
+        return lifter.emit(op, self.scope, self.node).result
+
+    def _origin(self, axis: str) -> SSAValue:
+        origin = self.origins.get(axis, 0)
+        return origin if isinstance(origin, SSAValue) else self.lifter.index_constant(int(origin))
+
+    def _emit(self, template) -> SSAValue:
+        block = self.block
+        if isinstance(template, _Input):
+            return block.args[template.index]
+        if isinstance(template, _IndexArg):
+            return block.args[len(self.inputs) + (0 if template.axis == "row" else 1)]
+        kind = template[0]
+        if kind == "const":
+            value = template[1]
+            from cubridge.frontends.cuda.values import Run
+
+            if isinstance(value, Run):
+                return value.value
+            if isinstance(value, bool):
+                op = arith.ConstantOp(arith.IntegerAttr(int(value), IntegerType(1)))
+            elif isinstance(value, float):
+                op = arith.ConstantOp(FloatAttr(value, f32))
+            else:
+                op = arith.ConstantOp(arith.IntegerAttr(int(value), IndexType()))
+            block.add_op(op)
+            return op.result
+        _, name, args, location = template
+        operands = [self._emit(a) for a in args]
+        op = _scalar_op(name, operands)
+        for created in op if isinstance(op, list) else [op]:
+            created.location = location
+            block.add_op(created)
+        return (op[-1] if isinstance(op, list) else op).results[0]
+
+
+def _same(a, b) -> bool:
+    """Structural equality of element values (an expression recomputed per element is the same value)."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return a == b or (a != a and b != b)
+    if isinstance(a, Expr):
+        return a.op == b.op and len(a.args) == len(b.args) and all(_same(x, y) for x, y in zip(a.args, b.args))
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, Affine):
+        return _same(a.base, b.base) and np.array_equal(a.threads, b.threads)
+    from cubridge.frontends.cuda.values import Run
+
+    if isinstance(a, Run):
+        from cubridge.frontends.cuda.lift import _same_value
+
+        return _same_value(a.value, b.value)
+    return a == b
+
+
+def _scalar_op(name: str, operands: list[SSAValue]):
+    if name.startswith("cmpf:"):
+        return arith.CmpfOp(operands[0], operands[1], name[5:])
+    if name.startswith("cmpi:"):
+        return arith.CmpiOp(operands[0], operands[1], name[5:])
+    simple = {
+        "addf": arith.AddfOp, "subf": arith.SubfOp, "mulf": arith.MulfOp, "divf": arith.DivfOp,
+        "maxnumf": arith.MaxnumfOp, "minnumf": arith.MinnumfOp, "ori": arith.OrIOp, "andi": arith.AndIOp,
+        "addi": arith.AddiOp, "subi": arith.SubiOp, "muli": arith.MuliOp, "divsi": arith.DivSIOp,
+        "remsi": arith.RemSIOp,
+    }
+    if name in simple:
+        return simple[name](operands[0], operands[1])
+    if name == "select":
+        return arith.SelectOp(operands[0], operands[1], operands[2])
+    if name == "negf":
+        return arith.NegfOp(operands[0])
+    if name == "sitofp":  # an index as a float: through a 64-bit integer
+        wide = arith.IndexCastOp(operands[0], IntegerType(64))
+        return [wide, arith.SIToFPOp(wide.result, f32)]
+    if name == "fma":
+        product = arith.MulfOp(operands[0], operands[1])
+        return [product, arith.AddfOp(product.result, operands[2])]
+    unary = {"exp2": math.Exp2Op, "log": math.LogOp, "tanh": math.TanhOp, "exp": math.ExpOp}
+    if name in unary:
+        return unary[name](operands[0])
+    raise ValueError(f"no scalar op for `{name}`")

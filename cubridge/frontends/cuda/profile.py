@@ -1,0 +1,51 @@
+"""Lifting profiles: declarative tables that map a kernel library's calls and idioms to CuIR (TOML files in
+`profiles/`, one per vocabulary; docs/lifting-profiles.md)."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from cubridge.diagnostics import CuBridgeError
+from cubridge.runtime.primitives import PRIMITIVES
+
+PROFILE_DIR = Path(__file__).resolve().parent / "profiles"
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    path: Path
+    table: dict
+
+    def section(self, name: str) -> dict:
+        return self.table.get(name, {})
+
+    @property
+    def warp_group_threads(self) -> int:
+        return int(self.table["vocabulary"]["warp_group_threads"])
+
+    def primitive(self, function: str) -> tuple[str, list[str]] | None:
+        """(CuIR op, argument roles) of primitive `function`, or None when the profile has no such call."""
+        roles = self.section("primitives").get(function)
+        if roles is None:
+            return None
+        ops = [p.op for p in PRIMITIVES if p.function == function]
+        if not ops:
+            raise CuBridgeError(f"profile {self.path.name}: `{function}` is in no row of the op-to-primitive table")
+        return ops[0], list(roles)
+
+
+def load_profile(name_or_path: str) -> Profile:
+    """A profile by name (`cubridge`, in profiles/) or by path."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = PROFILE_DIR / f"{name_or_path}.toml"
+    try:
+        table = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise CuBridgeError(f"cannot read lifting profile: {exc.strerror}", str(path)) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise CuBridgeError(f"lifting profile: {exc}", str(path)) from None
+    return Profile(table.get("vocabulary", {}).get("name", path.stem), path, table)

@@ -1,0 +1,171 @@
+"""The values the lifter computes with while it walks a kernel.
+
+Compile-time values are Python ints, floats and bools and `TypeValue`s; run-time scalars are `Run` (an SSA
+value); values that differ between the threads of the block are `PerThread` (one entry per thread of the
+kernel), which is how role predicates, lanes and issuers are recognized.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from tree_sitter import Node
+from xdsl.ir import SSAValue
+
+
+@dataclass(frozen=True)
+class TypeValue:
+    """A C++ type as a template argument: `__nv_bfloat16`, `SharedLayout<128>`, `FullAttention`."""
+
+    name: str
+    arguments: tuple = ()
+
+    def __str__(self) -> str:
+        if not self.arguments:
+            return self.name
+        return f"{self.name}<{', '.join(str(a) for a in self.arguments)}>"
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run-time scalar: an SSA value of type index, f32 or i1."""
+
+    value: SSAValue
+
+
+@dataclass(frozen=True, eq=False)
+class PerThread:
+    """An integer or boolean that depends on the thread: one entry per thread of the block."""
+
+    values: np.ndarray
+
+
+@dataclass(eq=False)
+class Cell:
+    """A variable: its current value and the C++ name it was declared with."""
+
+    name: str
+    value: object
+    mutable: bool = True
+
+
+@dataclass(eq=False)
+class StructValue:
+    """An object of a struct: one cell per field."""
+
+    struct: str
+    fields: dict[str, Cell]
+    arguments: tuple = ()
+
+    def copy(self) -> StructValue:
+        return StructValue(self.struct, {n: Cell(c.name, _copy(c.value), c.mutable) for n, c in self.fields.items()},
+                           self.arguments)
+
+
+@dataclass(eq=False)
+class ArrayValue:
+    """An array, element by element. `kind`: "fragment" (the thread's share of a float tile), "packed" (of a
+    16-bit tile, two elements a register), "rows" (one value per row the thread holds: a row vector) or
+    "plain"."""
+
+    cells: list[Cell]
+    kind: str = "plain"
+    name: str = ""
+
+    def copy(self) -> ArrayValue:
+        return ArrayValue([Cell(c.name, _copy(c.value), c.mutable) for c in self.cells], self.kind, self.name)
+
+
+def _copy(value):
+    return value.copy() if isinstance(value, (StructValue, ArrayValue)) else value
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A C++ reference or pointer to a variable."""
+
+    cell: Cell
+
+
+@dataclass(frozen=True)
+class SharedRef:
+    """A tile or mbarrier of the shared storage, at stage `index` (None: a single buffer), `offset` bytes in."""
+
+    name: str
+    index: object = None
+    offset: object = 0
+
+
+@dataclass(frozen=True)
+class SharedStorageValue:
+    """The shared-storage object whose methods hand out tiles and mbarriers."""
+
+    struct: str
+    arguments: tuple
+
+
+@dataclass(frozen=True)
+class TensorArgument:
+    """A kernel tensor (a tensor-map parameter or a pointer field), by its CuIR argument name."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class ParamsValue:
+    """The kernel's parameter struct; its fields are mapped by the profile."""
+
+    struct: str
+
+
+@dataclass(frozen=True)
+class SchedulerValue:
+    """The tile scheduler object."""
+
+    struct: str
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """The scheduler's position: a linear tile index, only ever passed back to the scheduler."""
+
+
+@dataclass(frozen=True)
+class FunctionValue:
+    """A function (or method, bound to `this`) not yet called, with explicit template arguments."""
+
+    name: str
+    template_arguments: tuple = ()
+    this: object = None
+    scope_struct: str | None = None
+
+
+@dataclass(eq=False)
+class LambdaValue:
+    node: Node
+    scope: object
+    source: object
+
+
+@dataclass(frozen=True, eq=False)
+class Guard:
+    """`issuer && condition`: a thread predicate (who issues) and a run-time condition (whether)."""
+
+    threads: PerThread
+    condition: object
+
+
+@dataclass(frozen=True)
+class SharedStore:
+    """`*pointer` into a shared tile: the target of an element store."""
+
+    ref: SharedRef
+
+
+@dataclass(frozen=True)
+class TensorStore:
+    """`tensor[index]` of a kernel tensor: the target of an element store."""
+
+    tensor: TensorArgument
+    index: object
