@@ -64,6 +64,7 @@ class AttentionSpec:
     score_expr: Expr | None
     mask_expr: Expr | None
     user_reference: Callable | None
+    hooks_broadcast: bool = False  # the hooks take broadcastable index grids (the traced ones): no vmap
 
     def reference(self, q, k, v, scale: float) -> torch.Tensor:
         """Ground truth output, float64 [B, HQ, SQ, D]; fully masked rows are 0."""
@@ -93,16 +94,21 @@ class AttentionSpec:
     def _scores(self, q: torch.Tensor, k: torch.Tensor, scale: float):
         """Materialized hook scores (masked entries -inf) and the keep mask, float64.
 
-        The hooks run as FlexAttention runs them: on each element, vectorized with vmap."""
+        The hooks run as FlexAttention runs them: on each element, vectorized with vmap (traced hooks run
+        once on broadcastable index grids)."""
         batch, heads, seqlen_q, _ = q.shape
         seqlen_kv = k.shape[2]
         scores = (q @ _repeat_kv_heads(k, heads).transpose(-1, -2)) * scale
         indices = [torch.arange(size) for size in (batch, heads, seqlen_q, seqlen_kv)]
+        if self.hooks_broadcast:
+            indices = [index.view([-1 if axis == dim else 1 for axis in range(4)]) for dim, index in enumerate(indices)]
+        def run(hook, score_first):
+            return hook if self.hooks_broadcast else per_element(hook, score_first)
         if self.score_mod is not None:
-            scores = per_element(self.score_mod, score_first=True)(scores, *indices).double()
+            scores = torch.as_tensor(run(self.score_mod, True)(scores, *indices)).double().expand_as(scores)
         keep = torch.ones_like(scores, dtype=torch.bool)
         if self.mask_mod is not None:
-            keep = per_element(self.mask_mod, score_first=False)(*indices).expand_as(keep)
+            keep = torch.as_tensor(run(self.mask_mod, False)(*indices)).expand_as(keep)
         return scores.masked_fill(~keep, -math.inf), keep
 
     def broadcast_hooks(self, device, captures: dict[str, torch.Tensor] | None = None) -> tuple:
@@ -122,7 +128,7 @@ class AttentionSpec:
         the same variant, independent of where (and with which values) the original hooks' tensors live."""
         captures = {name: tensor.detach().to(device) for name, tensor in self.captures.items()}
         score_mod, mask_mod = self.broadcast_hooks(device, captures)
-        return replace(self, captures=captures, score_mod=score_mod, mask_mod=mask_mod)
+        return replace(self, captures=captures, score_mod=score_mod, mask_mod=mask_mod, hooks_broadcast=True)
 
     def mask_on(self, device) -> Callable:
         """mask_mod, evaluated from the traced mask with the captured tensors on `device`

@@ -85,6 +85,7 @@ class VariantKernel:
     reference_program: ModuleOp
     _instances: dict[tuple[str, int], tuple[LoweredKernel, CompiledKernel]] = field(default_factory=dict)
     _block_lists: dict[tuple, dict[str, torch.Tensor]] = field(default_factory=dict)
+    _table_copies: dict[str, tuple[tuple, torch.Tensor]] = field(default_factory=dict)
     _checked_shapes: set[tuple] = field(default_factory=set)
 
     @property
@@ -174,10 +175,23 @@ class VariantKernel:
         names = [name for name, _ in lowered.args]
         for name in names:
             if name in captures:
-                tables[name] = captured_table(captures[name], q.device)
+                tables[name] = self._table_copy(name, captures[name], q.device)
         if any(name in TABLES for name in names):
             tables |= block_lists or self._block_list_tables(captures, shape, lowered, q.device)
         return tables
+
+    def _table_copy(self, name: str, tensor: torch.Tensor, device) -> torch.Tensor:
+        """The kernel's copy of a captured tensor, made again only when the tensor (or its contents: its
+        version counter) changed. Converting a CPU tensor on every call would be a synchronous copy that stalls
+        the host until the GPU drains; while a CUDA graph is captured the copy is made inside the graph, so
+        that replays read the tensor's values at that time."""
+        key = (tensor.data_ptr(), tensor._version, tensor.dtype, tuple(tensor.shape), tensor.device, device)
+        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+            return captured_table(tensor, device)
+        cached = self._table_copies.get(name)
+        if cached is None or cached[0] != key:
+            cached = self._table_copies[name] = (key, captured_table(tensor, device))
+        return cached[1]
 
     def _block_list_tables(self, captures, shape, lowered: LoweredKernel, device) -> dict[str, torch.Tensor]:
         key = (shape, device, tuple((n, t.data_ptr(), t._version, tuple(t.shape)) for n, t in captures.items()))
