@@ -89,7 +89,7 @@ def main() -> None:
         return
     overheads()
     environment = dict(os.environ, CUBRIDGE_CACHE_DIR=tempfile.mkdtemp(prefix="cubridge-api-"),
-                       PYTHONPATH=str(ROOT))
+                       PYTHONPATH=os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))))
     for label in ("empty cache", "warm cache (new process)"):
         result = subprocess.run([sys.executable, __file__, "--first-call"], env=environment, capture_output=True,
                                 text=True, check=True)
