@@ -337,10 +337,13 @@ __device__ __forceinline__ void score_tile(float (&s)[kCount], const AttentionPa
     for (int e = 0; e < kCount; ++e)
       if (!((kept.bits[e / 32] >> (e % 32)) & 1u)) s[e] = kNegInf;
   } else {
+    // keep() runs for every score, past seqlen_k too, not behind the bounds test: a mask of integer arithmetic
+    // (share-question's floor divisions) is then if-converted instead of branched around (run 74 against 80).
 #pragma unroll
-    for (int e = 0; e < kCount; ++e)
-      if (col_of(e) >= p.seqlen_k || !Policy::keep(tile.batch, tile.head, row_of(e), col_of(e), args))
-        s[e] = kNegInf;
+    for (int e = 0; e < kCount; ++e) {
+      const bool kept = Policy::keep(tile.batch, tile.head, row_of(e), col_of(e), args);
+      if (col_of(e) >= p.seqlen_k || !kept) s[e] = kNegInf;
+    }
   }
 }
 
