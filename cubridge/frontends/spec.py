@@ -100,16 +100,31 @@ class AttentionSpec:
         seqlen_kv = k.shape[2]
         scores = (q @ _repeat_kv_heads(k, heads).transpose(-1, -2)) * scale
         indices = [torch.arange(size) for size in (batch, heads, seqlen_q, seqlen_kv)]
-        if self.hooks_broadcast:
-            indices = [index.view([-1 if axis == dim else 1 for axis in range(4)]) for dim, index in enumerate(indices)]
-        def run(hook, score_first):
-            return hook if self.hooks_broadcast else per_element(hook, score_first)
-        if self.score_mod is not None:
-            scores = torch.as_tensor(run(self.score_mod, True)(scores, *indices)).double().expand_as(scores)
+        score_mod, mask_mod = self.elementwise_hooks()
+        if score_mod is not None:
+            scores = score_mod(scores, *indices).double()
         keep = torch.ones_like(scores, dtype=torch.bool)
-        if self.mask_mod is not None:
-            keep = torch.as_tensor(run(self.mask_mod, False)(*indices)).expand_as(keep)
+        if mask_mod is not None:
+            keep = mask_mod(*indices).expand_as(keep)
         return scores.masked_fill(~keep, -math.inf), keep
+
+    def elementwise_hooks(self) -> tuple:
+        """(score_mod, mask_mod) on 1-D b, h, q_idx, kv_idx vectors (and a [B, H, SQ, SKV] score): each element
+        as FlexAttention applies hooks, vmapped; traced hooks (`hooks_broadcast`) run once on index grids
+        instead. None for an absent hook."""
+        def grids(indices):
+            return [index.view([-1 if axis == dim else 1 for axis in range(4)]) for dim, index in enumerate(indices)]
+
+        def wrap(hook, score_first: bool):
+            if hook is None:
+                return None
+            if not self.hooks_broadcast:
+                return per_element(hook, score_first)
+            if score_first:
+                return lambda score, *indices: torch.as_tensor(hook(score, *grids(indices))).expand_as(score)
+            return lambda *indices: torch.as_tensor(hook(*grids(indices)))
+
+        return wrap(self.score_mod, True), wrap(self.mask_mod, False)
 
     def broadcast_hooks(self, device, captures: dict[str, torch.Tensor] | None = None) -> tuple:
         """(score_mod, mask_mod) evaluating the traced hooks on broadcastable index grids, reading `captures`

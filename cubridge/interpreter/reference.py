@@ -37,6 +37,12 @@ class StandardAttention:
         self.name = "causal attention" if causal else "attention"
         self.mask_mod = _top_left_causal if causal else None
 
+    def elementwise_hooks(self) -> tuple:
+        """(None, the causal mask vmapped per element), as AttentionSpec.elementwise_hooks."""
+        from cubridge.frontends.spec import per_element
+
+        return None, per_element(self.mask_mod, score_first=False) if self.causal else None
+
     def _scores(self, q, k, scale: float) -> np.ndarray:
         q = np.asarray(q, dtype=np.float64)
         k = _repeat_kv_heads(k, q.shape[1])
@@ -76,14 +82,13 @@ def masked_scores(spec, q: np.ndarray, k: np.ndarray, scale: float, dtype) -> np
         return scores
     import torch  # hooks are torch code; standard attention never gets here without a mask
 
-    from cubridge.frontends.spec import per_element
-
     indices = [torch.arange(size) for size in scores.shape]
     result = torch.from_numpy(scores)
-    if spec.score_mod is not None:  # per element, as FlexAttention applies hooks (and as the spec's reference)
-        result = per_element(spec.score_mod, score_first=True)(result, *indices).to(result.dtype)
-    if spec.mask_mod is not None:
-        keep = per_element(spec.mask_mod, score_first=False)(*indices).expand(scores.shape)
+    score_mod, mask_mod = spec.elementwise_hooks()  # per element, as FlexAttention applies hooks
+    if score_mod is not None:
+        result = score_mod(result, *indices).to(result.dtype)
+    if mask_mod is not None:
+        keep = mask_mod(*indices).expand(scores.shape)
         result = result.masked_fill(~keep, -torch.inf)
     return result.numpy().astype(dtype)
 
