@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 import torch
 
-from cubridge.frontends.spec import per_element
+from cubridge.frontends.hooks import IndexWithTensors
 
 NORMALIZATIONS = ("softmax", "sigmoid", "relu")
 DEFAULT_CHUNK_SCORES = 2**26
@@ -91,3 +91,16 @@ def attention_reference(query: torch.Tensor, key: torch.Tensor, value: torch.Ten
         out[:, :, start:stop] = (probs @ values).to(query.dtype)
     return (out, lse) if return_lse else out
 
+def per_element(hook: Callable, score_first: bool) -> Callable:
+    """`hook` on 1-D b, h, q_idx, kv_idx vectors (and a [B, H, SQ, SKV] score), giving
+    [B, H, SQ, SKV]: vmapped over each, as FlexAttention applies hooks."""
+    score_dims = (0,) if score_first else ()
+    vectorized = hook
+    for dims in ((None, None, None, 0), (None, None, 0, None), (None, 0, None, None), (0, None, None, None)):
+        vectorized = torch.vmap(vectorized, in_dims=score_dims + dims)
+
+    def apply(*args):
+        with IndexWithTensors():
+            return torch.as_tensor(vectorized(*args))
+
+    return apply

@@ -16,7 +16,6 @@ import functools
 import hashlib
 import importlib.util
 import inspect
-import math
 import os
 import marshal
 import pickle
@@ -34,9 +33,9 @@ from cubridge.diagnostics import CuBridgeError
 from cubridge.files import write_atomically
 from cubridge.runtime.compiler import cache_dir
 from cubridge.frontends.expr import BOOL, Expr, evaluate
+from cubridge.reference import attention_reference, per_element
 from cubridge.frontends.eager import hooks_from_attention
 from cubridge.frontends.hooks import (
-    IndexWithTensors,
     captured_tensors,
     definition,
     failure,
@@ -67,46 +66,26 @@ class AttentionSpec:
     hooks_broadcast: bool = False  # the hooks take broadcastable index grids (the traced ones): no vmap
 
     def reference(self, q, k, v, scale: float) -> torch.Tensor:
-        """Ground truth output, float64 [B, HQ, SQ, D]; fully masked rows are 0."""
+        """Ground truth output, float64 [B, HQ, SQ, D]: `cubridge.reference.attention_reference` in float64
+        (fully masked rows are 0), or the spec's own eager `reference`."""
         q, k, v = (torch.as_tensor(t).double() for t in (q, k, v))
         if self.user_reference is not None:
             takes_scale = len(inspect.signature(self.user_reference).parameters) == 4
             extra = (scale,) if takes_scale else ()
             return torch.as_tensor(self.user_reference(q, k, v, *extra)).double()
-        scores, keep = self._scores(q, k, scale)
-        if self.normalization == "softmax":
-            lse = torch.logsumexp(scores, dim=-1, keepdim=True)
-            lse = torch.where(torch.isinf(lse), 0.0, lse)  # rows a score_mod sets to -inf
-            probs = torch.where(keep, torch.exp(scores - lse), 0.0)
-        else:
-            activation = torch.sigmoid if self.normalization == "sigmoid" else torch.relu
-            probs = torch.where(keep, activation(scores), 0.0)
-        return probs @ _repeat_kv_heads(v, q.shape[1])
+        return self._attention(q, k, v, scale, return_lse=False)
 
     def reference_lse(self, q, k, v, scale: float) -> torch.Tensor | None:
         """Natural-log LSE, float64 [B, HQ, SQ], -inf for fully masked rows; None unless softmax."""
         if self.normalization != "softmax":
             return None
-        q, k = torch.as_tensor(q).double(), torch.as_tensor(k).double()
-        scores, _ = self._scores(q, k, scale)
-        return torch.logsumexp(scores, dim=-1)
+        q, k, v = (torch.as_tensor(t).double() for t in (q, k, v))
+        return self._attention(q, k, v, scale, return_lse=True)[1]
 
-    def _scores(self, q: torch.Tensor, k: torch.Tensor, scale: float):
-        """Materialized hook scores (masked entries -inf) and the keep mask, float64.
-
-        The hooks run as FlexAttention runs them: on each element, vectorized with vmap (traced hooks run
-        once on broadcastable index grids)."""
-        batch, heads, seqlen_q, _ = q.shape
-        seqlen_kv = k.shape[2]
-        scores = (q @ _repeat_kv_heads(k, heads).transpose(-1, -2)) * scale
-        indices = [torch.arange(size) for size in (batch, heads, seqlen_q, seqlen_kv)]
-        score_mod, mask_mod = self.elementwise_hooks()
-        if score_mod is not None:
-            scores = score_mod(scores, *indices).double()
-        keep = torch.ones_like(scores, dtype=torch.bool)
-        if mask_mod is not None:
-            keep = mask_mod(*indices).expand_as(keep)
-        return scores.masked_fill(~keep, -math.inf), keep
+    def _attention(self, q, k, v, scale: float, return_lse: bool):
+        return attention_reference(q, k, v, self.score_mod, self.mask_mod, scale=scale,
+                                   normalization=self.normalization, compute_dtype=torch.float64,
+                                   return_lse=return_lse, broadcast_hooks=self.hooks_broadcast)
 
     def elementwise_hooks(self) -> tuple:
         """(score_mod, mask_mod) on 1-D b, h, q_idx, kv_idx vectors (and a [B, H, SQ, SKV] score): each element
@@ -457,23 +436,7 @@ def _index_grid(batch: int, heads: int, seqlen_q: int, seqlen_kv: int):
     )
 
 
-def per_element(hook: Callable, score_first: bool) -> Callable:
-    """`hook` on 1-D b, h, q_idx, kv_idx vectors (and a [B, H, SQ, SKV] score), giving
-    [B, H, SQ, SKV]: vmapped over each, as FlexAttention applies hooks."""
-    score_dims = (0,) if score_first else ()
-    vectorized = hook
-    for dims in ((None, None, None, 0), (None, None, 0, None), (None, 0, None, None), (0, None, None, None)):
-        vectorized = torch.vmap(vectorized, in_dims=score_dims + dims)
 
-    def apply(*args):
-        with IndexWithTensors():
-            return torch.as_tensor(vectorized(*args))
-
-    return apply
-
-
-def _repeat_kv_heads(tensor: torch.Tensor, query_heads: int) -> torch.Tensor:
-    return tensor.repeat_interleave(query_heads // tensor.shape[1], dim=1)
 
 
 def _gathers(*exprs: Expr | None) -> list[Expr]:

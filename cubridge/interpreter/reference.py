@@ -2,8 +2,9 @@
 attention, causal or not) and the kernel-precision emulation of any spec.
 
 `StandardAttention` follows the spec protocol of `cubridge.frontends.spec`
-(name, normalization, score_mod, mask_mod, reference, reference_lse) in
-float64 numpy: it takes arrays (or CPU tensors) and returns arrays. Causal
+(name, normalization, score_mod, mask_mod, reference, reference_lse), computed
+by `cubridge.reference.attention_reference` in float64: it takes arrays (or
+CPU tensors) and returns arrays. Causal
 means top-left aligned (q_idx >= kv_idx); fully masked rows give output 0
 and log-sum-exp -inf, as FlexAttention does.
 
@@ -17,9 +18,6 @@ from __future__ import annotations
 
 import numpy as np
 
-
-def _repeat_kv_heads(tensor: np.ndarray, heads_q: int) -> np.ndarray:
-    return np.repeat(np.asarray(tensor, dtype=np.float64), heads_q // tensor.shape[1], axis=1)
 
 
 def _top_left_causal(b, h, q_idx, kv_idx):
@@ -39,37 +37,26 @@ class StandardAttention:
 
     def elementwise_hooks(self) -> tuple:
         """(None, the causal mask vmapped per element), as AttentionSpec.elementwise_hooks."""
-        from cubridge.frontends.spec import per_element
+        from cubridge.reference import per_element
 
         return None, per_element(self.mask_mod, score_first=False) if self.causal else None
 
-    def _scores(self, q, k, scale: float) -> np.ndarray:
-        q = np.asarray(q, dtype=np.float64)
-        k = _repeat_kv_heads(k, q.shape[1])
-        scores = np.matmul(q, np.swapaxes(k, -1, -2)) * scale
-        if self.causal:
-            seqlen_q, seqlen_kv = scores.shape[-2:]
-            masked = np.arange(seqlen_q)[:, None] < np.arange(seqlen_kv)[None, :]
-            scores = np.where(masked, -np.inf, scores)
-        return scores
-
     def reference(self, q, k, v, scale: float) -> np.ndarray:
         """Output, float64 [B, HQ, SQ, D]."""
-        scores = self._scores(q, k, scale)
-        row_max = scores.max(axis=-1, keepdims=True)
-        safe_max = np.where(np.isinf(row_max), 0.0, row_max)
-        weights = np.exp(scores - safe_max)
-        total = weights.sum(axis=-1, keepdims=True)
-        out = np.matmul(weights, _repeat_kv_heads(v, weights.shape[1]))
-        return out / np.where(total == 0, 1.0, total)
+        return self._attention(q, k, v, scale, return_lse=False).numpy()
 
     def reference_lse(self, q, k, v, scale: float) -> np.ndarray:
         """Natural-log log-sum-exp, float64 [B, HQ, SQ]; -inf for fully masked rows."""
-        scores = self._scores(q, k, scale)
-        row_max = scores.max(axis=-1, keepdims=True)
-        safe_max = np.where(np.isinf(row_max), 0.0, row_max)
-        with np.errstate(divide="ignore"):
-            return np.log(np.exp(scores - safe_max).sum(axis=-1)) + safe_max[..., 0]
+        return self._attention(q, k, v, scale, return_lse=True)[1].numpy()
+
+    def _attention(self, q, k, v, scale: float, return_lse: bool):
+        import torch
+
+        from cubridge.reference import attention_reference
+
+        q, k, v = (torch.from_numpy(np.asarray(t, dtype=np.float64)) for t in (q, k, v))
+        return attention_reference(q, k, v, None, self.mask_mod, scale=scale, compute_dtype=torch.float64,
+                                   return_lse=return_lse, broadcast_hooks=True)
 
 
 def masked_scores(spec, q: np.ndarray, k: np.ndarray, scale: float, dtype) -> np.ndarray:
