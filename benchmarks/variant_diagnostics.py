@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import sys
 from pathlib import Path
 
@@ -24,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from cubridge.tools.bench import CONFIGS, TOKENS, Case, density, grow_captures, hooks_on_gpu  # noqa: E402
 from cubridge.tools.timing import quartiles, speedup, time_paired  # noqa: E402
 from cubridge.runtime import attention_sm90  # noqa: E402
-from cubridge.runtime.compiler import cache_dir, compile_cubin  # noqa: E402
+from cubridge.runtime.compiler import compile_cubin  # noqa: E402
 from cubridge.runtime.reference import causal_density  # noqa: E402
-from cubridge.runtime.variant import build_variant  # noqa: E402
+from cubridge.runtime.variant import build_variant, source_file  # noqa: E402
 
 # name: (substitutions on the lowered source, schedule override or None, whether results are wrong on purpose).
 # A substitution whose target is absent is skipped; a variant none of whose substitutions applies is an error.
@@ -58,11 +57,8 @@ def _compiled_copy(kernel, substitutions, capability):
         raise SystemExit(f"no substitution target found in the lowered source: {substitutions[0][0]!r}")
     for old, new in substitutions:
         source = source.replace(old, new)
-    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
-    path = cache_dir() / "diagnostics" / f"{lowered.variant}-{digest}.cu"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(source)
-    return dataclasses.replace(lowered, source=source), compile_cubin(path, capability)
+    lowered = dataclasses.replace(lowered, source=source)
+    return lowered, compile_cubin(source_file(lowered), capability)
 
 
 def main() -> int:

@@ -127,8 +127,7 @@ class AttentionSpec:
     def mask_on(self, device) -> Callable:
         """mask_mod, evaluated from the traced mask with the captured tensors on `device`
         (a hook indexing a CPU tensor with GPU indices would fail)."""
-        captures = {name: tensor.to(device) for name, tensor in self.captures.items()}
-        return lambda *values: evaluate(self.mask_expr, dict(zip(MASK_MOD_ARGS, values)) | captures)
+        return self.broadcast_hooks(device)[1]
 
     def check_capture_bounds(self, q_shape: tuple[int, ...], kv_shape: tuple[int, ...]) -> None:
         """Every captured-tensor read of the hooks stays in bounds for these shapes."""

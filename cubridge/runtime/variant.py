@@ -101,7 +101,7 @@ class VariantKernel:
         key = (dtype, head_dim)
         if key not in self._instances:
             lowered = self.lowered(dtype, head_dim)
-            self._instances[key] = (lowered, compile_cubin(_source_file(lowered), capability))
+            self._instances[key] = (lowered, compile_cubin(source_file(lowered), capability))
         return self._instances[key]
 
     @functools.cached_property
@@ -251,7 +251,7 @@ def _sm_count(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
-def _source_file(lowered: LoweredKernel) -> Path:
+def source_file(lowered: LoweredKernel) -> Path:
     """The lowered source written once under the cache directory, named by its text's hash."""
     digest = hashlib.sha256(lowered.source.encode()).hexdigest()[:32]
     directory = cache_dir() / "variants"

@@ -2101,30 +2101,34 @@ class Lifter(FragmentLifting):
             raise self.error(scope, node, "a TMA store to something other than a kernel tensor map")
         coordinates = [values[role] for role in sorted(r for r in values if r.startswith("c") and r[1:].isdigit())]
         buffer = self.shared[source.name]
-        panel = self._panel(source, buffer, coordinates[0], scope, node)
+        panel = self._panel(source, buffer, coordinates[0], "store", scope, node)
         stage = None if source.index is None else self.as_index(source.index, scope, node)
         indices = [self.as_index(c, scope, node) for c in reversed(coordinates[1:])] + [self.index_constant(0)]
         if panel > 0:
-            self._continue_panels(StoreAsyncOp, lambda op: op.source is buffer, indices, panel, source.name, scope, node)
+            self._continue_panels(StoreAsyncOp, lambda op: op.source is buffer, indices, panel, source.name, "store",
+                                  scope, node)
             return None
         op = StoreAsyncOp(buffer, stage, self.tensors[tensor.name], indices)
         self.emit(op, scope, node)
         self.copy_panels[op] = 1
         return None
 
-    def _panel(self, ref: SharedRef, buffer, column, scope: Scope, node: Node) -> int:
+    def _panel(self, ref: SharedRef, buffer, column, transfer: str, scope: Scope, node: Node) -> int:
+        """Which panel of `buffer` a TMA `transfer` ("load" or "store") of one panel at `column` moves."""
         rows, columns = buffer.type.dims
         panel_columns = int(self.profile.section("shared_storage").get("panel_columns", columns))
         panel_bytes = rows * panel_columns * 2
         if not isinstance(ref.offset, int) or ref.offset % panel_bytes:
-            raise self.error(scope, node, f"a TMA transfer at byte {ref.offset} of `{ref.name}`: not a panel start")
+            raise self.error(scope, node, f"a TMA {transfer} at byte {ref.offset} of `{ref.name}`: not a panel start")
         panel = ref.offset // panel_bytes
         if column != panel * panel_columns:
-            raise self.error(scope, node, f"panel {panel} of `{ref.name}` moved at a column other than "
+            raise self.error(scope, node, f"a TMA {transfer} of panel {panel} of `{ref.name}` at a column other than "
                                           f"{panel * panel_columns}")
         return panel
 
-    def _continue_panels(self, op_class, same_tile, indices, panel: int, name: str, scope: Scope, node: Node):
+    def _continue_panels(self, op_class, same_tile, indices, panel: int, name: str, transfer: str, scope: Scope,
+                         node: Node):
+        """Panel `panel` > 0 extends the tile transfer of the op just emitted (its panels 0..panel-1)."""
         last = self.block.last_op
         while last is not None and last.name.startswith("arith.") and last not in self.copy_panels:
             last = last.prev_op  # the recomputed coordinates of this panel
@@ -2132,7 +2136,7 @@ class Lifter(FragmentLifting):
         if not (isinstance(last, op_class) and same_tile(last) and self.copy_panels.get(last) == panel
                 and len(indices_of(last)) == len(indices)
                 and all(_same_value(a, b) for a, b in zip(indices_of(last), indices))):
-            raise self.error(scope, node, f"panel {panel} of `{name}` does not continue the transfer of its panel 0")
+            raise self.error(scope, node, f"panel {panel} of `{name}` does not continue the {transfer} of its panel 0")
         self.copy_panels[last] = panel + 1
 
     def _op_copy_async(self, callee, values, scope: Scope, node: Node):
@@ -2144,31 +2148,13 @@ class Lifter(FragmentLifting):
             raise self.error(scope, node, "a TMA load from something other than a kernel tensor map")
         coordinates = [values[role] for role in sorted(r for r in values if r.startswith("c") and r[1:].isdigit())]
         buffer = self.shared[dest.name]
-        rows, columns = buffer.type.dims
-        panel_columns = int(self.profile.section("shared_storage").get("panel_columns", columns))
-        panel_bytes = rows * panel_columns * 2
-        if not isinstance(dest.offset, int) or dest.offset % panel_bytes:
-            raise self.error(scope, node, f"a TMA load at byte {dest.offset} of `{dest.name}`: not a panel start")
-        panel = dest.offset // panel_bytes
-        if coordinates[0] != panel * panel_columns:
-            raise self.error(scope, node, f"panel {panel} of `{dest.name}` loaded from column "
-                                          f"`{text(node.child_by_field_name('arguments').named_children[3])}`, "
-                                          f"not {panel * panel_columns}")
+        panel = self._panel(dest, buffer, coordinates[0], "load", scope, node)
         barrier, barrier_stage = self.barrier_of(values["barrier"], scope, node)
         stage = None if dest.index is None else self.as_index(dest.index, scope, node)
         indices = [self.as_index(c, scope, node) for c in reversed(coordinates[1:])] + [self.index_constant(0)]
         if panel > 0:
-            last = self.block.last_op
-            while last is not None and last.name.startswith("arith.") and last not in self.copy_panels:
-                last = last.prev_op  # the recomputed coordinates of this panel
-            if not (isinstance(last, CopyAsyncOp) and last.dest is buffer
-                    and len(last.source_indices) == len(indices)
-                    and all(_same_value(a, b) for a, b in zip(last.source_indices, indices))
-                    and last in self.copy_panels and self.copy_panels[last] == panel
-                    and (last.dest_stage is stage or (last.dest_stage is None and stage is None))):
-                raise self.error(scope, node, f"panel {panel} of `{dest.name}` does not continue the load of its "
-                                              "panel 0")
-            self.copy_panels[last] = panel + 1
+            self._continue_panels(CopyAsyncOp, lambda op: op.dest is buffer and op.dest_stage is stage, indices,
+                                  panel, dest.name, "load", scope, node)
             return None
         op = CopyAsyncOp(self.tensors[source.name], indices, buffer, stage, barrier, barrier_stage)
         self.emit(op, scope, node)

@@ -292,6 +292,11 @@ struct RowState {
   float sum[2];  // this thread's partial sums of exp2; the quad reduces them in the epilogue
 };
 
+// The row and the column (key) of element e of this thread's fragment of a score tile whose first row is row0 and
+// first key n0 (the layout above).
+__device__ __forceinline__ int fragment_row(int row0, int e) { return row0 + 8 * ((e >> 1) & 1); }
+__device__ __forceinline__ int fragment_col(int n0, int t, int e) { return n0 + 8 * (e >> 2) + 2 * t + (e & 1); }
+
 // The keep() results of a policy whose mask loads from tables (Policy::kMaskLoads), one bit per score of this
 // thread's fragment (set: kept, and before seqlen_k). The consumer evaluates them between issuing a tile's score
 // GEMM and waiting for it, so that the loads' latency hides under the GEMM instead of following it.
@@ -306,8 +311,8 @@ __device__ __forceinline__ KeptScores<kCount> kept_scores(const AttentionParams&
   KeptScores<kCount> kept = {};
 #pragma unroll
   for (int e = 0; e < kCount; ++e) {
-    const int row = row0 + 8 * ((e >> 1) & 1);
-    const int col = n0 + 8 * (e >> 2) + 2 * t + (e & 1);
+    const int row = fragment_row(row0, e);
+    const int col = fragment_col(n0, t, e);
     const bool keep = Policy::keep(tile.batch, tile.head, row, col, args) & (col < p.seqlen_k);
     kept.bits[e / 32] |= static_cast<uint32_t>(keep) << (e % 32);
   }
@@ -321,8 +326,8 @@ template <typename Policy, bool kScaled, int kCount>
 __device__ __forceinline__ void score_tile(float (&s)[kCount], const AttentionParams& p,
                                            const typename Policy::Args& args, const WorkTile& tile, int row0,
                                            int n0, bool masked, int t, const KeptScores<kCount>& kept) {
-  auto row_of = [&](int e) { return row0 + 8 * ((e >> 1) & 1); };
-  auto col_of = [&](int e) { return n0 + 8 * (e >> 2) + 2 * t + (e & 1); };
+  auto row_of = [&](int e) { return fragment_row(row0, e); };
+  auto col_of = [&](int e) { return fragment_col(n0, t, e); };
   if constexpr (Policy::kModifiesScores) {
 #pragma unroll
     for (int e = 0; e < kCount; ++e)
