@@ -41,3 +41,17 @@ def test_bad_calls_are_one_line(spec, call, message):
     with pytest.raises(InvalidInputError, match=message) as raised:
         kernel(q, q, q, **call)
     assert "\n" not in str(raised.value)
+
+
+def test_captured_tensor_copies_are_made_once_per_version():
+    """The kernel's copy of a captured tensor is reused while the tensor is unchanged (a CPU tensor copied on
+    every call stalled the host until the GPU drained) and made again after an in-place change."""
+    kernel = build_variant(str(SPECS / "document_mask.py"), "sm90")
+    ids = kernel.spec.captures["document_id"].clone()
+    device = torch.device("cpu")
+    first = kernel._table_copy("document_id", ids, device)
+    assert kernel._table_copy("document_id", ids, device) is first
+    assert first.dtype == torch.int32
+    ids[0] = 7
+    changed = kernel._table_copy("document_id", ids, device)
+    assert changed is not first and changed[0] == 7

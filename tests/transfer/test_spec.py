@@ -129,3 +129,18 @@ def test_tensors_captured_by_flexattention_combinators_are_found(tmp_path):
     spec = load_spec(str(path))
     assert list(spec.captures) == ["document"]
     assert spec.mask_expr.leaves() == {"document", "q_idx", "kv_idx"}
+
+
+def test_traced_hooks_run_on_index_grids_without_vmap(monkeypatch):
+    """The traced hooks evaluate on broadcast index grids (torch 2.11's vmap refused a division in them), and
+    give the user hooks' result."""
+    spec = load_spec(spec_path("softcap"))
+    q, k, v = (torch.randn(1, 2, 9, 16) for _ in range(3))
+    expected = spec.reference(q, k, v, 0.25)
+    traced = spec.with_traced_hooks()
+
+    def no_vmap(*args, **kwargs):
+        raise AssertionError("traced hooks must not be vmapped")
+
+    monkeypatch.setattr(torch, "vmap", no_vmap)
+    torch.testing.assert_close(traced.reference(q, k, v, 0.25), expected)
