@@ -356,13 +356,13 @@ def _fallback(variant: _Variant | None, query, key, value, captures: list[torch.
     compute = torch.float64 if query.dtype == torch.float64 else torch.float32
     result = attention_reference(query, key, value, score_mod, mask_mod, scale=scale, normalization=normalization,
                                  compute_dtype=compute, return_lse=return_lse, broadcast_hooks=True)
-    out, lse = result if return_lse else (result, None)
-    return out, (lse.float() if lse is not None else query.new_empty((0,), dtype=torch.float32))
+    return (result[0], result[1].float()) if return_lse else (result, None)
 
 
 def _run(query, key, value, captures: list[torch.Tensor], block_lists: list[torch.Tensor], block_shape: list[int],
-         variant_key: str, scale: float, return_lse: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """The op's implementation: the variant's kernel on a supported GPU, else the eager reference."""
+         variant_key: str, scale: float, return_lse: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The op's implementation: (out, lse; None without return_lse) from the variant's kernel on a supported GPU,
+    else from the eager reference."""
     variant = None
     if variant_key != PLAIN:
         variant = _VARIANTS.get(variant_key)
@@ -387,8 +387,7 @@ def _run(query, key, value, captures: list[torch.Tensor], block_lists: list[torc
             result = kernel.launch(query, key, value, scale, return_lse,
                                    dict(zip(variant.capture_names, captures)), lists, block_size)
         variant.launched.add(instance)
-    out, lse = result if return_lse else (result, None)
-    return out, (lse if lse is not None else query.new_empty((0,), dtype=torch.float32))
+    return result if return_lse else (result, None)
 
 
 @torch.library.custom_op("cubridge::attention", mutates_args=())
@@ -396,7 +395,7 @@ def _attention_op(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, c
                   block_lists: list[torch.Tensor], block_shape: list[int], variant: str, scale: float,
                   return_lse: bool) -> tuple[torch.Tensor, torch.Tensor]:
     out, lse = _run(query, key, value, captures, block_lists, block_shape, variant, scale, return_lse)
-    return out, lse
+    return out, (lse if lse is not None else query.new_empty((0,), dtype=torch.float32))
 
 
 @_attention_op.register_fake

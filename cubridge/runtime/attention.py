@@ -9,7 +9,7 @@ import math
 import torch
 
 from cubridge.runtime.compiler import KERNELS_DIR, CompiledKernel, compile_cubin
-from cubridge.runtime.driver import cuda_driver, launch, load_function, require_gpu
+from cubridge.runtime.driver import cuda_driver, launch, load_function
 from cubridge.runtime.errors import InvalidInputError, UnsupportedArchError
 
 BLOCK_M = 128
@@ -49,6 +49,16 @@ def kernel_name(dtype: torch.dtype, head_dim: int, causal: bool) -> str:
     return f"attention_sm80_{DTYPE_NAMES[dtype]}_d{head_dim}_{'causal' if causal else 'full'}"
 
 
+# Input layouts already validated, by everything validate_inputs reads: a repeated call with tensors of the
+# same shapes, strides, dtype and row alignment skips the checks (host time per call matters for short kernels).
+_VALID_LAYOUTS: set[tuple] = set()
+_VALID_LAYOUTS_LIMIT = 1024
+
+
+def _layout(tensor: torch.Tensor) -> tuple:
+    return tensor.shape, tensor.stride(), tensor.dtype, tensor.data_ptr() % 16
+
+
 def validate_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kernel: str = "attention_sm80",
                     head_dims: tuple[int, ...] = tuple(BLOCK_N)) -> None:
     """InvalidInputError (one line) unless q, k, v are [B, H, S, D] bf16/fp16 tensors that the kernel takes:
@@ -58,6 +68,10 @@ def validate_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kernel: s
     for name, tensor in tensors.items():
         if not isinstance(tensor, torch.Tensor):
             raise InvalidInputError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
+    key = (_layout(q), _layout(k), _layout(v), head_dims)
+    if key in _VALID_LAYOUTS:
+        return
+    for name, tensor in tensors.items():
         if tensor.dim() != 4:
             raise InvalidInputError(f"{name} must be 4-D [B, H, S, D]; got shape {tuple(tensor.shape)}")
         if tensor.dtype not in DTYPE_NAMES:
@@ -89,13 +103,15 @@ def validate_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kernel: s
                 f"{name} rows must be 16-byte aligned: data_ptr and B/H/S strides multiples of 8 elements; "
                 f"strides are {tuple(tensor.stride())}"
             )
+    if len(_VALID_LAYOUTS) >= _VALID_LAYOUTS_LIMIT:
+        _VALID_LAYOUTS.clear()
+    _VALID_LAYOUTS.add(key)
 
 
 def validate_device(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
     """InvalidInputError unless q, k, v are CUDA tensors on one device."""
-    devices = {tensor.device for tensor in (q, k, v)}
-    if len(devices) != 1:
-        raise InvalidInputError(f"q, k, v are on different devices: {sorted(map(str, devices))}")
+    if not q.device == k.device == v.device:
+        raise InvalidInputError(f"q, k, v are on different devices: {q.device}, {k.device}, {v.device}")
     if q.device.type != "cuda":
         raise InvalidInputError(f"q, k, v must be CUDA tensors; they are on {q.device}")
 
@@ -116,8 +132,7 @@ def prepare_launch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: flo
     scale = 1.0 / math.sqrt(q.shape[3]) if scale is None else float(scale)
     if not scale > 0.0:
         raise InvalidInputError(f"scale must be positive (masked scores are -inf); got {scale}")
-    validate_device(q, k, v)
-    require_gpu()
+    validate_device(q, k, v)  # CUDA tensors: torch sees a GPU
     cuda_driver()
     device_index = q.device.index if q.device.index is not None else torch.cuda.current_device()
     return scale, device_index, _capability(device_index)
@@ -133,8 +148,8 @@ def empty_outputs(q: torch.Tensor, return_lse: bool) -> tuple[torch.Tensor, torc
     """The kernels' outputs, unwritten: out [B, HQ, SQ, D] contiguous in q's dtype, and the fp32 LSE [B, HQ, SQ]
     when asked for (else None)."""
     batch, heads_q, seqlen_q, head_dim = q.shape
-    out = torch.empty((batch, heads_q, seqlen_q, head_dim), dtype=q.dtype, device=q.device)
-    lse = torch.empty((batch, heads_q, seqlen_q), dtype=torch.float32, device=q.device) if return_lse else None
+    out = q.new_empty((batch, heads_q, seqlen_q, head_dim))
+    lse = q.new_empty((batch, heads_q, seqlen_q), dtype=torch.float32) if return_lse else None
     return out, lse
 
 

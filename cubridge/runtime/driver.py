@@ -6,6 +6,7 @@ cuda.bindings is imported on first use, so importing cubridge.runtime needs neit
 from __future__ import annotations
 
 import ctypes
+import functools
 from typing import Any
 
 import torch
@@ -18,8 +19,9 @@ _DEFAULT_SHARED_LIMIT = 48 * 1024
 _loaded_functions: dict[tuple[str, str, int], Any] = {}
 
 
+@functools.cache
 def cuda_driver():
-    """The cuda.bindings.driver module; CudaUnavailableError when cuda-python is missing."""
+    """The cuda.bindings.driver module (imported once); CudaUnavailableError when cuda-python is missing."""
     try:
         from cuda.bindings import driver
     except ImportError as error:
@@ -27,12 +29,6 @@ def cuda_driver():
             f"cuda-python is not installed (cuda.bindings missing): pip install '{CUDA_PYTHON_REQUIREMENT}'"
         ) from error
     return driver
-
-
-def require_gpu() -> None:
-    """CudaUnavailableError unless torch sees a CUDA GPU."""
-    if not torch.cuda.is_available():
-        raise CudaUnavailableError("no CUDA GPU visible to torch (torch.cuda.is_available() is False)")
 
 
 def check(call_name: str, result: Any) -> Any:
@@ -67,16 +63,27 @@ def load_function(compiled: CompiledKernel, name: str, device_index: int, dynami
     return function
 
 
+def _current_raw_stream(device_index: int) -> int:
+    """The handle of torch's current stream on `device_index`, without building a torch.cuda.Stream object
+    (torch's own launchers read it the same way; the public route is the fallback)."""
+    raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw_stream is None:
+        return torch.cuda.current_stream(device_index).cuda_stream
+    return raw_stream(device_index)
+
+
 def launch(function, grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared_bytes: int,
            arguments: list[ctypes._SimpleCData | ctypes.Structure | ctypes.Array], device_index: int) -> None:
     """Enqueues `function` on torch's current stream of `device_index`; each argument is a ctypes object
     laid out exactly as the kernel parameter. Returns once enqueued (the kernel runs asynchronously)."""
     driver = cuda_driver()
     pointers = (ctypes.c_void_p * len(arguments))(*[ctypes.addressof(argument) for argument in arguments])
-    stream = driver.CUstream(torch.cuda.current_stream(device_index).cuda_stream)
-    with torch.cuda.device(device_index):
-        check(
-            "cuLaunchKernel",
-            driver.cuLaunchKernel(function, *grid, *block, dynamic_shared_bytes, stream,
-                                  ctypes.addressof(pointers), 0),
-        )
+    stream = _current_raw_stream(device_index)
+    if torch.cuda.current_device() == device_index:
+        result = driver.cuLaunchKernel(function, *grid, *block, dynamic_shared_bytes, stream,
+                                       ctypes.addressof(pointers), 0)
+    else:
+        with torch.cuda.device(device_index):
+            result = driver.cuLaunchKernel(function, *grid, *block, dynamic_shared_bytes, stream,
+                                           ctypes.addressof(pointers), 0)
+    check("cuLaunchKernel", result)
