@@ -14,7 +14,10 @@ plain torch operations, as FlexAttention defines it:
   when computing in float64).
 
 Memory is bounded: the query rows run in chunks of at most `max_chunk_scores` scores (B * HQ * rows * SKV).
-Computation is in float32 (`compute_dtype=torch.float64` for a ground truth); the output has q's dtype.
+Computation is in float32 (`compute_dtype=torch.float64` for a ground truth), or, with a 16-bit
+`compute_dtype`, as eager PyTorch code in that dtype computes: 16-bit matmuls (float32 accumulation), hooks
+and normalization in float32, probabilities rounded to 16 bits before P V (FlashAttention's accuracy
+criterion measures a kernel against this one's error). The output has q's dtype.
 """
 
 from __future__ import annotations
@@ -28,18 +31,22 @@ from cubridge.frontends.hooks import IndexWithTensors
 
 NORMALIZATIONS = ("softmax", "sigmoid", "relu")
 DEFAULT_CHUNK_SCORES = 2**26
+SIXTEEN_BIT = (torch.float16, torch.bfloat16)
 
 
 def attention_reference(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                         score_mod: Callable | None = None, mask_mod: Callable | None = None, *,
                         scale: float | None = None, normalization: str = "softmax",
                         compute_dtype: torch.dtype = torch.float32, return_lse: bool = False,
-                        max_chunk_scores: int = DEFAULT_CHUNK_SCORES, broadcast_hooks: bool = False):
+                        max_chunk_scores: int = DEFAULT_CHUNK_SCORES, broadcast_hooks: bool = False,
+                        first_batch: int = 0, first_head: int = 0):
     """Attention of [B, HQ, SQ, D] `query` over [B, HKV, SKV, D] `key` / `value` with the hooks; returns out
     [B, HQ, SQ, D] in query's dtype and, with `return_lse`, the LSE [B, HQ, SQ] in `compute_dtype` (float32
-    or float64). See the module docstring for the semantics. With `broadcast_hooks` the hooks are called once
-    per chunk on broadcastable index grids (b [B,1,1,1], h [1,H,1,1], q_idx [1,1,Q,1], kv_idx [1,1,1,KV]), as
-    traced hooks evaluate, instead of vmapped."""
+    for a 16-bit one). See the module docstring for the semantics. With `broadcast_hooks` the hooks are called
+    once per chunk on broadcastable index grids (b [B,1,1,1], h [1,H,1,1], q_idx [1,1,Q,1], kv_idx
+    [1,1,1,KV]), as traced hooks evaluate, instead of vmapped. When the tensors are a slice of a larger problem
+    that starts at batch entry `first_batch` and query head `first_head`, the hooks see the larger problem's
+    b and h."""
     if normalization not in NORMALIZATIONS:
         raise ValueError(f"normalization must be one of {', '.join(NORMALIZATIONS)}; got {normalization!r}")
     if return_lse and normalization != "softmax":
@@ -50,12 +57,13 @@ def attention_reference(query: torch.Tensor, key: torch.Tensor, value: torch.Ten
         raise ValueError(f"query heads ({heads_q}) must be a multiple of key/value heads ({heads_kv})")
     scale = 1.0 / math.sqrt(head_dim) if scale is None else float(scale)
     group = heads_q // heads_kv
+    score_dtype = torch.float32 if compute_dtype in SIXTEEN_BIT else compute_dtype
     keys = key.to(compute_dtype).repeat_interleave(group, dim=1)
     values = value.to(compute_dtype).repeat_interleave(group, dim=1)
     device = query.device
     indices = {
-        "b": torch.arange(batch, device=device),
-        "h": torch.arange(heads_q, device=device),
+        "b": torch.arange(first_batch, first_batch + batch, device=device),
+        "h": torch.arange(first_head, first_head + heads_q, device=device),
         "kv_idx": torch.arange(seqlen_kv, device=device),
     }
     if broadcast_hooks:
@@ -67,15 +75,15 @@ def attention_reference(query: torch.Tensor, key: torch.Tensor, value: torch.Ten
         mask_hook = per_element(mask_mod, score_first=False) if mask_mod is not None else None
     rows = max(1, max_chunk_scores // max(1, batch * heads_q * seqlen_kv))
     out = torch.empty(query.shape, dtype=query.dtype, device=device)
-    lse = torch.empty((batch, heads_q, seqlen_q), dtype=compute_dtype, device=device) if return_lse else None
+    lse = torch.empty((batch, heads_q, seqlen_q), dtype=score_dtype, device=device) if return_lse else None
     for start in range(0, seqlen_q, rows):
         stop = min(seqlen_q, start + rows)
         q_idx = torch.arange(start, stop, device=device)
         q_idx = q_idx.view(1, 1, -1, 1) if broadcast_hooks else q_idx
-        scores = (query[:, :, start:stop].to(compute_dtype) @ keys.transpose(-1, -2)) * scale
+        scores = (query[:, :, start:stop].to(compute_dtype) @ keys.transpose(-1, -2)).to(score_dtype) * scale
         if score_hook is not None:
             scores = score_hook(scores, indices["b"], indices["h"], q_idx, indices["kv_idx"])
-            scores = torch.as_tensor(scores).to(compute_dtype).expand(batch, heads_q, stop - start, seqlen_kv)
+            scores = torch.as_tensor(scores).to(score_dtype).expand(batch, heads_q, stop - start, seqlen_kv)
         keep = torch.ones((), dtype=torch.bool, device=device)
         if mask_hook is not None:
             keep = torch.as_tensor(mask_hook(indices["b"], indices["h"], q_idx, indices["kv_idx"])).to(device)
@@ -88,7 +96,7 @@ def attention_reference(query: torch.Tensor, key: torch.Tensor, value: torch.Ten
         else:
             activation = torch.sigmoid if normalization == "sigmoid" else torch.relu
             probs = torch.where(keep & (scores > -math.inf), activation(scores), 0.0)
-        out[:, :, start:stop] = (probs @ values).to(query.dtype)
+        out[:, :, start:stop] = (probs.to(compute_dtype) @ values).to(query.dtype)
     return (out, lse) if return_lse else out
 
 def per_element(hook: Callable, score_first: bool) -> Callable:

@@ -1,36 +1,28 @@
-"""Plain PyTorch attention used as the correctness reference by tests and benchmarks."""
+"""The plain and causal attention of the hand-written kernels, as tests and benchmarks check them."""
 
 from __future__ import annotations
 
-import math
-
 import torch
 
+from cubridge.reference import attention_reference
 
-def causal_mask(seqlen_q: int, seqlen_k: int, device: torch.device) -> torch.Tensor:
-    """Top-left aligned causal mask, True where query i may attend to key j (j <= i), as torch SDPA is_causal."""
-    rows = torch.arange(seqlen_q, device=device)[:, None]
-    cols = torch.arange(seqlen_k, device=device)[None, :]
-    return cols <= rows
+
+def causal_mask_mod(b, h, q_idx, kv_idx):
+    """Top-left aligned causal mask_mod: query i attends to keys j <= i, as torch SDPA's is_causal."""
+    return kv_idx <= q_idx
 
 
 def reference_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
                         scale: float | None = None, compute_dtype: torch.dtype = torch.float64,
                         return_lse: bool = True):
-    """(out, lse) of softmax(scale q k^T) v computed eagerly in `compute_dtype` ([B, H, S, D], GQA by
-    repeating key/value heads). out is in `compute_dtype`; lse (natural log) in float64, None unless
-    return_lse. Softmax runs in float32 for 16-bit compute dtypes, as eager PyTorch code usually does."""
-    group = q.shape[1] // k.shape[1]
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    q_c = q.to(compute_dtype)
-    k_c = k.to(compute_dtype).repeat_interleave(group, dim=1)
-    v_c = v.to(compute_dtype).repeat_interleave(group, dim=1)
-    scores = (q_c @ k_c.transpose(-1, -2)) * scale
-    if causal:
-        scores = scores.masked_fill(~causal_mask(q.shape[2], k.shape[2], q.device), float("-inf"))
-    lse = torch.logsumexp(scores.double(), dim=-1) if return_lse else None
-    probs = torch.softmax(scores.float() if compute_dtype != torch.float64 else scores, dim=-1).to(compute_dtype)
-    return probs @ v_c, lse
+    """(out, lse) of softmax(scale q k^T [+ causal mask]) v by `cubridge.reference.attention_reference`: in
+    float64 (out float64), or in q's 16-bit dtype as eager PyTorch code computes (out in that dtype, lse
+    float32). lse is the natural-log LSE, None unless return_lse."""
+    if compute_dtype == torch.float64:
+        q, k, v = q.double(), k.double(), v.double()
+    result = attention_reference(q, k, v, mask_mod=causal_mask_mod if causal else None, scale=scale,
+                                 compute_dtype=compute_dtype, return_lse=return_lse, broadcast_hooks=True)
+    return result if return_lse else (result, None)
 
 
 def causal_density(seqlen_q: int, seqlen_k: int) -> float:
