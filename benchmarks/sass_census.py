@@ -1,0 +1,195 @@
+"""Instruction census of the Hopper kernel's consumer main loop, by class, from its SASS (no GPU needed: nvcc
+and cuobjdump only).
+
+The main loop is the smallest loop of the entry point (a backward branch and the instructions from its target
+to it) that holds both GEMMs of a kv step, S = Q K^T and O += P V: at least two HGMMA chains. The counts are
+static: every instruction of the loop body once, whichever path a step takes through it (a variant's masked
+and mask-free paths both count), so they price the code a kv step can run, not what one step issues. The last
+column counts the loop's global loads whose result is read within a few instructions: each of those stalls
+its warp for the load's latency.
+
+  python3 benchmarks/sass_census.py                                   # the reference kernel, bf16 D=128
+  python3 benchmarks/sass_census.py --spec examples/specs/document_mask.py --spec examples/specs/softcap.py
+  python3 benchmarks/sass_census.py --dtype fp16 --head-dim 64
+
+cuobjdump comes from PATH, $CUDA_HOME/bin or the `nvidia-cuda-cuobjdump` wheel (`pip install
+nvidia-cuda-cuobjdump`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+HOPPER = (9, 0)
+# SASS opcode (its first dot-separated part) -> class. Uniform-datapath opcodes (U*, R2UR) are one class.
+EXPOSED_LOAD_DISTANCE = 3  # a load read this few instructions later waits out its latency
+CLASSES = {
+    "tensor core": {"HGMMA", "WARPGROUP"},
+    "MUFU": {"MUFU"},
+    "FP32": {"FFMA", "FMUL", "FADD", "FMNMX", "FSEL", "FSETP", "FCHK"},
+    "conversion": {"F2FP", "F2F", "I2F", "F2I", "I2FP", "F2IP", "FRND"},
+    "integer and logic": {"IMAD", "IADD3", "VIADD", "IADD", "ISETP", "LOP3", "SEL", "SHF", "LEA", "IABS", "IMNMX",
+                          "VIMNMX", "PLOP3", "P2R", "R2P", "PRMT", "MOV", "CS2R", "S2R", "FLO", "POPC", "BREV"},
+    "global memory": {"LDG", "STG", "RED", "ATOM", "ATOMG"},
+    "shared memory": {"LDS", "STS", "LDSM", "STSM", "ATOMS"},
+    "constant": {"LDC"},
+    "shuffle": {"SHFL"},
+    "barrier and async": {"BAR", "SYNCS", "DEPBAR", "MEMBAR", "FENCE", "UTMALDG", "UTMASTG", "UBLKCP", "ERRBAR"},
+    "control": {"BRA", "BSSY", "BSYNC", "EXIT", "RET", "CALL", "WARPSYNC", "NOP", "YIELD", "JMP", "BMOV"},
+}
+INSTRUCTION = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z0-9_]+)([^;]*);")
+BRANCH_TARGET = re.compile(r"0x([0-9a-f]+)\s*$")
+
+
+@dataclass(frozen=True)
+class Instruction:
+    address: int
+    opcode: str  # the first dot-separated part: HGMMA, LDG, ...
+    operands: str
+
+    @property
+    def kind(self) -> str:
+        if self.opcode.startswith("U") and self.opcode not in ("UTMALDG", "UTMASTG", "UBLKCP"):
+            return "uniform datapath"
+        if self.opcode == "R2UR":
+            return "uniform datapath"
+        return next((name for name, opcodes in CLASSES.items() if self.opcode in opcodes), "other")
+
+
+def parse_sass(text: str) -> list[Instruction]:
+    """The instructions of one function's cuobjdump -sass listing, in address order."""
+    instructions = []
+    for line in text.splitlines():
+        match = INSTRUCTION.match(line)
+        if match:
+            address, mnemonic, operands = match.groups()
+            instructions.append(Instruction(int(address, 16), mnemonic.split(".")[0], operands.strip()))
+    return instructions
+
+
+def main_loop(instructions: list[Instruction]) -> list[Instruction]:
+    """The smallest loop body (backward-branch target to the branch) with both GEMM chains of a kv step; a
+    ValueError when no loop holds two."""
+    loops = []
+    for index, instruction in enumerate(instructions):
+        if instruction.opcode != "BRA":
+            continue
+        target = BRANCH_TARGET.search(instruction.operands)
+        if target is None or int(target.group(1), 16) > instruction.address:
+            continue
+        start = int(target.group(1), 16)
+        body = [i for i in instructions[:index + 1] if i.address >= start]
+        if gemm_chains(body) >= 2:
+            loops.append(body)
+    if not loops:
+        raise ValueError("no loop holds both GEMMs of a kv step (two HGMMA chains)")
+    return min(loops, key=len)
+
+
+def gemm_chains(body: list[Instruction]) -> int:
+    """HGMMA chains in `body`: runs of HGMMA accumulating into one register (a chain's first operand)."""
+    accumulators = {i.operands.split(",")[0] for i in body if i.opcode == "HGMMA"}
+    return len(accumulators)
+
+
+def census(body: list[Instruction]) -> collections.Counter:
+    return collections.Counter(instruction.kind for instruction in body)
+
+
+def load_use_distances(body: list[Instruction]) -> list[int]:
+    """For each global load of `body` whose result is read later in it: how many instructions later. A load
+    read within a few instructions stalls its warp for the load's whole latency (nothing independent was
+    scheduled between them)."""
+    distances = []
+    for index, instruction in enumerate(body):
+        if instruction.opcode != "LDG":
+            continue
+        destination = re.compile(rf"\b{instruction.operands.split(',')[0].split()[-1]}\b")
+        distances += [later - index for later in range(index + 1, len(body))
+                      if destination.search(body[later].operands.partition(",")[2])][:1]
+    return distances
+
+
+def find_cuobjdump() -> str:
+    """cuobjdump from PATH, $CUDA_HOME/bin or the nvidia-cuda-cuobjdump wheel; SystemExit naming the fix."""
+    candidates = [shutil.which("cuobjdump"), os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin",
+                                                          "cuobjdump")]
+    try:
+        import nvidia
+
+        candidates += [os.path.join(path, "cu13", "bin", "cuobjdump") for path in nvidia.__path__]
+        candidates += [os.path.join(path, "cuda_cuobjdump", "bin", "cuobjdump") for path in nvidia.__path__]
+    except ImportError:
+        pass
+    for candidate in candidates:
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    raise SystemExit("sass_census: cuobjdump not found (PATH, $CUDA_HOME/bin, or pip install nvidia-cuda-cuobjdump)")
+
+
+def entry_sass(cubin: Path, entry: str) -> str:
+    result = subprocess.run([find_cuobjdump(), "-sass", "-fun", entry, str(cubin)], capture_output=True, text=True)
+    if result.returncode != 0 or "Function :" not in result.stdout:
+        raise SystemExit(f"sass_census: cuobjdump found no function {entry} in {cubin.name}: "
+                         f"{result.stderr.strip()[:200]}")
+    return result.stdout
+
+
+def kernels(args) -> list[tuple[str, Path, str]]:
+    """(label, cubin, entry) of every kernel asked for."""
+    from cubridge.runtime.attention_sm90 import SOURCE, kernel_name
+    from cubridge.runtime.compiler import compile_cubin
+    from cubridge.runtime.variant import build_variant, source_file
+
+    import torch
+
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
+    reference = compile_cubin(SOURCE, HOPPER).path
+    rows = [(f"reference {'causal' if causal else 'full'}", reference, kernel_name(dtype, args.head_dim, causal))
+            for causal in (False, True)]
+    for spec in args.spec:
+        variant = build_variant(spec, reference="sm90")
+        lowered = variant.lowered(args.dtype, args.head_dim)
+        cubin = compile_cubin(source_file(lowered), HOPPER).path
+        entry = next(instance.name for instance in lowered.instances
+                     if f"_{args.dtype}_d{args.head_dim}_" in instance.name)
+        rows.append((Path(spec).stem, cubin, entry))
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--spec", action="append", default=[], help="a spec whose lowered variant to count")
+    parser.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16")
+    parser.add_argument("--head-dim", type=int, choices=(64, 128, 256), default=128)
+    args = parser.parse_args()
+    rows = []
+    for label, cubin, entry in kernels(args):
+        instructions = parse_sass(entry_sass(cubin, entry))
+        body = main_loop(instructions)
+        distances = load_use_distances(body)
+        exposed = sum(distance <= EXPOSED_LOAD_DISTANCE for distance in distances)
+        rows.append((label, len(instructions), census(body), len(body), f"{exposed} of {len(distances)}"))
+    classes = [name for name in [*CLASSES, "uniform datapath", "other"] if any(row[2][name] for row in rows)]
+    print(f"| kernel ({args.dtype}, D={args.head_dim}) | whole entry | main loop | " + " | ".join(classes)
+          + f" | global loads read within {EXPOSED_LOAD_DISTANCE} instructions |")
+    print("|---" * (len(classes) + 4) + "|")
+    for label, total, counts, loop, exposed in rows:
+        print(f"| {label} | {total} | {loop} | " + " | ".join(str(counts[name]) for name in classes)
+              + f" | {exposed} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""benchmarks/sass_census.py: the main loop found in a SASS listing, instructions classed, exposed loads found."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("sass_census", ROOT / "benchmarks" / "sass_census.py")
+census = sys.modules["sass_census"] = importlib.util.module_from_spec(spec)  # dataclasses look their module up
+spec.loader.exec_module(census)
+
+# A kernel with a prologue GEMM outside any loop, then a loop of two GEMM chains (S into R88, P V into R24) whose
+# body gathers one value and reads it at once, then an epilogue loop with one chain only.
+LISTING = """
+        /*0000*/                   HGMMA.64x128x16.F32.BF16 R88, gdesc[UR4], RZ, !UPT ;   /* 0x0 */
+        /*0010*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;                      /* 0x0 */
+        /*0020*/                   HGMMA.64x128x16.F32.BF16 R88, gdesc[UR4], RZ, !UPT ;   /* 0x0 */
+        /*0030*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR8], R24 ;        /* 0x0 */
+        /*0040*/                   LDG.E R7, desc[UR30][R8.64] ;                         /* 0x0 */
+        /*0050*/                   SEL R9, R7, RZ, !P0 ;                                 /* 0x0 */
+        /*0060*/                   FFMA R10, R88, R2, -R3 ;                              /* 0x0 */
+        /*0070*/                   MUFU.EX2 R10, R10 ;                                   /* 0x0 */
+        /*0080*/              @!P1 BRA 0x20 ;                                            /* 0x0 */
+        /*0090*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR8], R24 ;        /* 0x0 */
+        /*00a0*/                   UIADD3 UR4, UR4, 0x1, URZ ;                           /* 0x0 */
+        /*00b0*/               @P2 BRA 0x90 ;                                            /* 0x0 */
+        /*00c0*/                   EXIT ;                                                /* 0x0 */
+"""
+
+
+def test_main_loop_is_the_loop_with_both_gemm_chains():
+    body = census.main_loop(census.parse_sass(LISTING))
+    assert [instruction.address for instruction in (body[0], body[-1])] == [0x20, 0x80]
+    counts = census.census(body)
+    assert counts["tensor core"] == 2 and counts["global memory"] == 1 and counts["MUFU"] == 1
+    assert counts["FP32"] == 1 and counts["integer and logic"] == 1 and counts["control"] == 1
+
+
+def test_a_load_read_by_the_next_instruction_is_exposed():
+    body = census.main_loop(census.parse_sass(LISTING))
+    assert census.load_use_distances(body) == [1]
+
+
+def test_no_loop_with_two_gemm_chains_is_an_error():
+    listing = "\n".join(line for line in LISTING.splitlines() if "R24" not in line)
+    try:
+        census.main_loop(census.parse_sass(listing))
+    except ValueError as error:
+        assert "two HGMMA chains" in str(error)
+    else:
+        raise AssertionError("a kernel without a two-GEMM loop must be refused")
