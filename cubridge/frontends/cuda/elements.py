@@ -301,10 +301,16 @@ class FragmentLifting:
             return builder.inputs[template.index]  # every element is the input's own: no map
         result = builder.build(template, result_type)
         _at(result.owner, next((v.location for v in values if isinstance(v, Expr)), None))
+        self.fallback_names.append((result, self.common_name(values)))
         return result
 
+    def common_name(self, values: list) -> str | None:
+        """The C++ variable that held every one of `values` first (None: none, or not the same one)."""
+        names = {self.expression_names.get(id(v), (None, None))[1] for v in values}
+        return names.pop() if len(names) == 1 else None
+
     def reduce_rows(self, kind: str, elements: dict[int, object], init_pair, scope, node, location=None,
-                    layout: FragmentLayout | None = None) -> SSAValue:
+                    layout: FragmentLayout | None = None, name: str | None = None) -> SSAValue:
         count = max(elements) + 1
         if sorted(elements) != list(range(count)):
             raise self.error(scope, node, "a row accumulation that skips elements of the thread's rows")
@@ -315,6 +321,7 @@ class FragmentLifting:
         key = ("reduce", kind, tile, init)
         if key not in self.materialized or not self.dominates(self.materialized[key]):
             op = RowReduceOp(kind, tile, self.rows_type(layout.m_tiles), init)
+            self.fallback_names.append((op.result, name))
             self.materialized[key] = _at(self.emit(op, scope, node), location).result
         return self.materialized[key]
 
@@ -477,7 +484,8 @@ class _MapBuilder:
         if any(layout.slot(element) != half for element, half in halves_of.items()):
             raise self.fail("a row accumulation mixes rows")
         init_pair = None if all(init is None for init in inits) else inits
-        return self.lifter.reduce_rows(kind, elements, init_pair, self.scope, self.node, values[0].location, layout)
+        return self.lifter.reduce_rows(kind, elements, init_pair, self.scope, self.node, values[0].location, layout,
+                                       self.lifter.common_name(values))
 
     def build(self, template, result_type) -> SSAValue:
         lifter = self.lifter

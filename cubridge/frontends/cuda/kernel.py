@@ -64,6 +64,9 @@ def lift_kernel(lifter: Lifter) -> ModuleOp:
 
     lifter.execute(body, scope)
     lifter.close_grid_tile()
+    for value, name in lifter.fallback_names:  # a tile or row vector no C++ variable held as a whole
+        if value.name_hint is None and name is not None:
+            value.name_hint = name
     _finish_shared(lifter, kernel)
     _drop_unread_arguments(kernel, set(lifter.profile_arguments))
     if not any(isinstance(op, ForEachTileOp) for op in kernel.walk()):

@@ -251,6 +251,8 @@ class Lifter(MmaSyncLifting, FragmentLifting):
         self.copy_window: list[Cell] = []  # the worker's committed cp.async groups, newest first
         self.grid_tile: ForEachTileOp | None = None  # the tile body of a grid-scheduled kernel
         self.grid_order: str | None = None
+        self.expression_names: dict[int, tuple[Expr, str]] = {}  # id -> (expression, C++ variable first holding it)
+        self.fallback_names: list[tuple[SSAValue, str | None]] = []  # for values no variable named at the end
 
     # =====================================================================================================
     # errors and locations
@@ -904,11 +906,13 @@ class Lifter(MmaSyncLifting, FragmentLifting):
     def _expr_sizeof_expression(self, node: Node, scope: Scope):
         raise self.unsupported(scope, node, "sizeof")
 
-    @staticmethod
-    def named(value, name: str):
-        """Name the SSA value after the C++ variable that holds it (first name wins)."""
+    def named(self, value, name: str):
+        """Name the SSA value after the C++ variable that holds it (first name wins); an element or row
+        expression names the tile or row vector it becomes."""
         if isinstance(value, Run) and value.value.name_hint is None and isinstance(value.value.owner, Operation):
             value.value.name_hint = name
+        if isinstance(value, Expr):
+            self.expression_names.setdefault(id(value), (value, name))
         return value
 
     # =====================================================================================================

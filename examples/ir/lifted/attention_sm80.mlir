@@ -68,84 +68,84 @@ builtin.module {
           }
           cuir.wait_group %copy_group : !cuir.token<@mma>
           cuir.barrier
-          %13 = cuir.row_reduce max %scores_1 : !cuir.tile<128x64xf32, @mma> -> !cuir.rows<128xf32, @mma>
-          %14 = cuir.map %row_max_1, %13 (%15: f32, %16: f32, %17: index) {
-            %18 = arith.maxnumf %15, %16 : f32
-            %19 = arith.constant 0xff800000 : f32
-            %20 = arith.cmpf oeq, %18, %19 : f32
-            %21 = arith.constant 0.000000e+00 : f32
-            %22 = arith.mulf %18, %scale_log2 : f32
-            %23 = arith.select %20, %21, %22 : f32
-            %24 = arith.negf %23 : f32
-            cuir.yield %24 : f32
+          %block_max = cuir.row_reduce max %scores_1 : !cuir.tile<128x64xf32, @mma> -> !cuir.rows<128xf32, @mma>
+          %13 = cuir.map %row_max_1, %block_max (%14: f32, %15: f32, %16: index) {
+            %17 = arith.maxnumf %14, %15 : f32
+            %18 = arith.constant 0xff800000 : f32
+            %19 = arith.cmpf oeq, %17, %18 : f32
+            %20 = arith.constant 0.000000e+00 : f32
+            %21 = arith.mulf %17, %scale_log2 : f32
+            %22 = arith.select %19, %20, %21 : f32
+            %23 = arith.negf %22 : f32
+            cuir.yield %23 : f32
           } : !cuir.rows<128xf32, @mma>, !cuir.rows<128xf32, @mma> -> !cuir.rows<128xf32, @mma>
-          %25 = cuir.map %scores_1, %14 (%26: f32, %27: f32, %28: index, %29: index) {
-            %30 = arith.mulf %26, %scale_log2 : f32
-            %31 = arith.addf %30, %27 : f32
-            %32 = math.exp2 %31 : f32
-            cuir.yield %32 : f32
+          %scores_3 = cuir.map %scores_1, %13 (%24: f32, %25: f32, %26: index, %27: index) {
+            %28 = arith.mulf %24, %scale_log2 : f32
+            %29 = arith.addf %28, %25 : f32
+            %30 = math.exp2 %29 : f32
+            cuir.yield %30 : f32
           } : !cuir.tile<128x64xf32, @mma>, !cuir.rows<128xf32, @mma> -> !cuir.tile<128x64xf32, @mma>
-          %33 = cuir.convert %25 : !cuir.tile<128x64xf32, @mma> -> !cuir.tile<128x64xbf16, @mma>
+          %31 = cuir.convert %scores_3 : !cuir.tile<128x64xf32, @mma> -> !cuir.tile<128x64xbf16, @mma>
           %v_tiles_regs = cuir.load %v_tiles[%stage] : !cuir.smem<64x64xbf16, stages 2, swizzle 128> -> !cuir.tile<64x64xbf16, @mma>
-          %34 = cuir.map %row_max_1, %13 (%35: f32, %36: f32, %37: index) {
-            %38 = arith.mulf %35, %scale_log2 : f32
-            %39 = arith.maxnumf %35, %36 : f32
-            %40 = arith.constant 0xff800000 : f32
-            %41 = arith.cmpf oeq, %39, %40 : f32
-            %42 = arith.constant 0.000000e+00 : f32
-            %43 = arith.mulf %39, %scale_log2 : f32
-            %44 = arith.select %41, %42, %43 : f32
-            %45 = arith.subf %38, %44 : f32
-            %46 = math.exp2 %45 : f32
-            cuir.yield %46 : f32
+          %correction = cuir.map %row_max_1, %block_max (%32: f32, %33: f32, %34: index) {
+            %35 = arith.mulf %32, %scale_log2 : f32
+            %36 = arith.maxnumf %32, %33 : f32
+            %37 = arith.constant 0xff800000 : f32
+            %38 = arith.cmpf oeq, %36, %37 : f32
+            %39 = arith.constant 0.000000e+00 : f32
+            %40 = arith.mulf %36, %scale_log2 : f32
+            %41 = arith.select %38, %39, %40 : f32
+            %42 = arith.subf %35, %41 : f32
+            %43 = math.exp2 %42 : f32
+            cuir.yield %43 : f32
           } : !cuir.rows<128xf32, @mma>, !cuir.rows<128xf32, @mma> -> !cuir.rows<128xf32, @mma>
-          %out_2 = cuir.map %out_1, %34 (%47: f32, %48: f32, %49: index, %50: index) {
-            %51 = arith.mulf %47, %48 : f32
-            cuir.yield %51 : f32
+          %out_2 = cuir.map %out_1, %correction (%44: f32, %45: f32, %46: index, %47: index) {
+            %48 = arith.mulf %44, %45 : f32
+            cuir.yield %48 : f32
           } : !cuir.tile<128x64xf32, @mma>, !cuir.rows<128xf32, @mma> -> !cuir.tile<128x64xf32, @mma>
-          %out_3 = cuir.gemm ab %33, %v_tiles_regs acc %out_2 : !cuir.tile<128x64xbf16, @mma>, !cuir.tile<64x64xbf16, @mma>, !cuir.tile<128x64xf32, @mma> -> !cuir.tile<128x64xf32, @mma>
+          %out_3 = cuir.gemm ab %31, %v_tiles_regs acc %out_2 : !cuir.tile<128x64xbf16, @mma>, !cuir.tile<64x64xbf16, @mma>, !cuir.tile<128x64xf32, @mma> -> !cuir.tile<128x64xf32, @mma>
           cuir.barrier
-          %row_max_2 = cuir.map %row_max_1, %13 (%52: f32, %53: f32, %54: index) {
-            %55 = arith.maxnumf %52, %53 : f32
-            cuir.yield %55 : f32
+          %row_max_2 = cuir.map %row_max_1, %block_max (%49: f32, %50: f32, %51: index) {
+            %52 = arith.maxnumf %49, %50 : f32
+            cuir.yield %52 : f32
           } : !cuir.rows<128xf32, @mma>, !cuir.rows<128xf32, @mma> -> !cuir.rows<128xf32, @mma>
-          %56 = cuir.map %row_sum_1, %row_max_1, %13 (%57: f32, %58: f32, %59: f32, %60: index) {
-            %61 = arith.mulf %58, %scale_log2 : f32
-            %62 = arith.maxnumf %58, %59 : f32
-            %63 = arith.constant 0xff800000 : f32
-            %64 = arith.cmpf oeq, %62, %63 : f32
-            %65 = arith.constant 0.000000e+00 : f32
-            %66 = arith.mulf %62, %scale_log2 : f32
-            %67 = arith.select %64, %65, %66 : f32
-            %68 = arith.subf %61, %67 : f32
-            %69 = math.exp2 %68 : f32
-            %70 = arith.mulf %57, %69 : f32
-            cuir.yield %70 : f32
+          %sum = cuir.map %row_sum_1, %row_max_1, %block_max (%53: f32, %54: f32, %55: f32, %56: index) {
+            %57 = arith.mulf %54, %scale_log2 : f32
+            %58 = arith.maxnumf %54, %55 : f32
+            %59 = arith.constant 0xff800000 : f32
+            %60 = arith.cmpf oeq, %58, %59 : f32
+            %61 = arith.constant 0.000000e+00 : f32
+            %62 = arith.mulf %58, %scale_log2 : f32
+            %63 = arith.select %60, %61, %62 : f32
+            %64 = arith.subf %57, %63 : f32
+            %65 = math.exp2 %64 : f32
+            %66 = arith.mulf %53, %65 : f32
+            cuir.yield %66 : f32
           } : !cuir.rows<128xf32, @mma>, !cuir.rows<128xf32, @mma>, !cuir.rows<128xf32, @mma> -> !cuir.rows<128xf32, @mma>
-          %row_sum_2 = cuir.row_reduce sum %25 init %56 : !cuir.tile<128x64xf32, @mma>, !cuir.rows<128xf32, @mma> -> !cuir.rows<128xf32, @mma>
+          %row_sum_2 = cuir.row_reduce sum %scores_3 init %sum : !cuir.tile<128x64xf32, @mma>, !cuir.rows<128xf32, @mma> -> !cuir.rows<128xf32, @mma>
           scf.yield %copies_3, %copies_2, %out_3, %row_max_2, %row_sum_2 : !cuir.token<@mma>, !cuir.token<@mma>, !cuir.tile<128x64xf32, @mma>, !cuir.rows<128xf32, @mma>, !cuir.rows<128xf32, @mma>
         }
         cuir.wait_group %copy_group_0_end : !cuir.token<@mma>
         cuir.barrier
-        %71 = cuir.map %row_sum_end (%72: f32, %73: index) {
-          %74 = arith.constant 0.000000e+00 : f32
-          %75 = arith.cmpf ogt, %72, %74 : f32
-          %76 = arith.constant 1.000000e+00 : f32
-          %77 = arith.divf %76, %72 : f32
-          %78 = arith.select %75, %77, %74 : f32
-          cuir.yield %78 : f32
+        %inverse = cuir.map %row_sum_end (%67: f32, %68: index) {
+          %69 = arith.constant 0.000000e+00 : f32
+          %70 = arith.cmpf ogt, %67, %69 : f32
+          %71 = arith.constant 1.000000e+00 : f32
+          %72 = arith.divf %71, %67 : f32
+          %73 = arith.select %70, %72, %69 : f32
+          cuir.yield %73 : f32
         } : !cuir.rows<128xf32, @mma> -> !cuir.rows<128xf32, @mma>
-        %79 = cuir.map %out_end, %71 (%80: f32, %81: f32, %82: index, %83: index) {
-          %84 = arith.mulf %80, %81 : f32
-          cuir.yield %84 : f32
+        %74 = cuir.map %out_end, %inverse (%75: f32, %76: f32, %77: index, %78: index) {
+          %79 = arith.mulf %75, %76 : f32
+          cuir.yield %79 : f32
         } : !cuir.tile<128x64xf32, @mma>, !cuir.rows<128xf32, @mma> -> !cuir.tile<128x64xf32, @mma>
-        %85 = cuir.convert %79 : !cuir.tile<128x64xf32, @mma> -> !cuir.tile<128x64xbf16, @mma>
-        cuir.store %85 -> %q_tile : !cuir.tile<128x64xbf16, @mma> -> !cuir.smem<128x64xbf16, swizzle 128>
-        %row_lse = cuir.map %row_max_end, %row_sum_end (%86: f32, %87: f32, %88: index) {
-          %89 = arith.mulf %86, %softmax_scale : f32
-          %90 = math.log %87 : f32
-          %91 = arith.addf %89, %90 : f32
-          cuir.yield %91 : f32
+        %80 = cuir.convert %74 : !cuir.tile<128x64xf32, @mma> -> !cuir.tile<128x64xbf16, @mma>
+        cuir.store %80 -> %q_tile : !cuir.tile<128x64xbf16, @mma> -> !cuir.smem<128x64xbf16, swizzle 128>
+        %row_lse = cuir.map %row_max_end, %row_sum_end (%81: f32, %82: f32, %83: index) {
+          %84 = arith.mulf %81, %softmax_scale : f32
+          %85 = math.log %82 : f32
+          %86 = arith.addf %84, %85 : f32
+          cuir.yield %86 : f32
         } : !cuir.rows<128xf32, @mma>, !cuir.rows<128xf32, @mma> -> !cuir.rows<128xf32, @mma>
         cuir.store %row_lse -> %lse[%batch, %head, %m0] : !cuir.rows<128xf32, @mma> -> !cuir.global<3 x f32, strided>
         cuir.barrier
