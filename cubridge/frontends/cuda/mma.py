@@ -264,14 +264,19 @@ class MmaSyncLifting:
         return Run(self.grid_tile.body.block.args[("q_tile", "head", "batch").index(tile_field)])
 
     def grid_binary(self, operator: str, left, right, scope, node):
-        """`gridDim.x - 1 - blockIdx.x`: the query tile, longest first; nothing else is done with them."""
+        """`gridDim.x - 1 - blockIdx.x` is the query tile, longest first, and `blockIdx.x` alone the query tile
+        in natural order; gridDim.x is read for nothing else."""
         if isinstance(left, GridIndex) and left.extent and operator == "-" and isinstance(right, int):
             return GridIndex(True, left.minus + right)
         if isinstance(left, GridIndex) and left.extent and left.minus == 1 and operator == "-" and \
                 isinstance(right, GridIndex) and not right.extent:
             return self.grid_q_tile("longest_first", scope, node)
-        raise self.error(scope, node, "blockIdx.x and gridDim.x are only read as the query tile (blockIdx.x or "
-                                      f"gridDim.x - 1 - blockIdx.x): `{' '.join(text(node).split())}`")
+        if not any(isinstance(v, GridIndex) and v.extent for v in (left, right)):
+            left, right = (self.grid_q_tile("natural", scope, node) if isinstance(v, GridIndex) else v
+                           for v in (left, right))
+            return self.binary(operator, left, right, scope, node)
+        raise self.error(scope, node, "gridDim.x is only read as the query tile's reversal (gridDim.x - 1 - "
+                                      f"blockIdx.x): `{' '.join(text(node).split())}`")
 
     def grid_q_tile(self, order: str, scope, node) -> Run:
         if self.grid_order not in (None, order):
@@ -361,8 +366,9 @@ class MmaSyncLifting:
                                           f"{COPY_GROUP_WINDOW}")
         group = self.copy_window[pending].value
         if group is None:
-            raise self.error(scope, node, f"wait_group<{pending}> with {pending + 1} or fewer cp.async groups "
-                                          "committed: nothing to wait for")
+            committed = sum(cell.value is not None for cell in self.copy_window)
+            raise self.error(scope, node, f"wait_group<{pending}> waits for no group: {committed} cp.async "
+                                          "group(s) committed before it")
         self.emit(WaitGroupOp(group.value), scope, node)
 
     def _op_barrier(self, callee, values, scope, node):
@@ -469,17 +475,17 @@ class MmaSyncLifting:
         first = terms[0]
         b_key = (first.b.tile, first.b.operand)
         if any((t.b.tile, t.b.operand) != b_key or t.b.stage is not first.b.stage for t in terms):
-            raise self.error(scope, node, f"the mma.sync into `{array.name}` read B from more than one tile")
+            raise self.error(scope, node, f"the mma.sync calls into `{array.name}` read B from more than one tile")
         register_a = isinstance(first.a, tuple)
         if any(isinstance(t.a, tuple) != register_a or (not register_a and (t.a.tile, t.a.stage) !=
                                                           (first.a.tile, first.a.stage)) for t in terms):
-            raise self.error(scope, node, f"the mma.sync into `{array.name}` read A from more than one source")
+            raise self.error(scope, node, f"the mma.sync calls into `{array.name}` read A from more than one source")
         b_buffer = self.shared[first.b.tile]
         k_total = b_buffer.type.dims[0 if first.b.operand == "bt" else 1]
         n_total = b_buffer.type.dims[1 if first.b.operand == "bt" else 0]
         slices = list(range(k_total // 16))
         if any(sorted(t.k_slice for t in chain.terms) != slices for chain in chains):
-            raise self.error(scope, node, f"the mma.sync into `{array.name}` do not add every K slice of "
+            raise self.error(scope, node, f"the mma.sync calls into `{array.name}` do not add every K slice of "
                                           f"`{first.b.tile}` once to each register")
         if n_total != 8 * layout.n_tiles:
             raise self.error(scope, node, f"`{array.name}` has {8 * layout.n_tiles} columns but B "
