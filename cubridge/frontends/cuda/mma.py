@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import f32
+from xdsl.dialects.builtin import IndexType, f32
 from xdsl.ir import Block, Region, SSAValue
 
 from cubridge.dialect.attributes import ScheduleAttr, TileOrderAttr, enum_attr
@@ -109,8 +109,7 @@ class MmaSyncLifting:
         rows, columns = (int(self.named_constant(spec[key], scope, node)) for key in ("rows", "columns"))
         stages = int(self.named_constant(spec["stages"], scope, node)) if "stages" in spec else 1
         start = self.shared_element_offset(value, scope, node)
-        carved = sum(op.results[0].type.total_bytes for op in self.kernel.body.block.ops
-                     if isinstance(op, AllocOp) and isinstance(op.results[0].type, SharedBufferType)) // 2
+        carved = sum(self._stage_elements(tile) * self.shared[tile].type.stages.data for tile in self.shared_starts)
         if start != carved:
             raise self.error(scope, node, f"shared tile `{name}` starts at element {start}, not where the tiles "
                                           f"before it end ({carved})")
@@ -216,7 +215,7 @@ class MmaSyncLifting:
         if not isinstance(pointer, GlobalPointer) or pointer.linear is not None:
             raise self.error(scope, node, f"the {what} is not a tile of a kernel tensor addressed by its strides")
         tensor = self.tensors[pointer.tensor]
-        rank = tensor.type.rank.data if hasattr(tensor.type.rank, "data") else tensor.type.rank
+        rank = tensor.type.rank.data
         row_dim = rank - 2
         if not isinstance(row_stride, Stride) or row_stride != Stride(pointer.tensor, row_dim):
             raise self.error(scope, node, f"the {what}'s row stride is not the row stride of `{pointer.tensor}`")
@@ -297,7 +296,7 @@ class MmaSyncLifting:
         self.worker_state = {"store": Cell("store_group", None), "gemm": Cell("gemm_group", None)}
         self.copy_window = [Cell(f"copy_group_{i}", None) for i in range(COPY_GROUP_WINDOW)]
         self.materialized = {}
-        tile = ForEachTileOp([], Region(Block(arg_types=[self.index_type()] * 3)))
+        tile = ForEachTileOp([], Region(Block(arg_types=[IndexType()] * 3)))
         for argument, name in zip(tile.body.block.args, ("q_tile", "head", "batch")):
             argument.name_hint = name
         self.emit(tile, scope, node)
@@ -312,12 +311,6 @@ class MmaSyncLifting:
         self.kernel.properties["schedule"] = enum_attr(ScheduleAttr, "grid", "schedule")
         self.kernel.properties["order"] = enum_attr(TileOrderAttr, self.grid_order or "natural", "tile order")
         self.block, self.worker = self.kernel.body.block, None
-
-    @staticmethod
-    def index_type():
-        from xdsl.dialects.builtin import IndexType
-
-        return IndexType()
 
     # -------------------------------------------------------------------------------------------------
     # cp.async tile copies and their groups
