@@ -1294,6 +1294,12 @@ class Lifter(MmaSyncLifting, FragmentLifting):
             elif declarator.type == "init_declarator":
                 value_node = declarator.child_by_field_name("value")
                 inner_declarator = declarator.child_by_field_name("declarator")
+                if inner_declarator.type == "reference_declarator":  # `float& score = s[e]`: the same variable
+                    target = _deref(self.evaluate(value_node, scope))
+                    if target is None:
+                        raise self.unsupported(scope, declarator, "reference to a value that is no variable")
+                    scope.names[name] = target
+                    continue
                 if value_node.type in ("initializer_list",) and isinstance(declared_type, TypeValue) and \
                         declared_type.name in self.program.structs:
                     value = self.make_struct(declared_type, self._initializer_values(value_node, scope), scope, node)

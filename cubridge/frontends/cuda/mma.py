@@ -38,7 +38,7 @@ from cubridge.dialect.cuir import (
     AllocOp,
 )
 from cubridge.dialect.types import SharedBufferType, TileType
-from cubridge.frontends.cuda.elements import Elem, Expr, FragmentLayout, _Cell, free_elements
+from cubridge.frontends.cuda.elements import Elem, Expr, FragmentLayout, _Cell
 from cubridge.frontends.cuda.program import text
 from cubridge.frontends.cuda.values import (
     ArrayValue,
@@ -538,19 +538,17 @@ class MmaSyncLifting:
         value = values["value"]
         if not isinstance(value, Expr) or value.op != "pack":
             raise self.error(scope, node, "a shared-memory pair store of something other than a packed pair")
-        elements = free_elements(value.args[0])
-        if len(elements) != 1:
-            raise self.error(scope, node, "a stored pair that is not one element of a fragment")
-        element = elements.pop()
         rows, columns = buffer.type.dims
         layout = FragmentLayout(rows // 64, columns // 8)
         ids = np.nonzero(self.active)[0]
-        for role, expected in (("row", layout.slot_row(ids, layout.slot(element))), ("col", layout.col(ids, element))):
-            given = values[role]
-            given = given.values[ids] if isinstance(given, PerThread) else np.full(ids.size, given)
-            if not np.array_equal(given, expected):
-                raise self.error(scope, node, f"the stored pair is not at element {element}'s {role} of the "
-                                              f"{rows}x{columns} tile `{name}`")
+        given = [values[role].values[ids] if isinstance(values[role], PerThread) else np.full(ids.size, values[role])
+                 for role in ("row", "col")]
+        element = next((e for e in range(0, rows * columns // self.profile.warp_group_threads, 2)
+                        if np.array_equal(given[0], layout.slot_row(ids, layout.slot(e)))
+                        and np.array_equal(given[1], layout.col(ids, e))), None)
+        if element is None:
+            raise self.error(scope, node, f"the stored pair is at no register pair's row and column of the "
+                                          f"{rows}x{columns} tile `{name}` in the mma accumulator layout")
         key = (name, id(stage))
         record = self.pending_stores.setdefault(key, {"ref": SharedPointer(name), "stage": stage, "pairs": {},
                                                       "scope": scope, "node": node, "layout": layout})

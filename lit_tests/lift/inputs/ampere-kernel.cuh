@@ -1,4 +1,4 @@
-// The parameters and constants of a small grid-scheduled Ampere kernel for the bad-input tests.
+// The parameters and constants of small grid-scheduled Ampere kernels for the lit tests.
 #include "cubridge/ampere.cuh"
 #include "cubridge/sync.cuh"
 
@@ -8,8 +8,10 @@ using namespace cubridge;
 struct AttentionParams {
   const void* q;
   const void* k;
+  void* o;
   int64_t q_stride_b, q_stride_h, q_stride_s;
   int64_t k_stride_b, k_stride_h, k_stride_s;
+  int64_t o_stride_b, o_stride_h, o_stride_s;
   int seqlen_q;
   int seqlen_k;
 };
