@@ -1313,7 +1313,8 @@ class Lifter(MmaSyncLifting, FragmentLifting):
                     value = self.value(value_node, scope)
                     if isinstance(value, StructValue):
                         value = value.copy()
-                    if name in self.profile.section("shared_tiles"):
+                    if name in self.profile.section("shared_tiles") and (isinstance(value, SharedPointer) or (
+                            isinstance(value, TypeValue) and value.name == "__shared_base__")):
                         value = self.shared_tile_pointer(name, value, scope, node)
             elif declarator.type == "array_declarator":
                 value = self.declare_array(declarator, declared_type, scope, node)
@@ -1354,14 +1355,17 @@ class Lifter(MmaSyncLifting, FragmentLifting):
     @staticmethod
     def array_kind(type_name: str, shape: tuple[int, ...]) -> tuple[str, FragmentLayout | None]:
         """What a register array holds, by its element type and shape: float [n] and [M][N][4] are fragments
-        in the wgmma and mma.sync accumulator layouts, float [2] and [M][2] row vectors (elements.py)."""
+        in the wgmma and mma.sync accumulator layouts, float [2] and [M][2] row vectors (elements.py); other
+        float arrays hold one scalar per element."""
         size = int(np.prod(shape))
         if type_name == "float":
             if shape[-1] == 2 and len(shape) <= 2:
                 return "rows", FragmentLayout(shape[0] if len(shape) == 2 else 1, 1)
             if len(shape) == 3 and shape[-1] == 4:
                 return "fragment", FragmentLayout(shape[0], shape[1])
-            return "fragment", (FragmentLayout(1, size // 4) if len(shape) == 1 else None)
+            if len(shape) == 1:
+                return "fragment", FragmentLayout(1, size // 4)
+            return "plain", None
         if type_name in ("uint32_t", "unsigned") and size > 2:
             return "packed", None
         return "plain", None

@@ -102,10 +102,8 @@ class MmaSyncLifting:
         """`T* name = <pointer into the shared block>` of a tile the profile names: its cuir.alloc. Tiles are
         carved in declaration order, each where the previous one ends."""
         spec = self.profile.section("shared_tiles")[name]
-        if isinstance(value, TypeValue) and value.name == "__shared_base__":
+        if isinstance(value, TypeValue):  # the block's base itself
             value = SharedPointer(None)
-        if not isinstance(value, SharedPointer):
-            raise self.error(scope, node, f"shared tile `{name}` is not a pointer into the `extern __shared__` block")
         rows, columns = (int(self.named_constant(spec[key], scope, node)) for key in ("rows", "columns"))
         stages = int(self.named_constant(spec["stages"], scope, node)) if "stages" in spec else 1
         start = self.shared_element_offset(value, scope, node)
