@@ -4,6 +4,8 @@
 // PARTIAL: mma-partial.cu:20:5: error: lift: mma.sync accumulates into part of `s` only
 // RUN: not cuir-opt --lift %S/inputs/mma-k-slices.cu 2>&1 | filecheck %s --check-prefix=SLICES
 // SLICES: mma-k-slices.cu:22:7: error: lift: the mma.sync calls into `s` do not add every K slice of `k_tiles` once to each register
+// RUN: not cuir-opt --lift %S/inputs/mma-region.cu 2>&1 | filecheck %s --check-prefix=REGION
+// REGION: mma-region.cu:21:7: error: lift: `s` crosses a run-time loop or branch while mma.sync still accumulates it (inside the unrolled loops of its GEMM)
 // A cp.async wait that has no group to wait for:
 // RUN: not cuir-opt --lift %S/inputs/wait-nothing.cu 2>&1 | filecheck %s --check-prefix=WAIT
 // WAIT: wait-nothing.cu:12:3: error: lift: wait_group<1> waits for no group: 1 cp.async group(s) committed before it

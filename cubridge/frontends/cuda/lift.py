@@ -198,6 +198,9 @@ class Slot:
 
     def value(self, lifter: Lifter, scope: Scope, node: Node) -> SSAValue:
         if isinstance(self.target, ArrayValue):
+            if any(isinstance(cell.value, GemmChain) for cell in self.target.cells):
+                raise lifter.error(scope, node, f"`{self.name}` crosses a run-time loop or branch while mma.sync "
+                                                "still accumulates it (inside the unrolled loops of its GEMM)")
             if self.target.kind == "rows":
                 return lifter.materialize_rows([c.value for c in self.target.cells], scope, node, self.name)
             return lifter.materialize_fragment(self.target.cells, self.target.kind == "packed", scope, node,

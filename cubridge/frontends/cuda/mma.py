@@ -183,7 +183,7 @@ class MmaSyncLifting:
             if not isinstance(stride, Stride) or isinstance(count, (Stride, StrideTerm)):
                 raise self.unsupported(scope, node, "product of tensor strides")
             return StrideTerm(stride, count)
-        if operator in ("==", "!="):  # a mapped tensor is present
+        if operator in ("==", "!=") and 0 in (left, right):  # a mapped tensor is present (not nullptr)
             return operator == "!="
         pointer, step = (left, right) if isinstance(left, (GlobalPointer, TensorArgument)) else (right, left)
         if operator != "+" or not isinstance(pointer, (GlobalPointer, TensorArgument)):
