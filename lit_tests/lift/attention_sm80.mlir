@@ -43,17 +43,20 @@
 // CHECK: %scores_1 = scf.if %needs_mask -> (!cuir.tile<128x64xf32, @mma>) {
 // CHECK: cuir.map %scores at [%c0, %n0]
 // CHECK: arith.cmpi sge, %{{.*}}, %seqlen_k : index loc(callsite("{{.*}}attention_sm80.cu":138:13 at
-// CHECK: cuir.wait_group %copy_group : !cuir.token<@mma> loc(callsite("{{.*}}attention_sm80.cu":334:5 at
-// A per-(m-tile, row half) max over n-tiles completed by the quad reduction: one row reduction.
+// A per-(m-tile, row half) max over n-tiles completed by the quad reduction: one row reduction. The softmax
+// becomes CuIR before the wait for V, where the kernel computes it.
 // CHECK: %block_max = cuir.row_reduce max %scores_1 : {{.*}} loc(callsite("{{.*}}attention_sm80.cu":156:19 at callsite("{{.*}}attention_sm80.cu":185:5 at
+// CHECK: %[[P:.*]] = cuir.map %scores_1, %{{.*}} (
 // CHECK: math.exp2 {{.*}} loc(callsite("{{.*}}attention_sm80.cu":172:31 at
-// P from the score registers: its packed pairs are the A operand of P V (a convert), V is loaded transposed.
-// CHECK: %[[P:.*]] = cuir.convert %{{.*}} : !cuir.tile<128x64xf32, @mma> -> !cuir.tile<128x64xbf16, @mma> loc(callsite("{{.*}}attention_sm80.cu":207:23 at
-// CHECK: %v_tiles_regs = cuir.load %v_tiles[%stage] : {{.*}} loc(callsite("{{.*}}attention_sm80.cu":215:7 at
 // CHECK: %correction = cuir.map %row_max_1, %block_max
-// CHECK: %out_3 = cuir.gemm ab %[[P]], %v_tiles_regs acc %out_2 : {{.*}} loc(callsite("{{.*}}attention_sm80.cu":218:9 at callsite("{{.*}}attention_sm80.cu":336:5 at
+// CHECK: %out_2 = cuir.map %out_1, %correction
 // Per-thread row sums over the elements: a row reduction with the rescaled sum as its init.
-// CHECK: %row_sum_2 = cuir.row_reduce sum %{{.*}} init %sum : {{.*}} loc(callsite("{{.*}}attention_sm80.cu":173:11 at
+// CHECK: %row_sum_2 = cuir.row_reduce sum %[[P]] init %sum : {{.*}} loc(callsite("{{.*}}attention_sm80.cu":173:11 at
+// CHECK-NEXT: cuir.wait_group %copy_group : !cuir.token<@mma> loc(callsite("{{.*}}attention_sm80.cu":334:5 at
+// P from the score registers: its packed pairs are the A operand of P V (a convert), V is loaded transposed.
+// CHECK: %[[PACKED:.*]] = cuir.convert %[[P]] : !cuir.tile<128x64xf32, @mma> -> !cuir.tile<128x64xbf16, @mma> loc(callsite("{{.*}}attention_sm80.cu":207:23 at
+// CHECK: %v_tiles_regs = cuir.load %v_tiles[%stage] : {{.*}} loc(callsite("{{.*}}attention_sm80.cu":215:7 at
+// CHECK: %out_3 = cuir.gemm ab %[[PACKED]], %v_tiles_regs acc %out_2 : {{.*}} loc(callsite("{{.*}}attention_sm80.cu":218:9 at callsite("{{.*}}attention_sm80.cu":336:5 at
 // CHECK: scf.yield %copies_3, %copies_2, %out_3, %row_max_2, %row_sum_2
 // wait_group<0> after the loop: the last group (and every one before it).
 // CHECK: cuir.wait_group %copy_group_0_end : !cuir.token<@mma> loc(callsite("{{.*}}attention_sm80.cu":341:3 at

@@ -38,7 +38,7 @@ from cubridge.dialect.cuir import (
     AllocOp,
 )
 from cubridge.dialect.types import SharedBufferType, TileType
-from cubridge.frontends.cuda.elements import Elem, Expr, FragmentLayout, _Cell
+from cubridge.frontends.cuda.elements import Elem, Expr, FragmentLayout, _Cell, is_symbolic
 from cubridge.frontends.cuda.program import text
 from cubridge.frontends.cuda.values import (
     ArrayValue,
@@ -350,11 +350,22 @@ class MmaSyncLifting:
             older.value = newer.value
         self.copy_window[0].value = Run(op.token)
 
+    def settle_registers(self, scope, node) -> None:
+        """Before a wait or a barrier, the fragments and row vectors computed so far become CuIR there (as the
+        kernel computes them before it synchronizes), not where they are next read as a whole."""
+        for slot in self.visible_slots(scope):
+            target = slot.target
+            if slot.fixed or not isinstance(target, ArrayValue) or target.kind not in ("fragment", "rows") or \
+                    not slot.defined() or not any(is_symbolic(cell.value) for cell in target.cells):
+                continue
+            slot.bind(slot.value(self, scope, node))
+
     def _prim_wait_group(self, callee, values, scope, node):
         pending = callee.template_arguments[0] if callee.template_arguments else None
         if not isinstance(pending, int) or not 0 <= pending < COPY_GROUP_WINDOW:
             raise self.error(scope, node, f"`wait_group` needs a constant count of pending groups below "
                                           f"{COPY_GROUP_WINDOW}")
+        self.settle_registers(scope, node)
         group = self.copy_window[pending].value
         if group is None:
             committed = sum(cell.value is not None for cell in self.copy_window)
@@ -367,6 +378,7 @@ class MmaSyncLifting:
             return None  # the prologue's __syncthreads: workers start after the kernel body's inits
         if tuple(self.worker.thread_range) != (0, self.threads):
             raise self.error(scope, node, "a block-wide barrier inside a worker role")
+        self.settle_registers(scope, node)
         self.emit(BarrierOp(), scope, node)
 
     # -------------------------------------------------------------------------------------------------

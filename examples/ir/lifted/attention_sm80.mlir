@@ -66,8 +66,6 @@ builtin.module {
           } else {
             scf.yield %scores : !cuir.tile<128x64xf32, @mma>
           }
-          cuir.wait_group %copy_group : !cuir.token<@mma>
-          cuir.barrier
           %block_max = cuir.row_reduce max %scores_1 : !cuir.tile<128x64xf32, @mma> -> !cuir.rows<128xf32, @mma>
           %13 = cuir.map %row_max_1, %block_max (%14: f32, %15: f32, %16: index) {
             %17 = arith.maxnumf %14, %15 : f32
@@ -85,44 +83,46 @@ builtin.module {
             %30 = math.exp2 %29 : f32
             cuir.yield %30 : f32
           } : !cuir.tile<128x64xf32, @mma>, !cuir.rows<128xf32, @mma> -> !cuir.tile<128x64xf32, @mma>
-          %31 = cuir.convert %scores_3 : !cuir.tile<128x64xf32, @mma> -> !cuir.tile<128x64xbf16, @mma>
-          %v_tiles_regs = cuir.load %v_tiles[%stage] : !cuir.smem<64x64xbf16, stages 2, swizzle 128> -> !cuir.tile<64x64xbf16, @mma>
-          %correction = cuir.map %row_max_1, %block_max (%32: f32, %33: f32, %34: index) {
-            %35 = arith.mulf %32, %scale_log2 : f32
-            %36 = arith.maxnumf %32, %33 : f32
-            %37 = arith.constant 0xff800000 : f32
-            %38 = arith.cmpf oeq, %36, %37 : f32
-            %39 = arith.constant 0.000000e+00 : f32
-            %40 = arith.mulf %36, %scale_log2 : f32
-            %41 = arith.select %38, %39, %40 : f32
-            %42 = arith.subf %35, %41 : f32
-            %43 = math.exp2 %42 : f32
-            cuir.yield %43 : f32
+          %correction = cuir.map %row_max_1, %block_max (%31: f32, %32: f32, %33: index) {
+            %34 = arith.mulf %31, %scale_log2 : f32
+            %35 = arith.maxnumf %31, %32 : f32
+            %36 = arith.constant 0xff800000 : f32
+            %37 = arith.cmpf oeq, %35, %36 : f32
+            %38 = arith.constant 0.000000e+00 : f32
+            %39 = arith.mulf %35, %scale_log2 : f32
+            %40 = arith.select %37, %38, %39 : f32
+            %41 = arith.subf %34, %40 : f32
+            %42 = math.exp2 %41 : f32
+            cuir.yield %42 : f32
           } : !cuir.rows<128xf32, @mma>, !cuir.rows<128xf32, @mma> -> !cuir.rows<128xf32, @mma>
-          %out_2 = cuir.map %out_1, %correction (%44: f32, %45: f32, %46: index, %47: index) {
-            %48 = arith.mulf %44, %45 : f32
-            cuir.yield %48 : f32
+          %out_2 = cuir.map %out_1, %correction (%43: f32, %44: f32, %45: index, %46: index) {
+            %47 = arith.mulf %43, %44 : f32
+            cuir.yield %47 : f32
           } : !cuir.tile<128x64xf32, @mma>, !cuir.rows<128xf32, @mma> -> !cuir.tile<128x64xf32, @mma>
-          %out_3 = cuir.gemm ab %31, %v_tiles_regs acc %out_2 : !cuir.tile<128x64xbf16, @mma>, !cuir.tile<64x64xbf16, @mma>, !cuir.tile<128x64xf32, @mma> -> !cuir.tile<128x64xf32, @mma>
-          cuir.barrier
-          %row_max_2 = cuir.map %row_max_1, %block_max (%49: f32, %50: f32, %51: index) {
-            %52 = arith.maxnumf %49, %50 : f32
-            cuir.yield %52 : f32
+          %row_max_2 = cuir.map %row_max_1, %block_max (%48: f32, %49: f32, %50: index) {
+            %51 = arith.maxnumf %48, %49 : f32
+            cuir.yield %51 : f32
           } : !cuir.rows<128xf32, @mma>, !cuir.rows<128xf32, @mma> -> !cuir.rows<128xf32, @mma>
-          %sum = cuir.map %row_sum_1, %row_max_1, %block_max (%53: f32, %54: f32, %55: f32, %56: index) {
-            %57 = arith.mulf %54, %scale_log2 : f32
-            %58 = arith.maxnumf %54, %55 : f32
-            %59 = arith.constant 0xff800000 : f32
-            %60 = arith.cmpf oeq, %58, %59 : f32
-            %61 = arith.constant 0.000000e+00 : f32
-            %62 = arith.mulf %58, %scale_log2 : f32
-            %63 = arith.select %60, %61, %62 : f32
-            %64 = arith.subf %57, %63 : f32
-            %65 = math.exp2 %64 : f32
-            %66 = arith.mulf %53, %65 : f32
-            cuir.yield %66 : f32
+          %sum = cuir.map %row_sum_1, %row_max_1, %block_max (%52: f32, %53: f32, %54: f32, %55: index) {
+            %56 = arith.mulf %53, %scale_log2 : f32
+            %57 = arith.maxnumf %53, %54 : f32
+            %58 = arith.constant 0xff800000 : f32
+            %59 = arith.cmpf oeq, %57, %58 : f32
+            %60 = arith.constant 0.000000e+00 : f32
+            %61 = arith.mulf %57, %scale_log2 : f32
+            %62 = arith.select %59, %60, %61 : f32
+            %63 = arith.subf %56, %62 : f32
+            %64 = math.exp2 %63 : f32
+            %65 = arith.mulf %52, %64 : f32
+            cuir.yield %65 : f32
           } : !cuir.rows<128xf32, @mma>, !cuir.rows<128xf32, @mma>, !cuir.rows<128xf32, @mma> -> !cuir.rows<128xf32, @mma>
           %row_sum_2 = cuir.row_reduce sum %scores_3 init %sum : !cuir.tile<128x64xf32, @mma>, !cuir.rows<128xf32, @mma> -> !cuir.rows<128xf32, @mma>
+          cuir.wait_group %copy_group : !cuir.token<@mma>
+          cuir.barrier
+          %66 = cuir.convert %scores_3 : !cuir.tile<128x64xf32, @mma> -> !cuir.tile<128x64xbf16, @mma>
+          %v_tiles_regs = cuir.load %v_tiles[%stage] : !cuir.smem<64x64xbf16, stages 2, swizzle 128> -> !cuir.tile<64x64xbf16, @mma>
+          %out_3 = cuir.gemm ab %66, %v_tiles_regs acc %out_2 : !cuir.tile<128x64xbf16, @mma>, !cuir.tile<64x64xbf16, @mma>, !cuir.tile<128x64xf32, @mma> -> !cuir.tile<128x64xf32, @mma>
+          cuir.barrier
           scf.yield %copies_3, %copies_2, %out_3, %row_max_2, %row_sum_2 : !cuir.token<@mma>, !cuir.token<@mma>, !cuir.tile<128x64xf32, @mma>, !cuir.rows<128xf32, @mma>, !cuir.rows<128xf32, @mma>
         }
         cuir.wait_group %copy_group_0_end : !cuir.token<@mma>
