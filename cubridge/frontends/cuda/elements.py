@@ -6,8 +6,8 @@ tiles, 4 registers each. `float s[64]` is the wgmma accumulator of a 64-row warp
 element e of thread `tid` sits at row 16 * warp + lane / 4 + 8 * ((e >> 1) & 1) and column 8 * (e >> 2) +
 2 * (lane % 4) + (e & 1)); `float s[M][N][4]` holds the mma.sync m16n8 accumulators of M x N sub-tiles per
 warp, the same layout with m_tiles = M. A thread holds 2 * m_tiles rows (its row slots); `float alpha[2]`
-and `float m[M][2]` hold one value per row slot, that is a row vector. The lifter runs the unrolled element loops with
-symbolic element values (`Expr` trees, no ops emitted) and turns a fragment into CuIR only where a value
+and `float m[M][2]` hold one value per row slot, that is a row vector. The lifter runs the unrolled element
+loops with symbolic element values (`Expr` trees, no ops emitted) and turns a fragment into CuIR only where a value
 must exist (a GEMM operand, a loop-carried value, a store): all its elements must then be one function of
 the element (one `cuir.map` whose body is that function); row values are `cuir.map`s over row vectors.
 
@@ -63,7 +63,6 @@ class Affine:
 
     base: object  # Run or int
     threads: np.ndarray
-
 
 
 @dataclass(frozen=True)
