@@ -16,7 +16,10 @@ from cubridge.frontends.cuda import lift_cuda_file
 ROOT = Path(__file__).resolve().parents[1]
 LIFTED_DIR = ROOT / "examples" / "ir" / "lifted"
 # reference kernel -> its lifted example (the kernels the lifter reads today)
-KERNELS = {"cubridge/runtime/kernels/attention_sm90.cu": "attention_sm90.mlir"}
+KERNELS = {
+    "cubridge/runtime/kernels/attention_sm90.cu": "attention_sm90.mlir",
+    "cubridge/runtime/kernels/attention_sm80.cu": "attention_sm80.mlir",
+}
 
 
 def lifted_text(kernel: str) -> str:

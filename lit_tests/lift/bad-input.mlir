@@ -6,7 +6,7 @@
 // RUN: not cuir-opt --lift %S/inputs/unknown-function.cu 2>&1 | filecheck %s --check-prefix=FUNCTION
 // FUNCTION: unknown-function.cu:9:3: error: lift: unknown function `warp_shuffle_everything`: not a primitive of profile cubridge and not defined in the kernel's sources
 // RUN: not cuir-opt --lift %S/inputs/unknown-primitive.cu 2>&1 | filecheck %s --check-prefix=PRIMITIVE
-// PRIMITIVE: unknown-primitive.cu:10:3: error: lift: unknown primitive `commit_group`: it issues inline PTX and profile cubridge does not map it
+// PRIMITIVE: unknown-primitive.cu:10:3: error: lift: unknown primitive `copy_16_async`: it issues inline PTX and profile cubridge does not map it
 // RUN: not cuir-opt --lift %S/inputs/no-attention.cu 2>&1 | filecheck %s --check-prefix=STRUCTURE
 // STRUCTURE: no-attention.cu:13:12: error: lift: no attention structure in `spin`: no worker role walks the tile scheduler's tiles (cuir.for_each_tile)
 // RUN: not cuir-opt --lift=attention_sm90_bf16_d96_full %S/../../cubridge/runtime/kernels/attention_sm90.cu 2>&1 | filecheck %s --check-prefix=ENTRY

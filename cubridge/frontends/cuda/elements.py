@@ -1,10 +1,13 @@
 """Register fragments: per-thread element code lifted to tile-level CuIR.
 
-A fragment (`float s[64]`) is the thread's share of a 64-row warp-group tile in the wgmma accumulator
-layout (profile `fragment`): element e of thread `tid` sits at row 16 * warp + lane / 4 + 8 * ((e >> 1) & 1)
-and column 8 * (e >> 2) + 2 * (lane % 4) + (e & 1). A two-element array (`float alpha[2]`) holds one value
-for each of the thread's two rows, that is a row vector. The lifter runs the unrolled element loops with
-symbolic element values (`Expr` trees, no ops emitted) and turns a fragment into CuIR only where a value
+A fragment is the thread's share of a worker instance's register tile in the mma accumulator layout
+(`FragmentLayout`): each of the instance's 4 warps holds `m_tiles` 16-row tiles of `n_tiles` 8-column
+tiles, 4 registers each. `float s[64]` is the wgmma accumulator of a 64-row warp-group tile (m_tiles = 1:
+element e of thread `tid` sits at row 16 * warp + lane / 4 + 8 * ((e >> 1) & 1) and column 8 * (e >> 2) +
+2 * (lane % 4) + (e & 1)); `float s[M][N][4]` holds the mma.sync m16n8 accumulators of M x N sub-tiles per
+warp, the same layout with m_tiles = M. A thread holds 2 * m_tiles rows (its row slots); `float alpha[2]`
+and `float m[M][2]` hold one value per row slot, that is a row vector. The lifter runs the unrolled element
+loops with symbolic element values (`Expr` trees, no ops emitted) and turns a fragment into CuIR only where a value
 must exist (a GEMM operand, a loop-carried value, a store): all its elements must then be one function of
 the element (one `cuir.map` whose body is that function); row values are `cuir.map`s over row vectors.
 
@@ -62,7 +65,47 @@ class Affine:
     threads: np.ndarray
 
 
-ROW_HALVES = 2
+@dataclass(frozen=True)
+class FragmentLayout:
+    """The mma accumulator layout of a 4-warp worker instance's register tile: each warp holds `m_tiles`
+    16-row tiles (its rows stacked warp after warp) of `n_tiles` 8-column tiles; register e of a thread is
+    sub-tile e // 4 (row-major over m_tiles x n_tiles), entry e % 4 (rows lane / 4 and + 8, two columns)."""
+
+    m_tiles: int
+    n_tiles: int
+
+    @property
+    def rows(self) -> int:
+        return 64 * self.m_tiles
+
+    @property
+    def slots(self) -> int:
+        """Row values per thread: 2 rows of each of its 16-row tiles."""
+        return 2 * self.m_tiles
+
+    def slot(self, element: int) -> int:
+        return 2 * (element // (4 * self.n_tiles)) + ((element % 4) >> 1)
+
+    def slot_row(self, tid: np.ndarray, slot: int) -> np.ndarray:
+        warp, lane = (tid % 128) // 32, tid % 32
+        return 16 * self.m_tiles * warp + 16 * (slot // 2) + lane // 4 + 8 * (slot % 2)
+
+    def col(self, tid: np.ndarray, element: int) -> np.ndarray:
+        lane = tid % 32
+        return 8 * ((element // 4) % self.n_tiles) + 2 * (lane % 4) + (element & 1)
+
+    @staticmethod
+    def of_tile(tile_type) -> FragmentLayout:
+        """The layout of a float register tile of `tile_type` (its rows say m_tiles)."""
+        rows, columns = tile_type.dims
+        return FragmentLayout(rows // 64, columns // 8)
+
+
+def wgmma_layout(count: int) -> FragmentLayout:
+    """The wgmma accumulator layout of a `count`-register fragment (one 64-row tile per warp group)."""
+    return FragmentLayout(1, max(count // 4, 1))
+
+
 _FLOAT_OPS = {"+": "addf", "-": "subf", "*": "mulf", "/": "divf"}
 _INDEX_OPS = {"+": "addi", "-": "subi", "*": "muli", "/": "divsi", "%": "remsi"}
 _FLOAT_COMPARE = {"<": "olt", "<=": "ole", ">": "ogt", ">=": "oge", "==": "oeq", "!=": "one"}
@@ -83,13 +126,12 @@ def has_thread_index(value) -> bool:
     return False
 
 
-def element_layout(tid: np.ndarray, element: int, axis: str, of_row: bool) -> np.ndarray:
-    """The wgmma accumulator layout: tile-local row or column of `element` (or row half) for threads `tid`."""
-    warp, lane = (tid % 128) // 32, tid % 32
-    half = element if of_row else (element >> 1) & 1
+def element_layout(tid: np.ndarray, element: int, axis: str, of_row: bool, layout: FragmentLayout) -> np.ndarray:
+    """Tile-local row or column of `element` (or of row slot `element`) for threads `tid` in `layout`."""
+    slot = element if of_row else layout.slot(element)
     if axis == "row":
-        return 16 * warp + lane // 4 + 8 * half
-    return 8 * (element >> 2) + 2 * (lane % 4) + (element & 1)
+        return layout.slot_row(tid, slot)
+    return layout.col(tid, element)
 
 
 def free_elements(value, found: set[int] | None = None) -> set[int]:
@@ -168,9 +210,9 @@ class FragmentLifting:
 
     # -------------------------------------------------------------------------------------------------
     # materialization
-    def fragment_type(self, count: int, packed: bool) -> TileType:
-        columns = 2 * count * (2 if packed else 1)
-        return TileType((64, columns), self.element_type if packed else f32, self.worker.sym_name.data)
+    def fragment_type(self, count: int, packed: bool, m_tiles: int = 1) -> TileType:
+        columns = 2 * count * (2 if packed else 1) // m_tiles
+        return TileType((64 * m_tiles, columns), self.element_type if packed else f32, self.worker.sym_name.data)
 
     def dominates(self, value: SSAValue) -> bool:
         """Whether `value` (materialized earlier) is visible where ops are emitted now: its block encloses
@@ -189,15 +231,17 @@ class FragmentLifting:
         """The element type a map body sees for an input of `value_type`."""
         return value_type.element_type
 
-    def rows_type(self) -> RowVectorType:
-        return RowVectorType(64, f32, self.worker.sym_name.data)
+    def rows_type(self, m_tiles: int = 1) -> RowVectorType:
+        return RowVectorType(64 * m_tiles, f32, self.worker.sym_name.data)
 
-    def materialize_fragment(self, cells: list, packed: bool, scope, node, name: str | None = None) -> SSAValue:
-        """One tile value for a fragment's element values."""
+    def materialize_fragment(self, cells: list, packed: bool, scope, node, name: str | None = None,
+                             layout: FragmentLayout | None = None) -> SSAValue:
+        """One tile value for a fragment's element values (`layout`: of its float elements; None: wgmma)."""
         values = [cell.value for cell in cells]
         if any(v is None for v in values):
             raise self.error(scope, node, f"fragment `{name or '?'}` is read before all its elements are set")
-        key = ("fragment", tuple(id(v) if is_symbolic(v) else v for v in values))
+        layout = layout or wgmma_layout(len(values) * (2 if packed else 1))
+        key = ("fragment", layout, tuple(id(v) if is_symbolic(v) else v for v in values))
         cache = self.materialized
         if key in cache and self.dominates(cache[key]):
             return cache[key]
@@ -206,66 +250,77 @@ class FragmentLifting:
                                            for e, v in enumerate(values)):
             return first.tile
         if packed:
-            result = self._packed(values, scope, node, name)
+            result = self._packed(values, scope, node, name, layout)
         elif all(isinstance(v, float) and v == first for v in values):
-            op = FillOp(first, self.fragment_type(len(values), False))
+            op = FillOp(first, self.fragment_type(len(values), False, layout.m_tiles))
             result = self.emit(op, scope, node).result
         else:
-            result = self._map(values, [e for e in range(len(values))], False, len(values), scope, node)
+            result = self._map(values, [e for e in range(len(values))], False, len(values), scope, node, layout)
         if name and result.name_hint is None:
             result.name_hint = name
         cache[key] = result
         return result
 
-    def _packed(self, values: list, scope, node, name) -> SSAValue:
+    def _packed(self, values: list, scope, node, name, layout: FragmentLayout) -> SSAValue:
         """Packed 16-bit pairs: element j = convert_pack(X[2j], X[2j+1]) of a fragment X is cuir.convert(X)."""
         if not all(isinstance(v, Expr) and v.op == "pack" for v in values):
             raise self.error(scope, node, f"packed fragment `{name}` is not a conversion of a float fragment")
         sources = [a for v in values for a in v.args]
-        tile = self.materialize_fragment([_Cell(v) for v in sources], False, scope, node)
-        op = ConvertOp(tile, self.fragment_type(len(values), True))
+        tile = self.materialize_fragment([_Cell(v) for v in sources], False, scope, node, layout=layout)
+        op = ConvertOp(tile, self.fragment_type(len(values), True, layout.m_tiles))
         return _at(self.emit(op, scope, node), values[0].location).result
 
     def materialize_rows(self, pair: list, scope, node, name: str | None = None) -> SSAValue:
-        """One row vector for the thread's two row values."""
+        """One row vector for the thread's row values (one per row slot: two per 16-row tile)."""
         if any(v is None for v in pair):
-            raise self.error(scope, node, f"row values `{name or '?'}` read before both are set")
+            raise self.error(scope, node, f"row values `{name or '?'}` read before all are set")
         key = ("rows", tuple(id(v) if is_symbolic(v) else v for v in pair))
         if key in self.materialized and self.dominates(self.materialized[key]):
             return self.materialized[key]
         first = pair[0]
-        if isinstance(first, RowOf) and isinstance(pair[1], RowOf) and first.rows is pair[1].rows and \
-                first.half == 0 and pair[1].half == 1:
+        layout = FragmentLayout(len(pair) // 2, 1)
+        if all(isinstance(v, RowOf) and v.rows is first.rows and v.half == slot for slot, v in enumerate(pair)):
             return first.rows
         if all(isinstance(v, float) and v == first for v in pair):
-            result = self.emit(FillOp(first, self.rows_type()), scope, node).result
+            result = self.emit(FillOp(first, self.rows_type(layout.m_tiles)), scope, node).result
         else:
-            result = self._map(pair, [0, 1], True, ROW_HALVES, scope, node)
+            result = self._map(pair, list(range(len(pair))), True, len(pair), scope, node, layout)
         if name and result.name_hint is None:
             result.name_hint = name
         self.materialized[key] = result
         return result
 
-    def _map(self, values: list, elements: list[int], of_rows: bool, count: int, scope, node) -> SSAValue:
-        """A cuir.map whose body computes every one of `values` (one per element or row half)."""
-        builder = _MapBuilder(self, of_rows, scope, node)
+    def _map(self, values: list, elements: list[int], of_rows: bool, count: int, scope, node,
+             layout: FragmentLayout) -> SSAValue:
+        """A cuir.map whose body computes every one of `values` (one per element or row slot)."""
+        builder = _MapBuilder(self, of_rows, scope, node, layout)
         template = builder.zip(values, elements)
-        result_type = self.rows_type() if of_rows else self.fragment_type(count, False)
+        result_type = self.rows_type(layout.m_tiles) if of_rows else self.fragment_type(count, False, layout.m_tiles)
         if isinstance(template, _Input) and builder.inputs[template.index].type == result_type:
             return builder.inputs[template.index]  # every element is the input's own: no map
         result = builder.build(template, result_type)
         _at(result.owner, next((v.location for v in values if isinstance(v, Expr)), None))
+        self.fallback_names.append((result, self.common_name(values)))
         return result
 
-    def reduce_rows(self, kind: str, elements: dict[int, object], init_pair, scope, node, location=None) -> SSAValue:
+    def common_name(self, values: list) -> str | None:
+        """The C++ variable that held every one of `values` first (None: none, or not the same one)."""
+        names = {self.expression_names.get(id(v), (None, None))[1] for v in values}
+        return names.pop() if len(names) == 1 else None
+
+    def reduce_rows(self, kind: str, elements: dict[int, object], init_pair, scope, node, location=None,
+                    layout: FragmentLayout | None = None, name: str | None = None) -> SSAValue:
         count = max(elements) + 1
         if sorted(elements) != list(range(count)):
             raise self.error(scope, node, "a row accumulation that skips elements of the thread's rows")
-        tile = self.materialize_fragment([_Cell(elements[e]) for e in range(count)], False, scope, node)
+        layout = layout or wgmma_layout(count)
+        tile = self.materialize_fragment([_Cell(elements[e]) for e in range(count)], False, scope, node,
+                                         layout=layout)
         init = self.materialize_rows(init_pair, scope, node) if init_pair is not None else None
         key = ("reduce", kind, tile, init)
         if key not in self.materialized or not self.dominates(self.materialized[key]):
-            op = RowReduceOp(kind, tile, self.rows_type(), init)
+            op = RowReduceOp(kind, tile, self.rows_type(layout.m_tiles), init)
+            self.fallback_names.append((op.result, name))
             self.materialized[key] = _at(self.emit(op, scope, node), location).result
         return self.materialized[key]
 
@@ -326,8 +381,8 @@ class _IndexArg:
 class _MapBuilder:
     """Zips the values of all elements into one body template, collecting the map's inputs."""
 
-    def __init__(self, lifter, of_rows: bool, scope, node):
-        self.lifter, self.of_rows, self.scope, self.node = lifter, of_rows, scope, node
+    def __init__(self, lifter, of_rows: bool, scope, node, layout: FragmentLayout):
+        self.lifter, self.of_rows, self.scope, self.node, self.layout = lifter, of_rows, scope, node, layout
         self.inputs: list[SSAValue] = []
         self.origins: dict[str, object] = {}
 
@@ -342,7 +397,7 @@ class _MapBuilder:
         return _Input(len(self.inputs) - 1)
 
     def half_of(self, element: int) -> int:
-        return element if self.of_rows else (element >> 1) & 1
+        return element if self.of_rows else self.layout.slot(element)
 
     def zip(self, values: list, elements: list[int]):
         lifter = self.lifter
@@ -356,9 +411,9 @@ class _MapBuilder:
                 if h in by_half and by_half[h] is not v and not _same(by_half[h], v):
                     raise self.fail("one row's elements see different row values")
                 by_half[h] = v
-            if sorted(by_half) != [0, 1]:
-                raise self.fail("a row value of one row half only")
-            rows = lifter.materialize_rows([by_half[0], by_half[1]], self.scope, self.node)
+            if sorted(by_half) != list(range(self.layout.slots)):
+                raise self.fail("a row value of some of the thread's rows only")
+            rows = lifter.materialize_rows([by_half[s] for s in range(self.layout.slots)], self.scope, self.node)
             return self._input(rows)
         if self.of_rows and all(isinstance(v, Expr) and v.op in REDUCING and free_elements(v) for v in values):
             values = [as_reduction(v, h) for v, h in zip(values, elements)]
@@ -395,7 +450,7 @@ class _MapBuilder:
                 continue
             offsets = set()
             for value, element in zip(values, elements):
-                difference = value.threads[ids] - element_layout(ids, element, axis, self.of_rows)
+                difference = value.threads[ids] - element_layout(ids, element, axis, self.of_rows, self.layout)
                 if not (difference == difference[0]).all():
                     break
                 root, constant = _split_constant(value.base)
@@ -412,17 +467,24 @@ class _MapBuilder:
         """Row reductions of the two row halves: one cuir.row_reduce."""
         kind = values[0].op.split(":", 1)[1]
         elements: dict[int, object] = {}
-        inits = [None, None]
+        inits = [None] * len(values)
+        halves_of: dict[int, int] = {}
         for value in values:
             half, leaves, init = value.args
             for leaf in leaves:
                 (element,) = free_elements(leaf) or {None}
-                if element is None or (element >> 1) & 1 != half or element in elements:
+                if element is None or element in elements:
                     raise self.fail("a row accumulation mixes rows")
                 elements[element] = leaf
+                halves_of[element] = half
             inits[half] = init
-        init_pair = None if inits[0] is None and inits[1] is None else inits
-        return self.lifter.reduce_rows(kind, elements, init_pair, self.scope, self.node, values[0].location)
+        m_tiles = self.layout.m_tiles
+        layout = FragmentLayout(m_tiles, (max(elements) + 1) // (4 * m_tiles))
+        if any(layout.slot(element) != half for element, half in halves_of.items()):
+            raise self.fail("a row accumulation mixes rows")
+        init_pair = None if all(init is None for init in inits) else inits
+        return self.lifter.reduce_rows(kind, elements, init_pair, self.scope, self.node, values[0].location, layout,
+                                       self.lifter.common_name(values))
 
     def build(self, template, result_type) -> SSAValue:
         lifter = self.lifter

@@ -44,7 +44,7 @@ def lift_kernel(lifter: Lifter) -> ModuleOp:
             scope.names[name] = Cell(name, TypeValue(type_name), mutable=False)
     tensor_maps = len(arguments)
     for field, mapping in parameters.get("fields", {}).items():
-        if "tensor" in mapping:
+        if "tensor" in mapping and all(name != mapping["tensor"] for name, _ in arguments):
             arguments.append((mapping["tensor"], GlobalTensorType(int(mapping["rank"]), ELEMENT_TYPES["float"]
                                                                   if mapping.get("element") == "f32" else element)))
         elif "scalar" in mapping and all(name != mapping["scalar"] for name, _ in arguments):
@@ -63,6 +63,10 @@ def lift_kernel(lifter: Lifter) -> ModuleOp:
         lifter.tensors[name] = kernel.argument(name)
 
     lifter.execute(body, scope)
+    lifter.close_grid_tile()
+    for value, name in lifter.fallback_names:  # a tile or row vector no C++ variable held as a whole
+        if value.name_hint is None and name is not None:
+            value.name_hint = name
     _finish_shared(lifter, kernel)
     _drop_unread_arguments(kernel, set(lifter.profile_arguments))
     if not any(isinstance(op, ForEachTileOp) for op in kernel.walk()):

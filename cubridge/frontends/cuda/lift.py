@@ -64,7 +64,8 @@ from cubridge.dialect.cuir import (
     FenceAsyncSharedOp,
 )
 from cubridge.dialect.types import MbarrierType
-from cubridge.frontends.cuda.elements import Affine, Elem, Expr, FragmentLifting, RowOf, is_symbolic
+from cubridge.frontends.cuda.elements import Affine, Elem, Expr, FragmentLayout, FragmentLifting, RowOf, is_symbolic
+from cubridge.frontends.cuda.mma import COPY_GROUP_WINDOW, GemmChain, MmaSyncLifting
 from cubridge.frontends.cuda.profile import Profile
 from cubridge.frontends.cuda.program import (
     Definition,
@@ -81,6 +82,8 @@ from cubridge.frontends.cuda.values import (
     Cell,
     Cursor,
     FunctionValue,
+    GlobalPointer,
+    GridIndex,
     Guard,
     LambdaValue,
     ParamsValue,
@@ -88,8 +91,11 @@ from cubridge.frontends.cuda.values import (
     Reference,
     Run,
     SchedulerValue,
+    SharedPointer,
     SharedRef,
     SharedStorageValue,
+    Stride,
+    StrideTerm,
     SharedStore,
     TensorStore,
     StructValue,
@@ -192,10 +198,13 @@ class Slot:
 
     def value(self, lifter: Lifter, scope: Scope, node: Node) -> SSAValue:
         if isinstance(self.target, ArrayValue):
+            if any(isinstance(cell.value, GemmChain) for cell in self.target.cells):
+                raise lifter.error(scope, node, f"`{self.name}` crosses a run-time loop or branch while mma.sync "
+                                                "still accumulates it (inside the unrolled loops of its GEMM)")
             if self.target.kind == "rows":
                 return lifter.materialize_rows([c.value for c in self.target.cells], scope, node, self.name)
             return lifter.materialize_fragment(self.target.cells, self.target.kind == "packed", scope, node,
-                                               self.name)
+                                               self.name, self.target.layout)
         value = self.target.value
         if is_symbolic(value):
             raise lifter.error(scope, node, f"`{self.name}` holds a per-element value across a loop or branch")
@@ -213,7 +222,7 @@ class Slot:
         self.target.value = Run(value)
 
 
-class Lifter(FragmentLifting):
+class Lifter(MmaSyncLifting, FragmentLifting):
     def __init__(self, program: Program, profile: Profile, entry: EntryPoint):
         self.program = program
         self.profile = profile
@@ -239,6 +248,14 @@ class Lifter(FragmentLifting):
         self.worker_state: dict[str, Cell] = {}  # hidden per-worker variables: the open async groups
         self.role_registers: int | None = None
         self._tile_decodes = None  # the tile loop's (q_tile, head, batch) while its body is walked
+        # Ampere kernels (mma.MmaSyncLifting)
+        self.shared_starts: dict[str, int] = {}  # shared tile -> its first element in the shared block
+        self.pending_gemms: dict = {}  # accumulator arrays mma.sync wrote in the current unrolled loop
+        self.copy_window: list[Cell] = []  # the worker's committed cp.async groups, newest first
+        self.grid_tile: ForEachTileOp | None = None  # the tile body of a grid-scheduled kernel
+        self.grid_order: str | None = None
+        self.expression_names: dict[int, tuple[Expr, str]] = {}  # id -> (expression, C++ variable first holding it)
+        self.fallback_names: list[tuple[SSAValue, str | None]] = []  # for values no variable named at the end
 
     # =====================================================================================================
     # errors and locations
@@ -387,6 +404,8 @@ class Lifter(FragmentLifting):
             return value.value
         if isinstance(value, PerThread):
             return self.as_index(self.uniform(value, scope, node), scope, node)
+        if isinstance(value, GridIndex) and not value.extent:
+            return self.grid_q_tile("natural", scope, node).value
         raise self.error(scope, node, f"not an integer value: `{' '.join(text(node).split())}`")
 
     def uniform(self, value: PerThread, scope: Scope, node: Node):
@@ -606,6 +625,18 @@ class Lifter(FragmentLifting):
             return _PY_BINARY[operator](left, right)
         if isinstance(left, TensorArgument) and operator in ("==", "!=") and right == 0:
             return operator == "!="  # a mapped tensor is present
+        if isinstance(left, GemmChain) or isinstance(right, GemmChain):
+            raise self.error(scope, node, "an mma.sync accumulator read before the unrolled loops that "
+                                          "accumulate it end")
+        if isinstance(left, GridIndex) or isinstance(right, GridIndex):
+            return self.grid_binary(operator, left, right, scope, node)
+        if isinstance(left, TypeValue) and left.name == "__shared_base__":
+            left = SharedPointer(None)
+        if isinstance(left, SharedPointer):
+            return self.shared_pointer_binary(operator, left, right, scope, node)
+        if any(isinstance(v, (GlobalPointer, Stride, StrideTerm)) for v in (left, right)) or (
+                isinstance(left, TensorArgument) and operator == "+"):
+            return self.global_pointer_binary(operator, left, right, scope, node)
         if operator == "&&" and isinstance(left, PerThread) and (is_symbolic(right) or isinstance(right, Run)):
             return Guard(left, right)
         if operator == "&&" and isinstance(left, Guard):
@@ -812,9 +843,11 @@ class Lifter(FragmentLifting):
         array = self.value(node.child_by_field_name("argument"), scope)
         index = self.value(node.child_by_field_name("indices").named_children[0], scope)
         if isinstance(array, ArrayValue) and isinstance(index, int):
-            return array.cells[index]
+            return array.element(index)
         if isinstance(array, TensorArgument):
             return TensorStore(array, index)
+        if isinstance(array, GlobalPointer) and array.linear is not None and not array.coordinates:
+            return TensorStore(TensorArgument(array.tensor), self.binary("+", array.linear, index, scope, node))
         raise self.unsupported(scope, node, "subscript")
 
     def _expr_pointer_expression(self, node: Node, scope: Scope):
@@ -876,21 +909,23 @@ class Lifter(FragmentLifting):
     def _expr_sizeof_expression(self, node: Node, scope: Scope):
         raise self.unsupported(scope, node, "sizeof")
 
-    @staticmethod
-    def named(value, name: str):
-        """Name the SSA value after the C++ variable that holds it (first name wins)."""
+    def named(self, value, name: str):
+        """Name the SSA value after the C++ variable that holds it (first name wins); an element or row
+        expression names the tile or row vector it becomes."""
         if isinstance(value, Run) and value.value.name_hint is None and isinstance(value.value.owner, Operation):
             value.value.name_hint = name
+        if isinstance(value, Expr):
+            self.expression_names.setdefault(id(value), (value, name))
         return value
 
     # =====================================================================================================
     # thread and block indices, parameters
     def builtin_index(self, owner: str, field: str, scope: Scope, node: Node):
-        if field != "x":
+        if field != "x" and owner == "threadIdx":
             raise self.error(scope, node, f"only the x dimension of {owner} is supported")
         if owner == "threadIdx":
             return PerThread(np.arange(self.threads))
-        raise self.unsupported(scope, node, f"{owner}.x outside the tile scheduler")
+        return self.grid_index(owner, field, scope, node)
 
     def parameter_field(self, field: str, scope: Scope, node: Node):
         mapping = self.profile.section("parameters").get("fields", {}).get(field)
@@ -910,6 +945,9 @@ class Lifter(FragmentLifting):
             return Run(self.worker_constants[key])
         if "tensor" in mapping:
             return TensorArgument(mapping["tensor"])
+        if "stride" in mapping:
+            tensor, dim = mapping["stride"]
+            return Stride(tensor, int(dim))
         if "scalar" in mapping:
             value = Run(self.kernel.argument(mapping["scalar"]))
             if "multiply" not in mapping:
@@ -1121,8 +1159,11 @@ class Lifter(FragmentLifting):
             else:
                 value = None
             if isinstance(value, list):
-                value = ArrayValue([Cell(f"{field_name}", v) for v in value],
-                                   self.array_kind(field_type, len(value)), field_name)
+                value = self.make_array(field_name, field_type, (len(value),), scope, node, value)
+            elif value is None and field_name in struct.field_shapes:
+                inner = self.template_scope(struct.definition, type_value.arguments, scope, node)
+                shape = tuple(int(self.value(size, inner)) for size in struct.field_shapes[field_name])
+                value = self.make_array(field_name, field_type, shape, scope, node)
             fields[field_name] = Cell(field_name, self.named(value, field_name))
         return StructValue(type_value.name, fields, type_value.arguments)
 
@@ -1256,6 +1297,12 @@ class Lifter(FragmentLifting):
             elif declarator.type == "init_declarator":
                 value_node = declarator.child_by_field_name("value")
                 inner_declarator = declarator.child_by_field_name("declarator")
+                if inner_declarator.type == "reference_declarator":  # `float& score = s[e]`: the same variable
+                    target = _deref(self.evaluate(value_node, scope))
+                    if target is None:
+                        raise self.unsupported(scope, declarator, "reference to a value that is no variable")
+                    scope.names[name] = target
+                    continue
                 if value_node.type in ("initializer_list",) and isinstance(declared_type, TypeValue) and \
                         declared_type.name in self.program.structs:
                     value = self.make_struct(declared_type, self._initializer_values(value_node, scope), scope, node)
@@ -1269,6 +1316,9 @@ class Lifter(FragmentLifting):
                     value = self.value(value_node, scope)
                     if isinstance(value, StructValue):
                         value = value.copy()
+                    if name in self.profile.section("shared_tiles") and (isinstance(value, SharedPointer) or (
+                            isinstance(value, TypeValue) and value.name == "__shared_base__")):
+                        value = self.shared_tile_pointer(name, value, scope, node)
             elif declarator.type == "array_declarator":
                 value = self.declare_array(declarator, declared_type, scope, node)
             elif isinstance(declared_type, TypeValue) and declared_type.name in self.program.structs:
@@ -1288,19 +1338,40 @@ class Lifter(FragmentLifting):
         return values
 
     def declare_array(self, declarator: Node, declared_type, scope: Scope, node: Node, values=None):
-        size = self.value(declarator.child_by_field_name("size"), scope)
-        name = declarator_name(declarator)
-        if values is not None and len(values) != int(size):
-            raise self.error(scope, node, f"`{name}` has {size} elements but {len(values)} initializers")
-        values = values if values is not None else [None] * int(size)
-        return ArrayValue([Cell(name, v) for v in values], self.array_kind(str(declared_type), int(size)), name)
+        shape = []
+        while declarator.type == "array_declarator":
+            size = self.value(declarator.child_by_field_name("size"), scope)
+            if not isinstance(size, int) or isinstance(size, bool):
+                raise self.error(scope, declarator, "an array whose size is not a compile-time constant")
+            shape.insert(0, size)
+            declarator = declarator.child_by_field_name("declarator")
+        return self.make_array(declarator_name(declarator), str(declared_type), tuple(shape), scope, node, values)
 
-    def array_kind(self, type_name: str, size: int) -> str:
+    def make_array(self, name: str, type_name: str, shape: tuple[int, ...], scope: Scope, node: Node, values=None):
+        size = int(np.prod(shape))
+        if values is not None and len(values) != size:
+            raise self.error(scope, node, f"`{name}` has {size} elements but {len(values)} initializers")
+        values = values if values is not None else [None] * size
+        kind, layout = self.array_kind(type_name, shape)
+        return ArrayValue([Cell(name, v) for v in values], kind, name, shape, layout)
+
+    @staticmethod
+    def array_kind(type_name: str, shape: tuple[int, ...]) -> tuple[str, FragmentLayout | None]:
+        """What a register array holds, by its element type and shape: float [n] and [M][N][4] are fragments
+        in the wgmma and mma.sync accumulator layouts, float [2] and [M][2] row vectors (elements.py); other
+        float arrays hold one scalar per element."""
+        size = int(np.prod(shape))
         if type_name == "float":
-            return "rows" if size == 2 else "fragment"
+            if shape[-1] == 2 and len(shape) <= 2:
+                return "rows", FragmentLayout(shape[0] if len(shape) == 2 else 1, 1)
+            if len(shape) == 3 and shape[-1] == 4:
+                return "fragment", FragmentLayout(shape[0], shape[1])
+            if len(shape) == 1:
+                return "fragment", FragmentLayout(1, size // 4)
+            return "plain", None
         if type_name in ("uint32_t", "unsigned") and size > 2:
-            return "packed"
-        return "plain"
+            return "packed", None
+        return "plain", None
 
     def _stmt_if_statement(self, node: Node, scope: Scope):
         condition_node = node.child_by_field_name("condition")
@@ -1448,6 +1519,7 @@ class Lifter(FragmentLifting):
         self.role_registers = None
         role_scope = Scope(scope)
         self.worker_state = {"store": Cell("store_group", None), "gemm": Cell("gemm_group", None)}
+        self.copy_window = [Cell(f"copy_group_{i}", None) for i in range(COPY_GROUP_WINDOW)]
         role_scope.names["__store_group__"] = self.worker_state["store"]
         role_scope.names["__gemm_group__"] = self.worker_state["gemm"]
         self.materialized = {}
@@ -1530,6 +1602,8 @@ class Lifter(FragmentLifting):
                 for member in value.fields.values():
                     add(member)
             elif isinstance(value, ArrayValue):
+                if value.kind == "view":
+                    return  # its cells are its parent array's
                 if value.kind in ("fragment", "packed", "rows"):
                     slots.append(Slot(cell.name, value))
                 else:
@@ -1543,6 +1617,9 @@ class Lifter(FragmentLifting):
 
         for cell in self.worker_state.values():
             add(cell)
+        for cell in self.copy_window:  # carried once a group is committed, whatever came before
+            seen.add(id(cell))
+            slots.append(Slot(cell.name, cell))
         current = scope
         while current is not None:
             for value in current.names.values():
@@ -1604,6 +1681,8 @@ class Lifter(FragmentLifting):
             self._unroll(condition, update, body, scope, node)
         finally:
             self.unroll_depth -= 1
+        if self.pending_gemms and not self.unroll_depth:
+            self.flush_gemms()
         if self.pending_stores and not self.unroll_depth:
             self.flush_stores()
 
@@ -1849,11 +1928,6 @@ class Lifter(FragmentLifting):
             return None  # the prologue's fence after the inits: part of cuir.mbarrier_init's lowering
         self.emit(FenceAsyncSharedOp(), scope, node)
 
-    def _op_barrier(self, callee, values, scope: Scope, node: Node):
-        if self.worker is None:
-            return None  # the prologue's __syncthreads: workers start after the kernel body's inits
-        raise self.error(scope, node, "a block-wide barrier inside a worker role")
-
     def _named_barrier(self, op_class, values, scope: Scope, node: Node):
         threads = values["threads"]
         if not isinstance(threads, int):
@@ -1966,7 +2040,8 @@ class Lifter(FragmentLifting):
 
         if isinstance(value, Expr) and value.op in REDUCING and REDUCING[value.op] == kind and free_elements(value):
             elements = free_elements(value)
-            halves_seen = {(e >> 1) & 1 for e in elements}
+            layout = FragmentLayout.of_tile(_first_elem(value).tile.type)
+            halves_seen = {layout.slot(e) for e in elements}
             if len(halves_seen) != 1:
                 raise self.error(scope, node, "a quad reduction over elements of both of the thread's rows")
             reduction = as_reduction(value, halves_seen.pop())
@@ -2006,8 +2081,9 @@ class Lifter(FragmentLifting):
         buffer = self.shared[ref.name]
         rows, columns = buffer.type.dims
         ids = np.nonzero(self.active)[0]
-        row = element_layout(ids, element, "row", False)
-        column = element_layout(ids, element, "col", False)
+        layout = FragmentLayout(rows // 64, columns // 8)
+        row = element_layout(ids, element, "row", False, layout)
+        column = element_layout(ids, element, "col", False, layout)
         panel_columns = int(self.profile.section("shared_storage").get("panel_columns", columns))
         chunk = (column % panel_columns) // 8
         expected = (column // panel_columns) * rows * panel_columns * 2 + row * 128 + ((chunk ^ (row % 8)) * 16) + \
@@ -2025,7 +2101,9 @@ class Lifter(FragmentLifting):
         pending, self.pending_stores = self.pending_stores, {}
         for record in pending.values():
             scope, node = record["scope"], record["node"]
-            if "pairs" in record:
+            if "layout" in record:
+                self.flush_pair_stores(record)
+            elif "pairs" in record:
                 ref, pairs = record["ref"], record["pairs"]
                 buffer = self.shared[ref.name]
                 count = buffer.type.dims[0] * buffer.type.dims[1] // (2 * self.profile.warp_group_threads)
@@ -2053,7 +2131,8 @@ class Lifter(FragmentLifting):
         if len(read) != 1:
             raise self.error(scope, node, "a global store of a value that is not one row's")
         half = read.pop()
-        difference = index.threads[ids] - element_layout(ids, half, "row", True)
+        layout = FragmentLayout(_row_tiles(value), 1)
+        difference = index.threads[ids] - element_layout(ids, half, "row", True, layout)
         if not (difference == difference[0]).all():
             raise self.error(scope, node, "a global store whose index is not the thread's row")
         key = (target.tensor.name,)
@@ -2065,9 +2144,10 @@ class Lifter(FragmentLifting):
     def _emit_tensor_store(self, record):
         scope, node = record["scope"], record["node"]
         halves = record["halves"]
-        if sorted(halves) != [0, 1]:
-            raise self.error(scope, node, "a row store of one of the thread's rows only")
-        rows = self.materialize_rows([halves[0], halves[1]], scope, node, "row_" + record["tensor"].name)
+        slots = 2 * _row_tiles(halves[min(halves)])
+        if sorted(halves) != list(range(slots)):
+            raise self.error(scope, node, "a row store of some of the thread's rows only")
+        rows = self.materialize_rows([halves[s] for s in range(slots)], scope, node, "row_" + record["tensor"].name)
         mapping = self.profile.section("parameters")["fields"]
         spec = next(m for m in mapping.values() if m.get("tensor") == record["tensor"].name)
         sizes = [mapping[name]["dim"] for name in spec["sizes"]]
@@ -2160,6 +2240,33 @@ class Lifter(FragmentLifting):
         self.emit(op, scope, node)
         self.copy_panels[op] = 1
         return None
+
+
+def _first_elem(value) -> Elem | None:
+    """The first materialized fragment element `value` reads."""
+    if isinstance(value, Elem):
+        return value
+    if isinstance(value, Expr):
+        for arg in value.args:
+            found = _first_elem(arg) if not isinstance(arg, tuple) else next(
+                (e for e in map(_first_elem, arg) if e is not None), None)
+            if found is not None:
+                return found
+    return None
+
+
+def _row_tiles(value) -> int:
+    """The 16-row tiles per warp (m_tiles) of the row vectors or fragments a row value reads."""
+    if isinstance(value, RowOf):
+        return value.rows.type.length.data // 64
+    element = _first_elem(value)
+    if element is not None:
+        return element.tile.type.dims[0] // 64
+    if isinstance(value, Expr):
+        for arg in value.args:
+            if isinstance(arg, (RowOf, Expr)):
+                return _row_tiles(arg)
+    return 1
 
 
 def _deref(value) -> Cell | None:

@@ -44,6 +44,7 @@ class StructDefinition:
     members: dict[str, Definition] = field(default_factory=dict)  # static constexpr members and nested types
     fields: list[tuple[str, str, Node | None]] = field(default_factory=list)  # (type, name, default)
     methods: dict[str, list[Definition]] = field(default_factory=dict)
+    field_shapes: dict[str, list[Node]] = field(default_factory=dict)  # array fields: their size expressions
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,12 @@ class Program:
                         struct.members[member_name] = Definition(member, source, member_template)
                     else:
                         struct.fields.append((text(type_node), member_name, default))
+                        sizes = []
+                        while declarator.type == "array_declarator":
+                            sizes.insert(0, declarator.child_by_field_name("size"))
+                            declarator = declarator.child_by_field_name("declarator")
+                        if sizes:
+                            struct.field_shapes[member_name] = sizes
             elif member.type in ("alias_declaration", "type_definition"):
                 struct.members[text(member.child_by_field_name("name"))] = Definition(member, source, ())
             elif member.type == "struct_specifier":

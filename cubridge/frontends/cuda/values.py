@@ -65,16 +65,31 @@ class StructValue:
 
 @dataclass(eq=False)
 class ArrayValue:
-    """An array, element by element. `kind`: "fragment" (the thread's share of a float tile), "packed" (of a
-    16-bit tile, two elements a register), "rows" (one value per row the thread holds: a row vector) or
-    "plain"."""
+    """An array, element by element (row-major over `shape`). `kind`: "fragment" (the thread's share of a
+    float tile, in `layout`), "packed" (of a 16-bit tile, two elements a register), "rows" (one value per
+    row the thread holds: a row vector), "plain", or "view": `array[i]` of a multi-dimensional array, the
+    cells of `parent` from `offset` on."""
 
     cells: list[Cell]
     kind: str = "plain"
     name: str = ""
+    shape: tuple[int, ...] = ()
+    layout: object = None  # elements.FragmentLayout of a fragment or row vector (None: wgmma)
+    parent: ArrayValue | None = None
+    offset: int = 0
 
     def copy(self) -> ArrayValue:
-        return ArrayValue([Cell(c.name, _copy(c.value), c.mutable) for c in self.cells], self.kind, self.name)
+        return ArrayValue([Cell(c.name, _copy(c.value), c.mutable) for c in self.cells], self.kind, self.name,
+                          self.shape, self.layout)
+
+    def element(self, index: int):
+        """`array[index]`: a cell, or the view of a sub-array."""
+        if len(self.shape) <= 1:
+            return self.cells[index]
+        inner = len(self.cells) // self.shape[0]
+        root = self.parent or self
+        return ArrayValue(self.cells[index * inner:(index + 1) * inner], "view", self.name, self.shape[1:],
+                          parent=root, offset=self.offset + index * inner)
 
 
 def _copy(value):
@@ -169,3 +184,48 @@ class TensorStore:
 
     tensor: TensorArgument
     index: object
+
+
+@dataclass(frozen=True)
+class SharedPointer:
+    """An element pointer into the `extern __shared__` block: `tile` (a profile `shared_tiles` allocation;
+    None: the block's base) at stage `stage`, plus `offset` elements from the tile's first element."""
+
+    tile: str | None
+    stage: object = None
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class Stride:
+    """The element stride of dimension `dim` of kernel tensor `tensor` (a parameter field)."""
+
+    tensor: str
+    dim: int
+
+
+@dataclass(frozen=True)
+class StrideTerm:
+    """`count * stride`: `count` steps along a tensor dimension."""
+
+    stride: Stride
+    count: object
+
+
+@dataclass(frozen=True)
+class GlobalPointer:
+    """A pointer into kernel tensor `tensor`: coordinates by dimension (`dim -> value`, the others 0), or a
+    linear element offset `linear` into a contiguous tensor."""
+
+    tensor: str
+    coordinates: tuple = ()
+    linear: object = None
+
+
+@dataclass(frozen=True)
+class GridIndex:
+    """`blockIdx.x` (`reversed`: `gridDim.x - 1 - blockIdx.x`) or, `extent`, `gridDim.x` (minus `minus`)
+    before it becomes the work tile's query tile."""
+
+    extent: bool = False
+    minus: int = 0

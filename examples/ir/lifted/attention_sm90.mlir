@@ -273,24 +273,24 @@ builtin.module {
         cuir.wait_group %store_group : !cuir.token<@consumer>
         %128 = arith.addi %group, %c3 : index
         cuir.named_barrier_sync %128, 128
-        %129 = cuir.map %sum_end (%130: f32, %131: index) {
-          %132 = arith.constant 0.000000e+00 : f32
-          %133 = arith.cmpf ogt, %130, %132 : f32
-          %134 = arith.constant 1.000000e+00 : f32
-          %135 = arith.divf %134, %130 : f32
-          %136 = arith.select %133, %135, %132 : f32
-          cuir.yield %136 : f32
+        %inverse = cuir.map %sum_end (%129: f32, %130: index) {
+          %131 = arith.constant 0.000000e+00 : f32
+          %132 = arith.cmpf ogt, %129, %131 : f32
+          %133 = arith.constant 1.000000e+00 : f32
+          %134 = arith.divf %133, %129 : f32
+          %135 = arith.select %132, %134, %131 : f32
+          cuir.yield %135 : f32
         } : !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-        %137 = cuir.map %o_6, %129 (%138: f32, %139: f32, %140: index, %141: index) {
-          %142 = arith.mulf %138, %139 : f32
-          cuir.yield %142 : f32
+        %136 = cuir.map %o_6, %inverse (%137: f32, %138: f32, %139: index, %140: index) {
+          %141 = arith.mulf %137, %138 : f32
+          cuir.yield %141 : f32
         } : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
-        %143 = cuir.convert %137 : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xbf16, @consumer>
-        cuir.store %143 -> %o_half[%group] : !cuir.tile<64x128xbf16, @consumer> -> !cuir.smem<64x128xbf16, stages 2, swizzle 128>
+        %142 = cuir.convert %136 : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xbf16, @consumer>
+        cuir.store %142 -> %o_half[%group] : !cuir.tile<64x128xbf16, @consumer> -> !cuir.smem<64x128xbf16, stages 2, swizzle 128>
         cuir.fence_async_shared
         cuir.named_barrier_sync %128, 128
-        %144 = arith.cmpi slt, %group_row0, %seqlen_q : index
-        %store_group_1 = scf.if %144 -> (!cuir.token<@consumer>) {
+        %143 = arith.cmpi slt, %group_row0, %seqlen_q : index
+        %store_group_1 = scf.if %143 -> (!cuir.token<@consumer>) {
           cuir.store_async %o_half[%group] -> %o[%batch_1, %head_1, %group_row0, %c0_1] : !cuir.smem<64x128xbf16, stages 2, swizzle 128> -> !cuir.global<4 x bf16, strided>
           %stored_1 = cuir.commit_group : !cuir.token<@consumer>
           scf.yield %stored_1 : !cuir.token<@consumer>
@@ -300,9 +300,9 @@ builtin.module {
         %tile_count_3 = arith.addi %tile_count_2, %c1_1 : index
         cuir.yield %store_group_1, %tile_count_3, %count_end_3 : !cuir.token<@consumer>, index, index
       }
-      %145 = arith.subi %c1_1, %group : index
-      %146 = arith.cmpi ne, %145, %c0_1 : index
-      scf.if %146 {
+      %144 = arith.subi %c1_1, %group : index
+      %145 = arith.cmpi ne, %144, %c0_1 : index
+      scf.if %145 {
         cuir.named_barrier_sync %c1_1, 256
       }
       cuir.wait_group %store_group_end : !cuir.token<@consumer>
