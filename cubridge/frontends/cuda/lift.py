@@ -1592,7 +1592,10 @@ class Lifter(FragmentLifting):
             value = None
         finally:
             self.block = saved_block
-        if probe_block.first_op is not None:
+        emitted = probe_block.first_op is not None
+        for op in reversed(list(probe_block.ops)):  # the probe's ops must not stay users of the kernel's values
+            probe_block.erase_op(op, safe_erase=False)
+        if emitted:
             return None
         return value if isinstance(value, bool) else None
 
