@@ -52,6 +52,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import IsTerminator
 
 from cubridge.dialect.attributes import Schedule, ScheduleAttr
 from cubridge.dialect.cuir import CopyAsyncOp, CopyOp, DimOp, ForEachTileOp, KernelOp, MapOp, WorkerOp, YieldOp
@@ -136,7 +137,7 @@ def _locate_inserted_ops(kernel: KernelOp, spec: AttentionSpec, original: set[Op
     line = code.co_firstlineno if code is not None and code.co_filename == spec.path else 1
     default = _spec_location(spec, line)
     for op in kernel.walk():
-        if op.location != UNKNOWN_LOC or op in original:
+        if op.location != UNKNOWN_LOC or op in original or op.has_trait(IsTerminator):  # a terminator: its parent's
             continue
         activation = isinstance(op, MapOp) and op.parent_op() is not None and spec.normalization != "softmax"
         op.location = normalization if activation and len(op.inputs) == 1 and not op.origin else default
