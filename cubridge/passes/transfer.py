@@ -190,19 +190,22 @@ class _Inserter:
 def _insert_hooks(site: ScoreSite, spec: AttentionSpec, tables: dict[str, SSAValue]) -> SSAValue | None:
     """Apply score_mod to the scaled score and mask_mod after it (in the mask branch's score map, where the
     kernel masks only the tiles that need it); returns the modified, unmasked score of the score map."""
-    q_tile, head, batch = site.tile_loop.tile_coords
     scored = site.scaled
+    insert = lowering = None
     if spec.score_expr is not None:
         insert = _Inserter(InsertPoint.after(scored.owner))
         lowering = _hook_lowering(insert, spec, scored.owner.parent_op(), tables, site, scored)
         scored = _replace_after(scored, _named(lowering.lower(spec.score_expr, E.FLOAT), "modified"), insert)
     if spec.mask_expr is None:
         return scored
-    if site.mask_branch is None:
-        subject, insert = scored, _Inserter(InsertPoint.after(scored.owner))
-    else:
+    if site.mask_branch is not None:
         subject, insert = site.score_map.scalar_args[0], _Inserter(InsertPoint.at_start(site.score_map.body.block))
-    lowering = _hook_lowering(insert, spec, site.score_map, tables, site, subject)
+        lowering = _hook_lowering(insert, spec, site.score_map, tables, site, subject)
+    elif lowering is None:
+        subject, insert = scored, _Inserter(InsertPoint.after(scored.owner))
+        lowering = _hook_lowering(insert, spec, site.score_map, tables, site, subject)
+    else:  # after the score_mod, sharing its subexpressions
+        subject = scored
     keep = lowering.lower(spec.mask_expr)
     select = arith.SelectOp(keep, subject, lowering.constant(-math.inf, E.FLOAT))
     insert(select)
