@@ -12,6 +12,7 @@ from xdsl.dialects import arith
 
 from cubridge.dialect import cuir_context
 from cubridge.dialect.cuir import KernelOp, StoreOp
+from cubridge.diagnostics import CuBridgeError, parse_module
 from cubridge.frontends.cuda import lift_cuda_file
 from cubridge.frontends.spec import load_spec
 from cubridge.interpreter import ProblemShape, verify
@@ -110,3 +111,38 @@ def test_lifted_kernel_is_unchanged_by_matching():
     module = lift_cuda_file(KERNEL, DEFAULT_ENTRY).module
     match_attention(next(op for op in module.walk() if isinstance(op, KernelOp)))
     assert str(module) == _lifted_text(DEFAULT_ENTRY)
+
+
+def _printed_lift(text_change):
+    path = ROOT / "examples" / "ir" / "lifted" / "attention_sm90.mlir"
+    text = text_change(path.read_text())
+    context = cuir_context()
+    return context, parse_module(context, text, str(path)), text
+
+
+def test_lifted_kernel_without_a_scale_is_a_located_error():
+    """Neither the score map scales the score nor the exp2 map folds a scale: the first masked score map is
+    named."""
+    context, module, text = _printed_lift(
+        lambda text: text.replace("%38 = arith.mulf %34, %scale_log2 : f32", "%38 = arith.mulf %34, %34 : f32"))
+    line = next(i for i, l in enumerate(text.splitlines(), 1) if "%s_2 = cuir.map %s at" in l)
+    with pytest.raises(CuBridgeError) as error:
+        TransferPass(spec_path("causal")).apply(context, module)
+    assert str(error.value) == (
+        f"{ROOT}/examples/ir/lifted/attention_sm90.mlir:{line}:11: error: transfer: the score map does not multiply "
+        "the score by a scale from outside the map, and the probability map folds none into its exp2")
+
+
+def test_mask_branch_of_other_values_is_a_located_error():
+    """An scf.if before the row max whose else-branch yields something other than the masked map's input."""
+    context, module, text = _printed_lift(
+        lambda text: text.replace("} else {\n          scf.yield %s : ", "} else {\n          scf.yield %o_1 : ", 1)
+        .replace("%s_1 = scf.if %needs_mask", "%o_1 = cuir.fill 0.0 : !cuir.tile<64x128xf32, @consumer>\n"
+                 "        %s_1 = scf.if %needs_mask", 1)
+        .replace("        %o_1 = cuir.fill 0.0 : !cuir.tile<64x128xf32, @consumer>\n        %alpha", "        %alpha", 1))
+    line = next(i for i, l in enumerate(text.splitlines(), 1) if "%s_1 = scf.if %needs_mask" in l)
+    with pytest.raises(CuBridgeError) as error:
+        TransferPass(spec_path("causal")).apply(context, module)
+    assert str(error.value) == (
+        f"{ROOT}/examples/ir/lifted/attention_sm90.mlir:{line}:9: error: transfer: the row max reduces an scf.if "
+        "that does not choose between a map of the score tile (masked) and the tile itself")
