@@ -68,12 +68,12 @@ from cubridge.passes.transfer_match import (
     OperandRef,
     ScoreSite,
     carried_copies,
-    softmax_scale_of,
     copy_row,
     enclosing,
     is_constant,
     kv_column,
     match_attention,
+    softmax_scale_of,
 )
 from cubridge.runtime.kernel_inputs import TABLES
 
@@ -213,15 +213,16 @@ def _insert_hooks(site: ScoreSite, spec: AttentionSpec, tables: dict[str, SSAVal
     return scored
 
 
-def _hook_lowering(insert: "_Inserter", spec: AttentionSpec, score_map: MapOp, tables: dict[str, SSAValue],
+def _hook_lowering(insert: _Inserter, spec: AttentionSpec, score_map: MapOp, tables: dict[str, SSAValue],
                    site: ScoreSite, score: SSAValue) -> ScalarLowering:
-    q_tile, head, batch = site.tile_loop.tile_coords
+    """Lowers hook code at `insert` with the leaves of `score_map`'s elements."""
+    _, head, batch = site.tile_loop.tile_coords
     q_idx, kv_idx = score_map.index_args
     leaves = {"score": score, "b": batch, "h": head, "q_idx": q_idx, "kv_idx": kv_idx, **tables}
     return ScalarLowering(insert, leaves, source=spec.path)
 
 
-def _replace_after(old: SSAValue, new: SSAValue, insert: "_Inserter") -> SSAValue:
+def _replace_after(old: SSAValue, new: SSAValue, insert: _Inserter) -> SSAValue:
     """Uses of `old` other than the inserted ops read `new`."""
     if new is not old:
         old.replace_uses_with_if(new, lambda use: use.operation not in insert.inserted)
@@ -244,7 +245,8 @@ def _scale_scores(found: AttentionMatch) -> None:
         block.add_ops([product, YieldOp(product.result)])
         scaled_map = MapOp([tile], list(site.score_map.origin), tile.type, Region(block))
         Rewriter.insert_op(scaled_map, InsertPoint.before(site.anchor))
-        tile.replace_uses_with_if(_named(scaled_map.result, "scaled"), lambda use: site.anchor.is_ancestor(use.operation))
+        in_branch = site.anchor.is_ancestor
+        tile.replace_uses_with_if(_named(scaled_map.result, "scaled"), lambda use: in_branch(use.operation))
         site.scaled = product.result
         site.score_maps.append(scaled_map)
         if site.kv_loop is None:
