@@ -1,6 +1,7 @@
-"""Tool speed of the lift: lift the Hopper reference (its default entry point) on one CPU core and print the
-median wall time; beside it, transfer + lower of the checked-in IR for a spec, the other two stages of
-`cuir-opt --lift --transfer=SPEC --lower`. Imports (torch, xDSL) are loaded once, before timing.
+"""Tool speed of lift + transfer + lower: on one CPU core, the median wall time of lifting the Hopper reference (its
+default entry point), of transfer + lower of the checked-in IR for a spec, and of the whole
+`cuir-opt --lift --transfer=SPEC --lower` pipeline on the lifted kernel (lift, transfer, lower in one process),
+which the 3 s target is about. Imports (torch, xDSL) are loaded once, before timing.
 
     taskset -c 0 python3 benchmarks/lift_speed.py [--runs N] [--spec SPEC.py]
 """
@@ -20,7 +21,7 @@ from pathlib import Path  # noqa: E402
 from cubridge.dialect import cuir_context  # noqa: E402
 from cubridge.diagnostics import parse_module  # noqa: E402
 from cubridge.frontends.cuda import lift_cuda_file  # noqa: E402
-from cubridge.lowering import lower_module  # noqa: E402
+from cubridge.lowering import cloned_pairs, lower_module  # noqa: E402
 from cubridge.passes.transfer import TransferPass  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,6 +47,15 @@ def _transfer_and_lower(spec: Path) -> None:
     lower_module(reference, variant, spec.stem)
 
 
+def _lift_transfer_and_lower(spec: Path) -> None:
+    """What `cuir-opt --lift --transfer=SPEC --lower` does after parsing its arguments."""
+    module = lift_cuda_file(KERNEL).module
+    reference = module.clone()
+    pairs = cloned_pairs(module, reference)
+    TransferPass(spec=str(spec)).apply(cuir_context(), module)
+    lower_module(reference, module, spec.stem, pairs=pairs)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -57,9 +67,11 @@ def main() -> None:
     print(f"lift of {KERNEL.name} (default entry): median {lift[0]:.2f} s (min {lift[1]:.2f}, max {lift[2]:.2f})")
     print(f"transfer ({args.spec.name}) + lower of {REFERENCE_IR.name}: median {rest[0]:.2f} s "
           f"(min {rest[1]:.2f}, max {rest[2]:.2f})")
-    total = lift[0] + rest[0]
-    verdict = "within" if total <= TARGET_SECONDS else "over"
-    print(f"sum of medians {total:.2f} s: {verdict} the {TARGET_SECONDS:.0f} s target")
+    whole = _median(lambda: _lift_transfer_and_lower(args.spec), args.runs)
+    print(f"lift + transfer ({args.spec.name}) + lower of {KERNEL.name}: median {whole[0]:.2f} s "
+          f"(min {whole[1]:.2f}, max {whole[2]:.2f})")
+    verdict = "within" if whole[0] <= TARGET_SECONDS else "over"
+    print(f"lift + transfer + lower {whole[0]:.2f} s: {verdict} the {TARGET_SECONDS:.0f} s target")
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ from cubridge.passes.transfer_match import (
     kv_column,
     kv_tile_width,
     match_attention,
+    operand_index,
 )
 
 _FIXED_PROPERTIES = ("threads", "smem_bytes", "cluster", "tile_m", "order", "source", "sym_name")
@@ -99,18 +100,27 @@ def _key(op: Operation) -> SourceLocation | None:
 
 
 class KernelDiff:
-    """Variant ops matched to reference ops by location."""
+    """Variant ops matched to reference ops: by `pairs` (variant op -> the reference op it was cloned from,
+    for ops the passes kept), else by location and op name.
 
-    def __init__(self, reference: KernelOp, variant: KernelOp):
+    A lifted kernel has several ops at one location (a helper inlined twice, a constant at the use it was
+    materialized for): where one location and name identify no single op, a variant op must come with its
+    pair."""
+
+    def __init__(self, reference: KernelOp, variant: KernelOp, pairs: dict[Operation, Operation] | None = None):
         self.reference = reference
         self.variant = variant
-        self.reference_at: dict[SourceLocation, Operation] = {}
+        self.pairs = pairs or {}
+        self.reference_at: dict[tuple[SourceLocation, str], Operation] = {}
+        self.ambiguous: set[tuple[SourceLocation, str]] = set()
         for op in reference.walk():
             where = _key(op)
             if where is None:
                 raise _fail("the reference kernel has an op without a source location", op)
-            self.reference_at.setdefault(where, op)
-        self.copies: dict[Operation, list[Operation]] = {op: [] for op in self.reference_at.values()}
+            if (where, op.name) in self.reference_at:
+                self.ambiguous.add((where, op.name))
+            self.reference_at.setdefault((where, op.name), op)
+        self.copies: dict[Operation, list[Operation]] = {op: [] for op in reference.walk()}
         self.inserted: list[Operation] = []
         for op in variant.walk():
             original = self.counterpart(op)
@@ -120,8 +130,13 @@ class KernelDiff:
                 self.copies[original].append(op)
 
     def counterpart(self, op: Operation) -> Operation | None:
-        where = _key(op)
-        return self.reference_at.get(where) if where is not None else None
+        if op in self.pairs:
+            return self.pairs[op]
+        key = (_key(op), op.name)
+        if key in self.ambiguous:
+            raise _fail(f"{op.name} is at a location where the reference has several, and no pair says which it "
+                        "stands for", op)
+        return self.reference_at.get(key)
 
     def origin(self, value: SSAValue) -> tuple[Operation | None, int]:
         """The reference value a variant value stands for: (reference op, result or argument index)."""
@@ -147,16 +162,18 @@ class _ScoreMap:
     op: MapOp
     site: ScoreSite
     masked: bool
-    modified: SSAValue
-    scaled: SSAValue
+    modified: SSAValue | None
+    scaled: SSAValue | None
     keep: SSAValue | None
+    modify_op: MapOp | None  # the map that scales (and modifies) the score: `op`, or the lifted kernel's own
 
 
 class SeamFinder:
     """Extracts a variant's seams against its reference and checks that they cover every difference."""
 
-    def __init__(self, reference: KernelOp, variant: KernelOp, dims, reference_file: str | None):
-        self.diff = KernelDiff(reference, variant)
+    def __init__(self, reference: KernelOp, variant: KernelOp, dims, reference_file: str | None,
+                 pairs: dict[Operation, Operation] | None = None):
+        self.diff = KernelDiff(reference, variant, pairs)
         self.reference_match: AttentionMatch = match_attention(reference)
         self.variant = variant
         self.dims = dims
@@ -172,6 +189,8 @@ class SeamFinder:
         seams = VariantSeams(self.variant, kv_tile_width(self.variant))
         seams.args = self._arguments()
         self._check_kernel_properties()
+        if str(self.variant) == str(self.diff.reference):  # untransformed: the reference source as it is
+            return seams
         score_maps = self._score_maps()
         seams.modify_score, seams.keep = self._score_seams(score_maps)
         seams.activate = self._activation()
@@ -216,7 +235,10 @@ class SeamFinder:
         for site in self.reference_match.sites:
             bounds_select = site.score_map.body.block.last_op.operands[0].owner
             for op in self.diff.copies[site.score_map]:
-                found.append(self._score_map(op, site, bounds_select))
+                if self.reference_match.folded:
+                    found.append(self._masked_score_map(op, site, bounds_select))
+                else:
+                    found.append(self._score_map(op, site, bounds_select))
         if not found:
             raise _fail("the variant has no score map of the reference", self.variant)
         return found
@@ -238,7 +260,40 @@ class SeamFinder:
             self.claimed_slots.add((yielded.owner, 1))
         else:
             self.claimed_slots.add((op.body.block.last_op, 0))
-        return _ScoreMap(op, site, masked, value, scaled_op.results[0], keep)
+        return _ScoreMap(op, site, masked, value, scaled_op.results[0], keep, op)
+
+    def _masked_score_map(self, op: MapOp, site: ScoreSite, bounds_select: Operation) -> _ScoreMap:
+        """A score map of the lifted kernel (the mask branch's): `select(past the end, -inf, score)`, the
+        mask an inserted `select(keep, score, -inf)` before it; a score_mod or activation reads scores that a
+        map inserted before the mask branch scales (and modifies)."""
+        bounds = op.body.block.last_op.operands[0].owner
+        if self.diff.counterpart(bounds) is not bounds_select:
+            raise _fail("a masked score map lost its bounds test", op)
+        slot = next((i for i in (1, 2) if not _is_neg_inf(bounds.operands[i])), None)
+        if slot is None:
+            raise _fail("a masked score map's bounds test selects -inf either way", op)
+        value = bounds.operands[slot]
+        keep = None
+        select = value.owner if not isinstance(value, BlockArgument) else None
+        if isinstance(select, arith.SelectOp) and self.diff.counterpart(select) is None and _is_neg_inf(select.rhs):
+            keep = select.cond
+            self.claimed_ops |= {select, select.rhs.owner}
+        self.claimed_slots.add((bounds, slot))
+        row = operand_index(op, "origin", 0)
+        self.claimed_slots.add((op, row))  # the transfer places the rows of a map whose q_idx the mask reads
+        self.claimed_values |= _slice(op.operands[row])
+        source = op.inputs[0]
+        scale_map = source.owner if not isinstance(source, BlockArgument) else None
+        if not isinstance(scale_map, MapOp) or self.diff.counterpart(scale_map) is not None:
+            return _ScoreMap(op, site, True, None, None, keep, None)
+        branch = op.parent_op()
+        unmasked = branch.false_region.block.last_op
+        self.claimed_slots |= {(op, 0), (unmasked, list(unmasked.operands).index(source))}
+        self.claimed_ops.add(scale_map)
+        for origin in scale_map.origin:  # placed as the masked map's
+            self.claimed_values |= _slice(origin)
+        scaled = scale_map.body.block.first_op.results[0]
+        return _ScoreMap(op, site, True, scale_map.body.block.last_op.operands[0], scaled, keep, scale_map)
 
     def _hook_leaves(self, score_map: MapOp, scaled: SSAValue | None) -> dict[SSAValue, str]:
         q_idx, kv_idx = score_map.index_args
@@ -269,7 +324,8 @@ class SeamFinder:
         modify, keep = [], []
         for found in maps:
             if found.modified is not found.scaled:
-                code, used = self._emit("modify_score", self._hook_leaves(found.op, found.scaled), found.modified)
+                code, used = self._emit("modify_score", self._hook_leaves(found.modify_op, found.scaled),
+                                        found.modified)
                 modify.append((code, found.op))
                 self.claimed_values |= used
             if found.keep is not None:
@@ -307,7 +363,7 @@ class SeamFinder:
 
     def _is_score_map(self, op: Operation) -> bool:
         original = self.diff.counterpart(op)
-        return any(original is site.score_map for site in self.reference_match.sites)
+        return any(original in (site.score_map, site.mask_branch) for site in self.reference_match.sites)
 
     @property
     def normalization_removed(self) -> set[Operation]:
@@ -319,7 +375,60 @@ class SeamFinder:
                 removed.add(site.rescale_factor)
             removed |= set(site.rescales)
         removed |= set(self.reference_match.output_normalizations)
+        for site in self.reference_match.sites:  # the lifted kernel's -max * scale_log2, its 1 / sum
+            removed |= {value.owner for value in site.probabilities.inputs[1:] if isinstance(value.owner, MapOp)}
+        for normalize in self.reference_match.output_normalizations:
+            removed |= {value.owner for value in normalize.inputs[1:] if isinstance(value.owner, MapOp)}
         return removed
+
+    @property
+    def unfolded(self) -> set[Operation]:
+        """Reference ops that scaling the scores before the policy removes from a lifted kernel: scale * log2 e
+        (the exp2 then takes log2 e alone) and the LSE's max * scale."""
+        removed: set[Operation] = set(self.reference_match.lse_scales)
+        for site in self.reference_match.sites:
+            if site.folded_scale is not None and not isinstance(site.folded_scale, BlockArgument):
+                product = site.folded_scale.owner
+                removed |= {product} | {v.owner for v in product.operands if isinstance(v.owner, arith.ConstantOp)}
+        return removed
+
+    def _unfolded_operand(self, before: SSAValue, after: SSAValue) -> bool:
+        """Whether an operand changed as scaling the scores first changes it: scale * log2 e to log2 e, the
+        LSE's max * scale to max."""
+        if any(before is site.folded_scale for site in self.reference_match.sites):
+            return isinstance(after.owner, arith.ConstantOp) and after.owner in self.claimed_ops
+        multiply = before.owner
+        if multiply in self.reference_match.lse_scales:
+            return any(self.diff.origin(after) == self.diff.reference_origin(x) for x in multiply.operands)
+        return False
+
+    def _claim_log2e(self) -> None:
+        """The log2 e an exp2 multiplies by once the scores are scaled before it."""
+        for op in self.diff.inserted:
+            if isinstance(op, arith.ConstantOp) and isinstance(op.value, FloatAttr) and \
+                    abs(op.value.value.data - 1.4426950408889634) < 1e-7:
+                self.claimed_ops.add(op)
+
+    def _mask_conditions(self) -> tuple[SSAValue, SSAValue] | None:
+        """The lifted kernel's mask branches test `position < full_begin || position >= full_end`: the two
+        bounds (the same in every branch), or None where the reference's tests stand."""
+        bounds = set()
+        for site in self.reference_match.sites:
+            for branch in self.diff.copies[site.mask_branch]:
+                condition = branch.cond
+                if self.diff.origin(condition) == self.diff.reference_origin(site.mask_branch.cond):
+                    return None
+                either = condition.owner
+                tests = [v.owner for v in either.operands] if isinstance(either, arith.OrIOp) else []
+                if len(tests) != 2 or not all(isinstance(t, arith.CmpiOp) for t in tests):
+                    raise _fail("a mask branch tests neither position < full_begin nor position >= full_end",
+                                branch)
+                bounds.add((tests[0].rhs, tests[1].rhs))
+                self.claimed_ops |= {either, *tests}
+                self.claimed_slots.add((branch, 0))
+        if len(bounds) != 1:
+            raise _fail("the mask branches disagree on the mask-free tiles", self.variant)
+        return bounds.pop()
 
     # -- kv loops ----------------------------------------------------------------
 
@@ -332,11 +441,15 @@ class SeamFinder:
         value_arg = self.reference_match.v
         for loop, clones in self._kv_clones().items():
             loads = [op for op in loop.body.walk() if isinstance(op, CopyAsyncOp | CopyOp) and op.source is value_arg]
+            row_of = copy_row
+            if self.reference_match.folded:  # the producer carries its kv row: take a score map's
+                loads = [s.score_map for s in self.reference_match.sites if s.kv_loop is loop]
+                row_of = kv_column
             if not loads:
                 continue
-            reference_row = copy_row(loads[0]).value
+            reference_row = row_of(loads[0]).value
             variant_load = self.diff.copies[loads[0]][0]
-            row = copy_row(variant_load).value
+            row = row_of(variant_load).value
             if self.diff.origin(row) == self.diff.reference_origin(reference_row):
                 return None
             if not isinstance(row.owner, arith.MuliOp) or not is_constant(row.owner.rhs, block_n):
@@ -355,7 +468,8 @@ class SeamFinder:
             code, used = self._emit("kv_tile", leaves, row.owner.lhs)
             self.claimed_values |= used | {row}
             return code
-        raise _fail("no kv loop loads V", self.variant)
+        raise _fail("no kv loop loads V" if not self.reference_match.folded else "no kv loop has a score map",
+                    self.variant)
 
     def _kv_range(self, maps: list[_ScoreMap]) -> tuple[SeamCode, str, str, str, str] | None:
         clones = self._kv_clones()
@@ -384,6 +498,7 @@ class SeamFinder:
         full = [loop for loop in consumer_copies if any(_inside(m, loop) for m in unmasked)]
         if len(full) > 1:
             raise _fail("more than one mask-free part of the kv loop", full[1])
+        mask_bounds = self._mask_conditions() if self.reference_match.folded else None
         tile_loop = enclosing(consumer_copies[0], ForEachTileOp)
         leaves: dict[SSAValue, str] = {}
         for loop in (tile_loop, enclosing(bounds_loop, ForEachTileOp) if producer else tile_loop):
@@ -394,6 +509,8 @@ class SeamFinder:
         )
         begin, end = emitter.value(begin_value), emitter.value(end_value)
         full_begin, full_end = (emitter.value(full[0].lb), emitter.value(full[0].ub)) if full else ("0", "0")
+        if mask_bounds is not None:
+            full_begin, full_end = (emitter.value(bound) for bound in mask_bounds)
         self.claimed_values |= set(emitter.names)
         for copies in clones.values():
             for index, copy in enumerate(copies):
@@ -414,6 +531,7 @@ class SeamFinder:
         variant's, and return the reference ops that computed the reference's (a block-list variant replaces
         them)."""
         refs = [kv_column(m.site.score_map) for m in maps] + self.reference_match.first_kv_rows
+        refs += self.reference_match.next_kv_rows
         sources = (self.reference_match.k, self.reference_match.v)
         for loop in self.reference_match.kv_loops:
             refs += [copy_row(op) for op in loop.body.walk() if isinstance(op, CopyAsyncOp | CopyOp) and op.source in sources]
@@ -432,6 +550,12 @@ class SeamFinder:
         activation = seams.activate is not None
         removable = self.normalization_removed if activation else set()
         removable |= self._claim_kv_rows(self._score_maps())
+        if self.reference_match.folded:
+            for site in self.reference_match.sites:  # the reference's needs_mask tests, replaced by the plan's
+                removable |= {v.owner for v in _slice(site.mask_branch.cond) if not isinstance(v, BlockArgument)}
+            if seams.modify_score is not None or activation:
+                removable |= self.unfolded
+                self._claim_log2e()
         for op, copies in self.diff.copies.items():
             if not copies and op not in removable and not _inside_any(op, removable):
                 raise _fail(f"{op.name} of the reference is gone, and no seam removes it",
@@ -460,12 +584,15 @@ class SeamFinder:
                 self._check_operands(reference_op, copy, activation, removable)
 
     def _carried_elsewhere(self, before: SSAValue, after: SSAValue) -> bool:
-        """Whether both are carried values of the same loop: dropping the rescale factor from a loop's
-        carried values (an activation) renumbers the rest."""
-        if not isinstance(before, BlockArgument) or not isinstance(after, BlockArgument):
+        """Whether both are carried values (or results) of the same loop: dropping the rescale factor from a
+        loop's carried values (an activation) renumbers the rest."""
+        if isinstance(before, BlockArgument) and isinstance(after, BlockArgument):
+            loop = after.owner.parent_op()
+            return isinstance(loop, scf.ForOp) and self.diff.counterpart(loop) is before.owner.parent_op()
+        if isinstance(before, BlockArgument) or isinstance(after, BlockArgument):
             return False
-        loop = after.owner.parent_op()
-        return isinstance(loop, scf.ForOp) and self.diff.counterpart(loop) is before.owner.parent_op()
+        return (isinstance(after.owner, scf.ForOp) and self.diff.counterpart(after.owner) is before.owner
+                and after.name_hint == before.name_hint)
 
 
     def _check_operands(self, reference_op: Operation, copy: Operation, activation: bool,
@@ -483,6 +610,8 @@ class SeamFinder:
             if (copy, index) in self.claimed_slots or after in self.claimed_values:
                 continue
             if self.diff.origin(after) == self.diff.reference_origin(before):
+                continue
+            if self.reference_match.folded and self._unfolded_operand(before, after):
                 continue
             if activation and (
                 loose

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 
 from cubridge.dialect.cuir import DimOp, KernelOp
 from cubridge.diagnostics import CuBridgeError, describe_location, location_of
@@ -150,6 +151,11 @@ def reference_of(kernel: KernelOp) -> ReferenceSource:
     return reference
 
 
+def cloned_pairs(module: ModuleOp, clone: ModuleOp) -> dict[Operation, Operation]:
+    """Each op of `module` -> its copy in `clone` (`clone = module.clone()`, before any pass ran)."""
+    return dict(zip(module.walk(), clone.walk(), strict=True))
+
+
 def identifier(name: str) -> str:
     """`name` as a C++ identifier fragment (spec file stems may hold dashes or dots)."""
     cleaned = re.sub(r"\W", "_", name)
@@ -157,11 +163,14 @@ def identifier(name: str) -> str:
 
 
 def lower_module(reference: ModuleOp, variant: ModuleOp, name: str = "variant",
-                 instances: tuple[tuple[str, int], ...] | None = None) -> LoweredKernel:
+                 instances: tuple[tuple[str, int], ...] | None = None,
+                 pairs: dict[Operation, Operation] | None = None) -> LoweredKernel:
     """Lower the one kernel of `variant` by patching the source its counterpart in `reference` mirrors.
 
     `instances` picks (dtype, head dim) entry points (default: every one the
-    reference has whose kv tile matches the IR's).
+    reference has whose kv tile matches the IR's); `pairs` maps ops of `variant`
+    to the ops of `reference` they were cloned from (`cloned_pairs`), where
+    locations do not tell ops apart (a lifted kernel).
     """
     reference_kernel = _single_kernel(reference, "reference")
     kernel = _single_kernel(variant, "variant")
@@ -177,7 +186,7 @@ def lower_module(reference: ModuleOp, variant: ModuleOp, name: str = "variant",
                                 describe_location(op))
         return expression
 
-    seams = SeamFinder(reference_kernel, kernel, dims, where.filename if where else None).find()
+    seams = SeamFinder(reference_kernel, kernel, dims, where.filename if where else None, pairs).find()
     text = source.text()
     chosen = _instances(source, seams, instances)
     variant_name = identifier(name)

@@ -3,13 +3,20 @@
 1. match the kernel by dataflow (`transfer_match`);
 2. captured tensors become kernel arguments, read with `cuir.gather`;
 3. score_mod and mask_mod go into every score map, right after the score is
-   scaled: after the Q K^T gemm has completed, before the row max;
+   scaled: after the Q K^T gemm has completed, before the row max. A kernel
+   whose exp2 folds the scale (the lifted Hopper kernel) keeps the fold unless
+   a score_mod or an activation reads the score: then a map scales the scores
+   first (score_mod follows it), the exp2 multiplies by log2 e and the LSE
+   takes the row max as it is; its mask_mod goes into the map that masks the
+   tiles that need it;
 4. a sigmoid or relu normalization replaces the softmax chain: P = f(score),
    no rescaling, no division by the row sum;
 5. a mask the symbolic analysis understands (`mask_analysis`) gets
    closed-form kv loop bounds per query tile, for every kv loop (producers
    and consumers alike, so they visit the same tiles in the same order), and
-   each consumer loop is split into masked / mask-free / masked parts;
+   each consumer loop is split into masked / mask-free / masked parts (a
+   kernel that masks only where `needs_mask(position)` instead tests the
+   plan's mask-free tiles there);
 6. any other mask (it reads captured data, b or h, or keeps several disjoint
    kv intervals per row, whose hull would visit the empty tiles between
    them) gets FlexAttention-style block lists built before the kernel
@@ -33,6 +40,7 @@ from xdsl.dialects.builtin import (
     UNKNOWN_LOC,
     ArrayAttr,
     FileLineColLoc,
+    FloatAttr,
     IndexType,
     IntAttr,
     IntegerAttr,
@@ -44,9 +52,10 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import IsTerminator
 
 from cubridge.dialect.attributes import Schedule, ScheduleAttr
-from cubridge.dialect.cuir import CopyAsyncOp, CopyOp, DimOp, ForEachTileOp, KernelOp, MapOp, YieldOp
+from cubridge.dialect.cuir import CopyAsyncOp, CopyOp, DimOp, ForEachTileOp, KernelOp, MapOp, WorkerOp, YieldOp
 from cubridge.dialect.types import GlobalTensorType
 from cubridge.diagnostics import CuBridgeError, describe_location
 from cubridge.frontends import expr as E
@@ -61,8 +70,10 @@ from cubridge.passes.transfer_match import (
     carried_copies,
     copy_row,
     enclosing,
+    is_constant,
     kv_column,
     match_attention,
+    softmax_scale_of,
 )
 from cubridge.runtime.kernel_inputs import TABLES
 
@@ -90,7 +101,15 @@ def transfer_kernel(kernel: KernelOp, spec: AttentionSpec) -> None:
     original = set(kernel.walk())
     found = match_attention(kernel)
     captured = _add_capture_arguments(kernel, spec)
+    folded = found.folded
+    if folded and (spec.score_expr is not None or spec.normalization != "softmax"):
+        _scale_scores(found)
+    rows_unread = [
+        m for site in found.sites for m in site.score_maps
+        if folded and not m.index_args[0].uses and m.origin and is_constant(m.origin[0], 0)
+    ]
     unmasked = {id(site): _insert_hooks(site, spec, captured) for site in found.sites}
+    _place_score_rows(found, [m for m in rows_unread if m.index_args[0].uses])
     if spec.normalization != "softmax":
         _replace_normalization(found, spec.normalization)
     try:
@@ -118,7 +137,7 @@ def _locate_inserted_ops(kernel: KernelOp, spec: AttentionSpec, original: set[Op
     line = code.co_firstlineno if code is not None and code.co_filename == spec.path else 1
     default = _spec_location(spec, line)
     for op in kernel.walk():
-        if op.location != UNKNOWN_LOC or op in original:
+        if op.location != UNKNOWN_LOC or op in original or op.has_trait(IsTerminator):  # a terminator: its parent's
             continue
         activation = isinstance(op, MapOp) and op.parent_op() is not None and spec.normalization != "softmax"
         op.location = normalization if activation and len(op.inputs) == 1 and not op.origin else default
@@ -168,27 +187,107 @@ class _Inserter:
         self.inserted.add(op)
 
 
-def _insert_hooks(site: ScoreSite, spec: AttentionSpec, tables: dict[str, SSAValue]) -> SSAValue:
-    """Apply score_mod and mask_mod to the scaled score; returns the modified, unmasked score."""
-    scaled = site.scaled
-    insert = _Inserter(InsertPoint.after(scaled.owner))
-    q_tile, head, batch = site.tile_loop.tile_coords
-    q_idx, kv_idx = site.score_map.index_args
-    leaves = {"score": scaled, "b": batch, "h": head, "q_idx": q_idx, "kv_idx": kv_idx, **tables}
-    lowering = ScalarLowering(insert, leaves, source=spec.path)
-    scored = scaled
+def _insert_hooks(site: ScoreSite, spec: AttentionSpec, tables: dict[str, SSAValue]) -> SSAValue | None:
+    """Apply score_mod to the scaled score and mask_mod after it (in the mask branch's score map, where the
+    kernel masks only the tiles that need it); returns the modified, unmasked score of the score map."""
+    scored = site.scaled
+    insert = lowering = None
     if spec.score_expr is not None:
-        scored = _named(lowering.lower(spec.score_expr, E.FLOAT), "modified")
-    result = scored
-    if spec.mask_expr is not None:
-        keep = lowering.lower(spec.mask_expr)
-        minus_inf = lowering.constant(-math.inf, E.FLOAT)
-        select = arith.SelectOp(keep, scored, minus_inf)
-        insert(select)
-        result = _named(select.result, "masked")
-    if result is not scaled:
-        scaled.replace_uses_with_if(result, lambda use: use.operation not in insert.inserted)
+        insert = _Inserter(InsertPoint.after(scored.owner))
+        lowering = _hook_lowering(insert, spec, scored.owner.parent_op(), tables, site, scored)
+        scored = _replace_after(scored, _named(lowering.lower(spec.score_expr, E.FLOAT), "modified"), insert)
+    if spec.mask_expr is None:
+        return scored
+    if site.mask_branch is not None:
+        subject, insert = site.score_map.scalar_args[0], _Inserter(InsertPoint.at_start(site.score_map.body.block))
+        lowering = _hook_lowering(insert, spec, site.score_map, tables, site, subject)
+    elif lowering is None:
+        subject, insert = scored, _Inserter(InsertPoint.after(scored.owner))
+        lowering = _hook_lowering(insert, spec, site.score_map, tables, site, subject)
+    else:  # after the score_mod, sharing its subexpressions
+        subject = scored
+    keep = lowering.lower(spec.mask_expr)
+    select = arith.SelectOp(keep, subject, lowering.constant(-math.inf, E.FLOAT))
+    insert(select)
+    _replace_after(subject, _named(select.result, "masked"), insert)
     return scored
+
+
+def _hook_lowering(insert: _Inserter, spec: AttentionSpec, score_map: MapOp, tables: dict[str, SSAValue],
+                   site: ScoreSite, score: SSAValue) -> ScalarLowering:
+    """Lowers hook code at `insert` with the leaves of `score_map`'s elements."""
+    _, head, batch = site.tile_loop.tile_coords
+    q_idx, kv_idx = score_map.index_args
+    leaves = {"score": score, "b": batch, "h": head, "q_idx": q_idx, "kv_idx": kv_idx, **tables}
+    return ScalarLowering(insert, leaves, source=spec.path)
+
+
+def _replace_after(old: SSAValue, new: SSAValue, insert: _Inserter) -> SSAValue:
+    """Uses of `old` other than the inserted ops read `new`."""
+    if new is not old:
+        old.replace_uses_with_if(new, lambda use: use.operation not in insert.inserted)
+    return new
+
+
+def _scale_scores(found: AttentionMatch) -> None:
+    """Scores the policy reads are scaled ones: a map of score * scale before each mask branch; the exp2
+    multiplies by log2 e instead of scale * log2 e, and the LSE takes the (scaled) row max as it is."""
+    log2e: dict[SSAValue, SSAValue] = {}
+    scales = {softmax_scale_of(site.folded_scale) for site in found.sites}
+    if None in scales or len(scales) != 1:
+        raise CuBridgeError("transfer: the exp2's multipliers are not one softmax scale times a constant",
+                            describe_location(found.sites[0].probabilities))
+    scale = scales.pop()
+    for site in found.sites:
+        tile = site.score_map.inputs[0]
+        block = Block(arg_types=[tile.type.element_type, IndexType(), IndexType()])
+        product = arith.MulfOp(block.args[0], scale)
+        block.add_ops([product, YieldOp(product.result)])
+        scaled_map = MapOp([tile], list(site.score_map.origin), tile.type, Region(block))
+        Rewriter.insert_op(scaled_map, InsertPoint.before(site.anchor))
+        in_branch = site.anchor.is_ancestor
+        tile.replace_uses_with_if(_named(scaled_map.result, "scaled"), lambda use: in_branch(use.operation))
+        site.scaled = product.result
+        site.score_maps.append(scaled_map)
+        if site.kv_loop is None:
+            found.first_kv_rows.append(kv_column(scaled_map))
+        if site.folded_scale not in log2e:
+            constant = arith.ConstantOp(FloatAttr(math.log2(math.e), f32))
+            Rewriter.insert_op(constant, InsertPoint.after(site.folded_scale.owner))
+            log2e[site.folded_scale] = constant.result
+    for scale_log2, constant in log2e.items():
+        scale_log2.replace_uses_with_if(constant, lambda use: use.operation is not constant.owner)
+        constant.name_hint = "log2e"
+        _erase_unused_slice(scale_log2)
+    for multiply in found.lse_scales:
+        row_max = multiply.lhs if multiply.rhs is scale else multiply.rhs
+        multiply.result.replace_all_uses_with(row_max)
+        Rewriter.erase_op(multiply)
+    found.lse_scales = []
+    for site in found.sites:
+        site.folded_scale = None
+
+
+def _place_score_rows(found: AttentionMatch, maps: list[MapOp]) -> None:
+    """Give the lifted score maps whose row origin (0) nothing read before the hooks (the lifter places a map
+    only on the axes its body reads) their rows: worker instance i holds rows [i * R, (i + 1) * R) of its work
+    tile."""
+    rows: dict[ForEachTileOp, SSAValue] = {}
+    for score_map in maps:
+        tile_loop = enclosing(score_map, ForEachTileOp)
+        if tile_loop not in rows:
+            worker = enclosing(tile_loop, WorkerOp)
+            tile_rows = score_map.result.type.dims[0]
+            tile_m = found.kernel.tile_m.value.data
+            if worker is None or worker.instances * tile_rows != tile_m:
+                raise CuBridgeError(f"transfer: the score tiles' {tile_rows} rows per worker instance do not cover "
+                                    f"the work tile's {tile_m} rows", describe_location(score_map))
+            insert = _Inserter(InsertPoint.at_start(tile_loop.body.block))
+            lowering = ScalarLowering(insert, {"q_tile": tile_loop.tile_coords[0], "instance": worker.instance_index})
+            row = E.binary("add", E.binary("mul", E.argument("q_tile"), E.constant(tile_m)),
+                           E.binary("mul", E.argument("instance"), E.constant(tile_rows)))
+            rows[tile_loop] = _named(lowering.lower(row), "q_row")
+        OperandRef(score_map, "origin", 0).set(rows[tile_loop])
 
 
 # ----------------------------------------------------------------------------
@@ -210,7 +309,7 @@ def _replace_normalization(found: AttentionMatch, normalization: str) -> None:
     """
     for site in found.sites:
         old = site.probabilities
-        score = site.score_map.result
+        score = site.score
         tile_type = old.result.type
         block = Block(arg_types=[tile_type.element_type, IndexType(), IndexType()])
         lowering = ScalarLowering(block.add_op, {"score": block.args[0]})
@@ -234,6 +333,16 @@ def _replace_normalization(found: AttentionMatch, normalization: str) -> None:
         Rewriter.erase_op(factor)
     for normalize in found.output_normalizations:
         _forward_first_input(normalize)
+    _erase_unused_maps(found.kernel)
+
+
+def _erase_unused_maps(kernel: KernelOp) -> None:
+    """Erase maps whose results nothing reads any more (the lifted kernel's exp2 shift, its 1 / sum)."""
+    unused = [op for op in kernel.walk() if isinstance(op, MapOp) and not op.result.uses]
+    while unused:
+        for op in unused:
+            Rewriter.erase_op(op)
+        unused = [op for op in kernel.walk() if isinstance(op, MapOp) and not op.result.uses]
 
 
 def _without_carried(loop: scf.ForOp, dropped: set[int]) -> scf.ForOp:
@@ -308,6 +417,10 @@ def _specialize_kv_loops(
 
     for row in found.first_kv_rows:
         row.set(bounds_of(row.op).first_row)
+    mask_tests: set[Operation] = set()
+    for site in found.sites:
+        if site.mask_branch is not None:
+            mask_tests |= _mask_where_needed(site, plan, bounds_of(site.mask_branch))
     for loop in found.kv_loops:
         tile = bounds_of(loop)
         insert = _Inserter(InsertPoint.before(loop))
@@ -316,14 +429,49 @@ def _specialize_kv_loops(
         lower = E.binary("add", E.argument("kv_lo"), E.constant(1)) if starts_after_first else E.argument("kv_lo")
         _move_bounds(found, loop, lowering.lower(lower), tile.kv_hi)
         if tile.block_lists:
-            _index_tiles_by_position(found, loop, tile)
-    if plan.full_lo == plan.full_hi:
+            _index_tiles_by_position(found, loop, tile, mask_tests)
+    if plan.full_lo == plan.full_hi or any(site.mask_branch is not None for site in found.sites):
         return
     for loop in dict.fromkeys(s.kv_loop for s in found.sites if s.kv_loop is not None):
         sites = [s for s in found.sites if s.kv_loop is loop]
         tile = bounds_of(loop)
         scores = [(s.score_map, unmasked[id(s)]) for s in sites]
         _split_off_full_tiles(loop, plan, tile, scores, tail=not tile.block_lists)
+
+
+def _mask_where_needed(site: ScoreSite, plan: TilePlan, tile: _TileBounds) -> set[Operation]:
+    """The mask branch runs at the positions outside the plan's mask-free tiles: its condition becomes
+    `position < full_lo || position >= full_hi` (the first tile's position is kv_lo); returns the new ops."""
+    insert = _Inserter(InsertPoint.before(site.mask_branch))
+    lowering = tile.lowering.continued_at(insert)
+    names = ("num_partial", "num_visited") if tile.block_lists else ("full_begin", "full_end")
+    for name, bound in zip(("full_lo", "full_hi"), (plan.full_lo, plan.full_hi)):
+        if name not in tile.lowering.leaves:  # once per work-tile loop, at its top
+            tile.lowering.leaves[name] = _named(tile.lowering.lower(bound), names[name == "full_hi"])
+    position = site.kv_loop.body.block.args[0] if site.kv_loop is not None else tile.kv_lo
+    lowering.leaves = tile.lowering.leaves | {"position": position}
+    needs_mask = E.binary(
+        "or",
+        E.binary("lt", E.argument("position"), E.argument("full_lo")),
+        E.binary("ge", E.argument("position"), E.argument("full_hi")),
+    )
+    condition = OperandRef(site.mask_branch, "cond")
+    old = condition.value
+    condition.set(_named(lowering.lower(needs_mask), "needs_mask"))
+    _erase_unused_slice(old)
+    return insert.inserted
+
+
+def _erase_unused_slice(value: SSAValue) -> None:
+    """Erase the arith op defining `value` and those it reads from, as far as nothing else reads them."""
+    pending = [value]
+    while pending:
+        op = pending.pop().owner
+        if not isinstance(op, Operation) or op.dialect_name() != "arith" or any(r.uses for r in op.results):
+            continue
+        operands = list(op.operands)
+        Rewriter.erase_op(op)
+        pending += operands
 
 
 def _move_bounds(found: AttentionMatch, loop: scf.ForOp, lower: SSAValue, upper: SSAValue) -> None:
@@ -372,16 +520,21 @@ def _emit_tile_bounds(
     )
 
 
-def _index_tiles_by_position(found: AttentionMatch, loop: scf.ForOp, tile: _TileBounds) -> None:
+def _index_tiles_by_position(
+    found: AttentionMatch, loop: scf.ForOp, tile: _TileBounds, position_tests: set[Operation]
+) -> None:
     """The loop index is a position in the block lists: every kv row the body computes
-    from it, `BN * (j + d)`, becomes `BN * tile_at(j + d)` (d = 1: sm80's K prefetch).
-    Step tests compare positions with the first position and stay as they are."""
+    from it, `BN * (j + d)`, becomes `BN * tile_at(j + d)` (d = 1: sm80's K prefetch,
+    and the row the lifted producer carries to its next step).
+    Step tests and the mask branches' `position_tests` compare positions and stay as they are."""
     position = loop.body.block.args[0]
-    rows = [kv_column(s.score_map) for s in found.sites if s.kv_loop is loop]
+    rows = [kv_column(m) for s in found.sites if s.kv_loop is loop for m in s.score_maps]
+    rows += [row for row in found.next_kv_rows if row.op.parent_op() is loop]
     rows += [
         copy_row(op)
         for op in loop.body.walk()
         if isinstance(op, CopyAsyncOp | CopyOp) and op.source in (found.k, found.v)
+        and copy_row(op).value.owner is not loop.body.block
     ]
     body = loop.body.block
     insert = _Inserter(InsertPoint.at_start(body))
@@ -404,7 +557,7 @@ def _index_tiles_by_position(found: AttentionMatch, loop: scf.ForOp, tile: _Tile
     for op in reversed(traced):
         if op.parent is not None and not any(r.uses for r in op.results):
             Rewriter.erase_op(op)
-    expected = insert.inserted | {test.compare for test in found.step_tests}
+    expected = insert.inserted | position_tests | {test.compare for test in found.step_tests}
     other = next((use.operation for use in position.uses if use.operation not in expected), None)
     if other is not None:  # it would still be read as a tile index
         raise CuBridgeError(

@@ -5,12 +5,20 @@ Starting from each `cuir.row_reduce max` of a kernel:
 - score site: the reduced tile comes from a `cuir.map` (the score map) whose
   only input is the result of an `abt` gemm (Q K^T): a `cuir.gemm`, or a
   `cuir.gemm_async` whose `cuir.gemm_wait` precedes the map in its block.
-  Inside the map, the scaled score is the `arith.mulf` of the element by a
-  value defined outside the map (the softmax scale, whatever its name).
-- softmax chain: the probability map takes (score tile, row max) and yields
-  an `exp` or `exp2`; the row sum reduces it; the rescale factor is the
-  row-vector map of the row max, and the rescale maps are the maps that take
-  it as a later input. The P V gemm is the `ab` gemm whose A operand is the
+  A kernel that masks only the kv tiles that need it (the lifted Hopper
+  kernel: `range.needs_mask(position)`) reduces an `scf.if` instead (the mask
+  branch), which yields the score map in its then-branch and the gemm result
+  itself in its else-branch.
+- scale: either the score map scales the score (the `arith.mulf` of the
+  element by a value defined outside the map: the softmax scale, whatever its
+  name), or the scores stay unscaled and the probability map folds the scale
+  into its exp2 (the `arith.mulf` of the element by `scale * log2 e`, defined
+  outside the map): the row max is then one of unscaled scores.
+- softmax chain: the probability map takes the score tile first, then the row
+  max or row maps of it, and yields an `exp` or `exp2`; the row sum reduces
+  it; the rescale factor is the row-vector map of the row max that (maybe
+  carried) rescales a tile, and the rescale maps are the maps that take it as
+  a later input. The P V gemm is the `ab` gemm whose A operand is the
   converted probability tile. Both are followed through loop-carried values:
   software-pipelined loops convert P, rescale O and issue P V one iteration
   later (or after the loop).
@@ -19,14 +27,19 @@ Starting from each `cuir.row_reduce max` of a kernel:
 - kv loops: the `scf.for` around a score map, and every `scf.for` that copies
   into the shared buffer the Q K^T gemm reads B from (the producer's loads).
   A kv operand outside these loops that is the constant 0 is the first kv
-  tile (a prefetch before the loop, or a peeled first iteration).
+  tile (a prefetch before the loop, or a peeled first iteration), and so is
+  the initial value of a kv row a loop carries (the lifted producer looks the
+  next row up one step ahead): its yielded value is the row of the next step.
 - step tests: `arith.cmpi` of a kv loop's index (in its body) or of its
   upper bound (after the loop) with its lower bound that asks whether an
   earlier step ran (`j > lb`, `j != lb`) or whether this is the first step
   (`j == lb`): sm90's `j > 1` and `n > 1`, which guard the release of the V
   tile an in-flight P V read. They move with the loop bounds; any other
   comparison of the index with the lower bound is an error.
-- output normalization: tile maps of the loop result that carries the row sum.
+- output normalization: tile maps of the loop result that carries the row sum,
+  or of a row map of it (the lifted kernel multiplies by 1 / sum).
+- LSE scales: where the scores stay unscaled, the `arith.mulf` of the row max
+  by the softmax scale in a row map of the final row max (max * scale + log sum).
 
 Operands the transfer rewrites are named (`OperandRef`), never positions.
 
@@ -40,7 +53,7 @@ from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, math, scf
 from xdsl.dialects.builtin import IntegerAttr
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.irdl import IRDLOperation
 
 from cubridge.dialect.attributes import GemmLayout, Reduction
@@ -108,7 +121,7 @@ class ScoreSite:
     """One score tile and its softmax chain."""
 
     score_map: MapOp
-    scaled: SSAValue
+    scaled: SSAValue | None  # the scaled score in the score map; None where exp2 folds the scale
     row_max: RowReduceOp
     probabilities: MapOp
     rescale_factor: MapOp | None
@@ -117,10 +130,23 @@ class ScoreSite:
     pv_gemm: GemmOp | GemmAsyncOp
     kv_loop: scf.ForOp | None
     tile_loop: ForEachTileOp
+    mask_branch: scf.IfOp | None = None  # scf.if needs_mask: the score map, else the gemm result
+    folded_scale: SSAValue | None = None  # the probability map's multiplier scale * log2 e, when unscaled
+    score_maps: list[MapOp] = field(default_factory=list)  # maps at the score tile's origin (hooks)
 
     @property
     def score_gemm(self) -> GemmOp | GemmAsyncOp:
         return self.score_map.inputs[0].owner
+
+    @property
+    def score(self) -> SSAValue:
+        """The score tile the softmax reads: the score map's result, or the mask branch's."""
+        return self.row_max.source
+
+    @property
+    def anchor(self) -> Operation:
+        """The op that computes the score tile in the gemm's block."""
+        return self.mask_branch if self.mask_branch is not None else self.score_map
 
 
 @dataclass(frozen=True)
@@ -143,8 +169,15 @@ class AttentionMatch:
     v: SSAValue
     kv_loops: list[scf.ForOp] = field(default_factory=list)
     first_kv_rows: list[OperandRef] = field(default_factory=list)
+    next_kv_rows: list[OperandRef] = field(default_factory=list)  # yielded carried rows: the next step's
     output_normalizations: list[MapOp] = field(default_factory=list)
+    lse_scales: list[arith.MulfOp] = field(default_factory=list)
     step_tests: list[StepTest] = field(default_factory=list)
+
+    @property
+    def folded(self) -> bool:
+        """Whether the scores stay unscaled and the exp2 folds the scale (the lifted Hopper kernel)."""
+        return self.sites[0].scaled is None
 
     @property
     def peeled(self) -> bool:
@@ -218,44 +251,38 @@ def match_attention(kernel: KernelOp) -> AttentionMatch:
 
 
 def _match_site(row_max: RowReduceOp) -> ScoreSite:
-    score_map = row_max.source.owner
+    source = row_max.source.owner
+    mask_branch = source if isinstance(source, scf.IfOp) else None
+    score_map = _masked_map(mask_branch, row_max) if mask_branch is not None else source
     if not isinstance(score_map, MapOp) or len(score_map.inputs) != 1:
         raise _fail("the row max does not reduce a score map of one input", row_max)
-    _check_gemm_completed(score_map)
-    element = score_map.scalar_args[0]
-    scaled = next(
-        (
-            op.result
-            for op in score_map.body.block.ops
-            if isinstance(op, arith.MulfOp)
-            and element in (op.lhs, op.rhs)
-            and _defined_outside(op.rhs if op.lhs == element else op.lhs, score_map)
-        ),
-        None,
-    )
-    if scaled is None:
-        raise _fail("the score map does not multiply the score by a scale from outside the map", score_map)
+    _check_gemm_completed(score_map, mask_branch or score_map)
+    score = row_max.source
+    scaled = _scaled_element(score_map)
     probabilities = _single_user(
-        row_max.result,
-        lambda op: isinstance(op, MapOp) and list(op.inputs) == [score_map.result, row_max.result],
+        score,
+        lambda op: isinstance(op, MapOp) and isinstance(op.result.type, TileType) and op.inputs[0] == score
+        and all(_of_row_max(value, row_max) for value in op.inputs[1:]),
         "probability map exp(score - row max)",
         row_max,
     )
     exponential = probabilities.body.block.last_op.values[0].owner
     if not isinstance(exponential, math.ExpOp | math.Exp2Op):
         raise _fail("the probability map does not yield an exp or exp2", probabilities)
+    folded_scale = None
+    if scaled is None:
+        folded_scale = _scaled_element(probabilities)
+        if folded_scale is None:
+            raise _fail("the score map does not multiply the score by a scale from outside the map, and the "
+                        "probability map folds none into its exp2", score_map)
+        folded_scale = _multiplier(folded_scale)
     row_sum = _single_user(
         probabilities.result,
         lambda op: isinstance(op, RowReduceOp) and op.kind.data == Reduction.SUM,
         "row sum of the probabilities",
         probabilities,
     )
-    factors = [
-        use.operation
-        for use in row_max.result.uses
-        if isinstance(use.operation, MapOp) and isinstance(use.operation.result.type, RowVectorType)
-    ]
-    factor = factors[0] if factors else None
+    factor = _rescale_factor(row_max, probabilities)
     return ScoreSite(
         score_map=score_map,
         scaled=scaled,
@@ -267,7 +294,68 @@ def _match_site(row_max: RowReduceOp) -> ScoreSite:
         pv_gemm=_pv_gemm(probabilities),
         kv_loop=enclosing(score_map, scf.ForOp, stop=ForEachTileOp),
         tile_loop=enclosing(score_map, ForEachTileOp),
+        mask_branch=mask_branch,
+        folded_scale=folded_scale,
+        score_maps=[score_map],
     )
+
+
+def _masked_map(branch: scf.IfOp, row_max: RowReduceOp) -> MapOp:
+    """The then-branch's map of an `scf.if` that yields it or, in its else-branch, the map's own input."""
+    index = row_max.source.index
+    regions = (branch.true_region, branch.false_region)
+    if any(not region.blocks for region in regions):
+        raise _fail("the row max reduces an scf.if without an else-branch", row_max)
+    masked, unmasked = (region.block.last_op.operands[index] for region in regions)
+    score_map = masked.owner
+    if not isinstance(score_map, MapOp) or len(score_map.inputs) != 1 or unmasked != score_map.inputs[0]:
+        raise _fail("the row max reduces an scf.if that does not choose between a map of the score tile "
+                    "(masked) and the tile itself", branch)
+    return score_map
+
+
+def _scaled_element(map_op: MapOp) -> SSAValue | None:
+    """The product of the map's first element by a value from outside the map, if the body has one."""
+    element = map_op.scalar_args[0]
+    return next(
+        (
+            op.result
+            for op in map_op.body.block.ops
+            if isinstance(op, arith.MulfOp)
+            and element in (op.lhs, op.rhs)
+            and _defined_outside(op.rhs if op.lhs == element else op.lhs, map_op)
+        ),
+        None,
+    )
+
+
+def _multiplier(product: SSAValue) -> SSAValue:
+    """The factor from outside the map in `element * factor`."""
+    op = product.owner
+    return op.rhs if isinstance(op.lhs, BlockArgument) and op.lhs.owner is op.parent_block() else op.lhs
+
+
+def _of_row_max(value: SSAValue, row_max: RowReduceOp) -> bool:
+    """Whether `value` is the row max or a row map of it (the lifted kernel's -max * scale_log2)."""
+    owner = value.owner
+    return value == row_max.result or (
+        isinstance(owner, MapOp) and isinstance(value.type, RowVectorType) and row_max.result in owner.inputs
+    )
+
+
+def _rescale_factor(row_max: RowReduceOp, probabilities: MapOp) -> MapOp | None:
+    """The row map of the row max that, maybe carried, rescales a tile other than the probabilities (O)."""
+    for use in row_max.result.uses:
+        factor = use.operation
+        if not isinstance(factor, MapOp) or not isinstance(factor.result.type, RowVectorType):
+            continue
+        for value in carried_copies(factor.result):
+            for later in value.uses:
+                op = later.operation
+                if isinstance(op, MapOp) and op is not probabilities and later.index > 0 and \
+                        isinstance(op.result.type, TileType):
+                    return factor
+    return None
 
 
 def _defined_outside(value: SSAValue, region_op: Operation) -> bool:
@@ -277,7 +365,8 @@ def _defined_outside(value: SSAValue, region_op: Operation) -> bool:
     return definer is not None and not region_op.is_ancestor(definer)
 
 
-def _check_gemm_completed(score_map: MapOp) -> None:
+def _check_gemm_completed(score_map: MapOp, anchor: Operation) -> None:
+    """The score map reads a Q K^T result that is complete at `anchor` (the map, or its mask branch)."""
     tile = score_map.inputs[0]
     gemm = tile.owner
     if not isinstance(gemm, GemmOp | GemmAsyncOp) or gemm.layout.data != GemmLayout.ABT:
@@ -286,7 +375,7 @@ def _check_gemm_completed(score_map: MapOp) -> None:
         return
     waited = any(
         isinstance(op, GemmWaitOp) and op.token == gemm.token
-        for op in _ops_before(score_map)
+        for op in _ops_before(anchor)
     )
     if not waited:
         raise _fail("the score map reads a gemm_async result before its gemm_wait", score_map)
@@ -399,6 +488,7 @@ def _match_kv_loops(found: AttentionMatch) -> None:
         loop = enclosing(op, scf.ForOp, stop=ForEachTileOp)
         if loop is not None:
             loops[loop] = None
+            _match_carried_row(found, loop, copy_row(op))
             continue
         if not is_constant(copy_row(op).value, 0):
             raise _fail("a K load outside the kv loop must load kv tile 0", op)
@@ -409,6 +499,21 @@ def _match_kv_loops(found: AttentionMatch) -> None:
             raise _fail(f"the kv loop must start at tile {lower}", loop)
         found.step_tests += _step_tests(loop, lower)
     found.kv_loops = list(loops)
+
+
+def _match_carried_row(found: AttentionMatch, loop: scf.ForOp, row: OperandRef) -> None:
+    """A kv row the loop carries: its initial value is the first kv tile's (the constant 0), its yielded
+    value the next step's."""
+    value = row.value
+    if not isinstance(value, BlockArgument) or value.owner is not loop.body.block or value.index == 0:
+        return
+    carried = value.index - 1
+    first = OperandRef(loop, "iter_args", carried)
+    if not is_constant(first.value, 0):
+        raise _fail("a kv row the kv loop carries must start at kv tile 0", loop)
+    if first not in found.first_kv_rows:
+        found.first_kv_rows.append(first)
+        found.next_kv_rows.append(OperandRef(loop.body.block.last_op, "arguments", carried))
 
 
 # cmpi predicates that ask "did an earlier step run?" (j > lb, j != lb) or "is this the first
@@ -457,8 +562,48 @@ def _match_output_normalizations(found: AttentionMatch) -> None:
         terminator = loop.body.block.last_op
         carried = [i for i, v in enumerate(terminator.operands) if v == site.row_sum.result]
         for index in carried:
+            sums = [loop.results[index]]
+            sums += [
+                use.operation.result
+                for use in loop.results[index].uses
+                if isinstance(use.operation, MapOp) and use.operation.inputs == (loop.results[index],)
+                and isinstance(use.operation.result.type, RowVectorType)
+            ]
             found.output_normalizations += [
                 use.operation
-                for use in loop.results[index].uses
+                for value in sums
+                for use in value.uses
                 if isinstance(use.operation, MapOp) and isinstance(use.operation.result.type, TileType)
+                and use.index > 0
             ]
+        if site.folded_scale is not None:
+            found.lse_scales += _lse_scales(site, loop, softmax_scale_of(site.folded_scale))
+
+
+def softmax_scale_of(scale_log2: SSAValue) -> SSAValue | None:
+    """The softmax scale that `scale_log2` is computed from (scale * log2 e)."""
+    op = scale_log2.owner
+    if not isinstance(op, arith.MulfOp):
+        return None
+    return next((x for x in (op.lhs, op.rhs) if not isinstance(x.owner, arith.ConstantOp)), None)
+
+
+def _lse_scales(site: ScoreSite, loop: scf.ForOp, scale: SSAValue | None) -> list[arith.MulfOp]:
+    """`max * scale` in row maps of the loop's final row max: the LSE of unscaled row maxes."""
+    terminator = loop.body.block.last_op
+    found = []
+    for index, value in enumerate(terminator.operands):
+        if value != site.row_max.result:
+            continue
+        for use in loop.results[index].uses:
+            op = use.operation
+            if not isinstance(op, MapOp) or not isinstance(op.result.type, RowVectorType):
+                continue
+            row_max = op.scalar_args[use.index]
+            found += [
+                inner
+                for inner in op.body.block.ops
+                if isinstance(inner, arith.MulfOp) and row_max in (inner.lhs, inner.rhs)
+                and scale in (inner.lhs, inner.rhs)
+            ]
+    return found

@@ -242,6 +242,11 @@ class CuirOptMain(xDSLOptMain):
     def _transform(self, module: ModuleOp) -> str:
         """The pipeline on `module`, then its printed form or (--lower, --emit-diff) its CUDA."""
         reference = module.clone() if self.args.lower or self.args.emit_diff else None
+        pairs = None
+        if reference is not None:
+            from cubridge.lowering import cloned_pairs
+
+            pairs = cloned_pairs(module, reference)
         try:
             self.apply_passes(module)
         except CuBridgeError:
@@ -258,7 +263,7 @@ class CuirOptMain(xDSLOptMain):
         from cubridge.lowering import lower_module
 
         variant = Path(self.args.transfer).stem if self.args.transfer else "variant"
-        lowered = lower_module(reference, module, variant)
+        lowered = lower_module(reference, module, variant, pairs=pairs)
         return lowered.diff() if self.args.emit_diff else lowered.source
 
     def _print(self, module: ModuleOp) -> str:

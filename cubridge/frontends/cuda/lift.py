@@ -34,6 +34,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     ModuleOp,
     StringAttr,
+    UNKNOWN_LOC,
     f32,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
@@ -1669,7 +1670,10 @@ class Lifter(MmaSyncLifting, FragmentLifting):
             value = None
         finally:
             self.block = saved_block
-        if probe_block.first_op is not None:
+        emitted = probe_block.first_op is not None
+        for op in reversed(list(probe_block.ops)):  # the probe's ops must not stay users of the kernel's values
+            probe_block.erase_op(op, safe_erase=False)
+        if emitted:
             return None
         return value if isinstance(value, bool) else None
 
@@ -2325,4 +2329,21 @@ def lift_file(path: str | Path, entry: str | None, profile: Profile, include_dir
         if isinstance(op, DimOp) and not op.result.uses:  # a size no lifted op reads
             op.detach()
             op.erase()
+    locate_materialized(module)
     return LiftResult(module, chosen.name, note)
+
+
+def locate_materialized(module: ModuleOp) -> None:
+    """Ops the lifter materialized without a construct of their own (hoisted constants, a map body's
+    constants) take the location of the first use they were materialized for."""
+    unlocated = [op for op in module.walk() if op.location == UNKNOWN_LOC and op is not module]
+    while unlocated:
+        for op in unlocated:
+            users = [use.operation for result in op.results for use in result.uses]
+            located = next((user for user in users if user.location != UNKNOWN_LOC), None)
+            if located is not None:
+                op.location = located.location
+        remaining = [op for op in unlocated if op.location == UNKNOWN_LOC]
+        if len(remaining) == len(unlocated):
+            return
+        unlocated = remaining
