@@ -65,6 +65,7 @@ from cubridge.dialect.cuir import (
 )
 from cubridge.dialect.types import MbarrierType
 from cubridge.frontends.cuda.elements import Affine, Elem, Expr, FragmentLifting, RowOf, is_symbolic
+from cubridge.frontends.cuda.library import Allocator, LibraryLifting, Omitted, SharedArray
 from cubridge.frontends.cuda.profile import Profile
 from cubridge.frontends.cuda.program import (
     Definition,
@@ -213,7 +214,7 @@ class Slot:
         self.target.value = Run(value)
 
 
-class Lifter(FragmentLifting):
+class Lifter(FragmentLifting, LibraryLifting):
     def __init__(self, program: Program, profile: Profile, entry: EntryPoint):
         self.program = program
         self.profile = profile
@@ -239,6 +240,12 @@ class Lifter(FragmentLifting):
         self.worker_state: dict[str, Cell] = {}  # hidden per-worker variables: the open async groups
         self.role_registers: int | None = None
         self._tile_decodes = None  # the tile loop's (q_tile, head, batch) while its body is walked
+        # grid-launched kernels (library.py): kernel-level statements before the role split, lifted per role
+        self.kernel_prefix: list[Node] = []
+        self.kernel_pass = False  # running kernel-level statements for their allocations and inits only
+        self.replaying = False  # lifting the kernel-level statements again inside a role
+        self.omitted_calls: list = []  # calls left out because the profile omits a value they use
+        self.issue_scope = "thread"  # who issues the primitive being lifted: each thread or each warp
 
     # =====================================================================================================
     # errors and locations
@@ -263,7 +270,7 @@ class Lifter(FragmentLifting):
     def emit(self, op: Operation, scope: Scope, node: Node) -> Operation:
         if self.pending_stores and not self.unroll_depth:
             self.flush_stores()
-        if self.worker is None and not isinstance(op, (AllocOp, arith.ConstantOp)):
+        if self.worker is None and not self.kernel_pass and not isinstance(op, (AllocOp, arith.ConstantOp)):
             raise self.error(scope, node, f"`{op.name}` outside any worker role")
         op.location = self.location(scope, node)
         self.block.add_op(op)
@@ -291,7 +298,11 @@ class Lifter(FragmentLifting):
 
     def struct_member(self, struct: str, arguments: tuple, member: str, scope: Scope, node: Node):
         """A static constexpr member or nested type of `struct<arguments>`, searched through the bases."""
-        definition = self.program.structs.get(struct)
+        definition = self.specialization(struct, arguments)
+        if definition is not None:
+            arguments = ()  # an explicit specialization has no template parameters left
+        else:
+            definition = self.program.structs.get(struct)
         if definition is None:
             raise self.error(scope, node, f"unknown struct `{struct}`")
         if member in definition.members:
@@ -314,6 +325,15 @@ class Lifter(FragmentLifting):
             except CuBridgeError:
                 continue
         raise self.error(scope, node, f"`{struct}` has no member `{member}`")
+
+    def specialization(self, struct: str, arguments: tuple):
+        """The explicit specialization `template<> struct S<arguments>` of the program, if any."""
+        for specialized, definition in self.program.specializations.get(struct, []):
+            source_scope = Scope(None, source=definition.definition.source)
+            if len(specialized) == len(arguments) and all(
+                    self.value(a, source_scope) == b for a, b in zip(specialized, arguments)):
+                return definition
+        return None
 
     def _bind_struct_aliases(self, definition, inner: Scope, scope: Scope, node: Node) -> None:
         for name, holder in definition.members.items():
@@ -534,6 +554,9 @@ class Lifter(FragmentLifting):
         return FunctionValue(name, arguments)
 
     def _expr_qualified_identifier(self, node: Node, scope: Scope):
+        library = self.library_name(node, scope)
+        if library is not None:
+            return library
         scope_node = node.child_by_field_name("scope")
         name_node = node.child_by_field_name("name")
         if scope_node is None:  # ::name
@@ -815,6 +838,8 @@ class Lifter(FragmentLifting):
             return array.cells[index]
         if isinstance(array, TensorArgument):
             return TensorStore(array, index)
+        if isinstance(array, (SharedArray, Omitted)):
+            return self.shared_element(array, index, scope, node)
         raise self.unsupported(scope, node, "subscript")
 
     def _expr_pointer_expression(self, node: Node, scope: Scope):
@@ -874,7 +899,11 @@ class Lifter(FragmentLifting):
         return self.evaluate(node.child_by_field_name("right"), scope)
 
     def _expr_sizeof_expression(self, node: Node, scope: Scope):
-        raise self.unsupported(scope, node, "sizeof")
+        operand = node.child_by_field_name("value") or node.child_by_field_name("type")
+        if operand is None:
+            raise self.unsupported(scope, node, "sizeof")
+        value = self.type_value(operand, scope) if operand.type == "type_descriptor" else self.value(operand, scope)
+        return self.library_sizeof(value, scope, node)
 
     @staticmethod
     def named(value, name: str):
@@ -886,6 +915,8 @@ class Lifter(FragmentLifting):
     # =====================================================================================================
     # thread and block indices, parameters
     def builtin_index(self, owner: str, field: str, scope: Scope, node: Node):
+        if owner == "blockIdx":
+            return self.grid_index(field, scope, node)
         if field != "x":
             raise self.error(scope, node, f"only the x dimension of {owner} is supported")
         if owner == "threadIdx":
@@ -893,6 +924,8 @@ class Lifter(FragmentLifting):
         raise self.unsupported(scope, node, f"{owner}.x outside the tile scheduler")
 
     def parameter_field(self, field: str, scope: Scope, node: Node):
+        if field in self.profile.section("omit"):
+            return Omitted(field, self.profile.section("omit")[field])
         mapping = self.profile.section("parameters").get("fields", {}).get(field)
         if mapping is None:
             raise self.error(scope, node, f"parameter field `{field}` has no mapping in profile {self.profile.name}")
@@ -900,16 +933,12 @@ class Lifter(FragmentLifting):
             return mapping["value"]
         if "dim" in mapping:
             tensor, dim = mapping["dim"]
-            key = ("dim", tensor, int(dim))
-            if key not in self.worker_constants:
-                op = DimOp(self.tensors[tensor], int(dim))
-                op.result.name_hint = field
-                op.location = self.location(scope, node)
-                self._hoist(op)
-                self.worker_constants[key] = op.result
-            return Run(self.worker_constants[key])
+            return self.parameter_size(tensor, int(dim), scope, node, field)
         if "tensor" in mapping:
             return TensorArgument(mapping["tensor"])
+        if "quotient" in mapping:  # a ratio of two tensor sizes: { quotient = [["q", 1], ["k", 1]] }
+            sizes = [self.parameter_size(tensor, int(dim), scope, node) for tensor, dim in mapping["quotient"]]
+            return self.named(self.binary("/", sizes[0], sizes[1], scope, node), field)
         if "scalar" in mapping:
             value = Run(self.kernel.argument(mapping["scalar"]))
             if "multiply" not in mapping:
@@ -929,6 +958,17 @@ class Lifter(FragmentLifting):
             return Run(self.worker_constants[key])
         raise self.error(scope, node, f"profile {self.profile.name}: mapping of `{field}` not understood")
 
+    def parameter_size(self, tensor: str, dim: int, scope: Scope, node: Node, name: str | None = None) -> Run:
+        """`cuir.dim %tensor[dim]`, made once per worker at its top."""
+        key = ("dim", tensor, dim)
+        if key not in self.worker_constants:
+            op = DimOp(self.tensors[tensor], dim)
+            op.result.name_hint = name
+            op.location = self.location(scope, node)
+            self._hoist(op)
+            self.worker_constants[key] = op.result
+        return Run(self.worker_constants[key])
+
     # =====================================================================================================
     # calls
     def call_method(self, node: Node, function_node: Node, arguments_node: Node, scope: Scope):
@@ -946,9 +986,18 @@ class Lifter(FragmentLifting):
             return self.scheduler_call(method, arguments, scope, node)
         if isinstance(owner, StructValue):
             return self.call(FunctionValue(method, (), owner, owner.struct), arguments, scope, node)
+        if isinstance(owner, Allocator):
+            template = method_node.child_by_field_name("arguments") if method_node.type == "template_method" else None
+            name = text(method_node.child_by_field_name("name")) if template is not None else method
+            return self.allocate(name, self.template_arguments(template, scope) if template else (), scope, node)
         raise self.unsupported(scope, node, "method call")
 
     def call(self, callee: FunctionValue, arguments: list[Node], scope: Scope, node: Node):
+        entry = self.profile.entry(callee.name) if callee.scope_struct is None else None
+        if entry is not None:
+            return self.library_call(callee, entry, arguments, scope, node)
+        if callee.scope_struct is None and callee.name in self.profile.section("functions"):
+            return self.library_function(callee.name, scope, node)
         primitive = self.profile.primitive(callee.name) if callee.scope_struct is None else None
         if primitive is not None:
             return self.primitive_call(callee, primitive, arguments, scope, node)
@@ -1227,6 +1276,8 @@ class Lifter(FragmentLifting):
         scope.names[name] = Cell(name, self.type_value(node.child_by_field_name("type"), scope), mutable=False)
 
     def _stmt_expression_statement(self, node: Node, scope: Scope):
+        if self.reference_array_declaration(node, scope):
+            return
         if node.named_children:
             self.evaluate(node.named_children[0], scope)
 
@@ -1248,6 +1299,10 @@ class Lifter(FragmentLifting):
         declared_type = self.type_value(type_node, scope) if type_node.type != "placeholder_type_specifier" else None
         for declarator in node.children_by_field_name("declarator"):
             name = declarator_name(declarator)
+            library = self.library_declaration(declared_type, declarator, scope, node)
+            if library is not None:
+                scope.names[name] = Cell(name, library, mutable=isinstance(library, ArrayValue))
+                continue
             value = None
             storage = self.profile.section("shared_storage").get("struct")
             if isinstance(declared_type, TypeValue) and declared_type.name == storage:
@@ -1365,10 +1420,14 @@ class Lifter(FragmentLifting):
             return
         if alternative is not None:
             raise self.error(scope, node, "an `else` on a predicate that splits a warp group")
+        instances = self.instance_subset(taken)
         saved = self.active
         self.active = taken
         try:
-            self.execute(consequence, Scope(scope))
+            if instances is None:
+                self.execute(consequence, Scope(scope))
+            else:  # taken in some warp groups only (thread 0 of the block): an scf.if on the instance
+                self.run_time_if(self.instance_condition(instances, scope, node), consequence, None, scope, node)
         finally:
             self.active = saved
 
@@ -1439,9 +1498,12 @@ class Lifter(FragmentLifting):
     def lift_worker(self, begin: int, end: int, threads, branch: Node, scope: Scope):
         import re
 
-        suffix = self.profile.section("roles").get("function_suffix", "")
+        roles = self.profile.section("roles")
+        suffix = roles.get("function_suffix", "")
         called = re.search(r"\b(\w+)" + re.escape(suffix) + r"\b", text(branch)) if suffix else None
-        worker = WorkerOp(called.group(1) if called else f"role{len(self.kernel.workers)}", (begin, end))
+        named = next((role for call, role in roles.get("names", {}).items() if call in text(branch)), None)
+        name = called.group(1) if called else named or f"role{len(self.kernel.workers)}"
+        worker = WorkerOp(name, (begin, end))
         self.kernel.body.block.add_op(worker)
         saved = (self.block, self.worker, self.worker_constants, self.active)
         self.block, self.worker, self.worker_constants, self.active = worker.body.block, worker, {}, threads
@@ -1452,7 +1514,10 @@ class Lifter(FragmentLifting):
         role_scope.names["__gemm_group__"] = self.worker_state["gemm"]
         self.materialized = {}
         try:
-            self.execute(branch, role_scope)
+            if self.profile.section("tile_scheduler").get("schedule") == "grid":
+                self.grid_worker_body(branch, role_scope, scope)
+            else:
+                self.execute(branch, role_scope)
         finally:
             self.block, self.worker, self.worker_constants, self.active = saved
         worker.body.block.args[0].name_hint = "instance" if worker.sym_name.data == "producer" else "group"
@@ -1624,10 +1689,13 @@ class Lifter(FragmentLifting):
 
     def run_time_loop(self, variable: str | None, start, condition: Node, update: Node, body: Node, scope: Scope,
                       node: Node):
-        if condition.type != "binary_expression" or text(condition.child_by_field_name("operator")) != "<" or \
-                variable is None or text(condition.child_by_field_name("left")) != variable:
-            raise self.unsupported(scope, condition, "loop condition (expected `i < bound`)")
-        bound = self.as_index(self.value(condition.child_by_field_name("right"), scope), scope, node)
+        operator = text(condition.child_by_field_name("operator")) if condition.type == "binary_expression" else None
+        if operator not in ("<", "<=") or variable is None or text(condition.child_by_field_name("left")) != variable:
+            raise self.unsupported(scope, condition, "loop condition (expected `i < bound` or `i <= bound`)")
+        bound = self.value(condition.child_by_field_name("right"), scope)
+        if operator == "<=":
+            bound = self.binary("+", bound, 1, scope, node)
+        bound = self.as_index(bound, scope, node)
         lower = self.as_index(start, scope, node)
         induction = scope.lookup(variable)
         slots = [slot for slot in self.visible_slots(scope) if slot.target is not induction]
@@ -1815,6 +1883,8 @@ class Lifter(FragmentLifting):
         width = self.profile.warp_group_threads
         ids = np.nonzero(self.active)[0]
         begin = self.worker.thread_range[0]
+        if self.issue_scope == "warp":  # a warp-collective call: issued once per warp
+            ids = np.unique(ids // 32) * 32
         counts = np.bincount((ids - begin) // width)
         counts = counts[counts > 0]
         return int(counts[0])
@@ -2208,10 +2278,15 @@ def lift_file(path: str | Path, entry: str | None, profile: Profile, include_dir
         note = (f"note: lifting entry point {chosen.name}, the first of {len(entries)} in {Path(path).name} "
                 f"(--lift=ENTRY picks another)")
     else:
-        chosen = next((e for e in entries if e.name == entry), None)
+        chosen = next((e for e in entries if e.name == "".join(entry.split())), None)
         if chosen is None:
             raise unknown_entry(program, entry)
-    module = lift_kernel(Lifter(program, profile, chosen))
+    lifter = Lifter(program, profile, chosen)
+    module = lift_kernel(lifter)
+    from cubridge.frontends.cuda.library import omitted_note
+
+    omissions = omitted_note(lifter.omitted_calls)
+    note = "\n".join(n for n in (note, omissions) if n) or None
     cse(module)
     dce(module)
     for op in list(module.walk()):

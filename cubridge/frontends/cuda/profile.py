@@ -31,10 +31,18 @@ class Profile:
         roles = self.section("primitives").get(function)
         if roles is None:
             return None
+        if isinstance(roles, dict):  # a library call with its op given: `{ op = "cuir.map", roles = [...] }`
+            return roles["op"], list(roles["roles"])
         ops = [p.op for p in PRIMITIVES if p.function == function]
         if not ops:
             raise CuBridgeError(f"profile {self.path.name}: `{function}` is in no row of the op-to-primitive table")
         return ops[0], list(roles)
+
+
+    def entry(self, function: str) -> dict | None:
+        """The row of a library call whose op the profile gives (None: a project primitive or no call)."""
+        row = self.section("primitives").get(function)
+        return row if isinstance(row, dict) else None
 
 
 def load_profile(name_or_path: str) -> Profile:
