@@ -2278,7 +2278,8 @@ def lift_file(path: str | Path, entry: str | None, profile: Profile, include_dir
         note = (f"note: lifting entry point {chosen.name}, the first of {len(entries)} in {Path(path).name} "
                 f"(--lift=ENTRY picks another)")
     else:
-        chosen = next((e for e in entries if e.name == "".join(entry.split())), None)
+        entry = "".join(entry.split())  # a template instance as written: `f<128, false>` is `f<128,false>`
+        chosen = next((e for e in entries if e.name == entry), None)
         if chosen is None:
             raise unknown_entry(program, entry)
     lifter = Lifter(program, profile, chosen)
