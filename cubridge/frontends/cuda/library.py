@@ -40,7 +40,7 @@ from cubridge.dialect.cuir import (
     YieldOp,
 )
 from cubridge.dialect.types import SharedBufferType, TileType
-from cubridge.frontends.cuda.elements import Expr, RowOf
+from cubridge.frontends.cuda.elements import Expr, Position, RowOf, element_layout
 from cubridge.frontends.cuda.program import declarator_name, text
 from cubridge.frontends.cuda.source import parse_cuda
 from cubridge.frontends.cuda.values import ArrayValue, Cell, PerThread, Run, SharedRef, TypeValue
@@ -75,6 +75,21 @@ class Allocation:
 
     tile: TypeValue
     count: int
+
+
+@dataclass(frozen=True)
+class BaseTiles:
+    """`tile.tiles` of a register tile (its 16x16 base tiles), indexed [row block] when `row` is set."""
+
+    tile: ArrayValue
+    row: int | None = None
+
+
+@dataclass(eq=False)
+class TileView(ArrayValue):
+    """A base tile of a register tile: the elements (of the whole fragment) it holds, sharing their cells."""
+
+    elements: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -285,6 +300,28 @@ class LibraryLifting:
             index = self.uniform(index, scope, node)
         return SharedRef(array.name, index)
 
+    def base_tile(self, tiles: BaseTiles, index, scope, node: Node):
+        """`tile.tiles[i][j]`: the 16x16 base tile (i, j) of a warp's register tile, as a view of its
+        fragment's elements (the ones whose tile-local row and column fall in that block)."""
+        if not isinstance(index, int):
+            raise self.error(scope, node, "a base tile at a run-time index")
+        if tiles.row is None:
+            return BaseTiles(tiles.tile, index)
+        fragment = tiles.tile
+        if fragment.kind != "fragment":
+            raise self.error(scope, node, f"base tiles of `{fragment.name}`, which is not a float register tile")
+        ids = np.nonzero(self.active)[0]
+        size = FRAGMENT_ROWS_PER_WARP
+        chosen = []
+        for element in range(len(fragment.cells)):
+            rows = element_layout(ids, element, "row", False) % size // size
+            columns = element_layout(ids, element, "col", False) // size
+            if (rows == tiles.row).all() and (columns == index).all():
+                chosen.append(element)
+        if not chosen:
+            raise self.error(scope, node, f"`{fragment.name}` has no base tile ({tiles.row}, {index})")
+        return TileView([fragment.cells[e] for e in chosen], "fragment", fragment.name, tuple(chosen))
+
     # =====================================================================================================
     # calls with an explicit op
     def library_call(self, callee, entry: dict, arguments: list[Node], scope, node: Node):
@@ -402,6 +439,12 @@ class LibraryLifting:
             new = [None if None in (source.cells[2 * j].value, source.cells[2 * j + 1].value) else
                    Expr("pack", (source.cells[2 * j].value, source.cells[2 * j + 1].value), location)
                    for j in range(len(dest.cells))]
+        elif function == "above_diagonal":  # y above the diagonal of each 16x16 base tile, x on and below it
+            above = Expr("cmpi:sgt", (Position("col", 1, FRAGMENT_ROWS_PER_WARP),
+                                      Position("row", 1, FRAGMENT_ROWS_PER_WARP)), location)
+            x, y = ([self._operand(o, e, dest, callee, scope, node) for e in range(len(dest.cells))]
+                    for o in operands)
+            new = [None if None in (a, b) else Expr("select", (above, b, a), location) for a, b in zip(x, y)]
         else:
             new = [self._element(function, [self._operand(o, e, dest, callee, scope, node) for o in operands],
                                  location) for e in range(len(dest.cells))]

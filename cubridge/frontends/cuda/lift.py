@@ -65,7 +65,7 @@ from cubridge.dialect.cuir import (
 )
 from cubridge.dialect.types import MbarrierType
 from cubridge.frontends.cuda.elements import Affine, Elem, Expr, FragmentLifting, RowOf, is_symbolic
-from cubridge.frontends.cuda.library import Allocator, LibraryLifting, Omitted, SharedArray
+from cubridge.frontends.cuda.library import Allocator, BaseTiles, LibraryLifting, Omitted, SharedArray
 from cubridge.frontends.cuda.profile import Profile
 from cubridge.frontends.cuda.program import (
     Definition,
@@ -807,7 +807,8 @@ class Lifter(FragmentLifting, LibraryLifting):
             return bound.value if isinstance(bound, Cell) else bound
         except KeyError:
             pass
-        if name in ("min", "max", "__builtin_huge_valf", "__shfl_sync") or name in self.profile.section("math"):
+        if name in ("min", "max", "__builtin_huge_valf", "__shfl_sync") or name in self.profile.section("math") or \
+                name in self.profile.section("no_ops"):
             return FunctionValue(name)
         if name not in self.program.constants and name not in self.program.functions and \
                 self.profile.primitive(name) is None and scope.struct is None:
@@ -829,6 +830,8 @@ class Lifter(FragmentLifting, LibraryLifting):
             return self.parameter_field(field, scope, node)
         if isinstance(owner, (SchedulerValue, SharedStorageValue)):
             return FunctionValue(field, (), owner, owner.struct)
+        if isinstance(owner, ArrayValue) and field == self.profile.section("types").get("base_tiles"):
+            return BaseTiles(owner)
         raise self.unsupported(scope, node, "field access")
 
     def _expr_subscript_expression(self, node: Node, scope: Scope):
@@ -840,6 +843,8 @@ class Lifter(FragmentLifting, LibraryLifting):
             return TensorStore(array, index)
         if isinstance(array, (SharedArray, Omitted)):
             return self.shared_element(array, index, scope, node)
+        if isinstance(array, BaseTiles):
+            return self.base_tile(array, index, scope, node)
         raise self.unsupported(scope, node, "subscript")
 
     def _expr_pointer_expression(self, node: Node, scope: Scope):
@@ -998,6 +1003,8 @@ class Lifter(FragmentLifting, LibraryLifting):
             return self.library_call(callee, entry, arguments, scope, node)
         if callee.scope_struct is None and callee.name in self.profile.section("functions"):
             return self.library_function(callee.name, scope, node)
+        if callee.scope_struct is None and callee.name in self.profile.section("no_ops"):
+            return None  # no meaning at tile level (the profile says why)
         primitive = self.profile.primitive(callee.name) if callee.scope_struct is None else None
         if primitive is not None:
             return self.primitive_call(callee, primitive, arguments, scope, node)
@@ -1633,6 +1640,8 @@ class Lifter(FragmentLifting, LibraryLifting):
         if condition is None:
             self.tile_loop(node, initializer, update, body, inner)
             return
+        if initializer is None and self.run_once_loop(condition, update, body, inner, node):
+            return
         if initializer is not None:
             self.execute(initializer, inner) if initializer.type == "declaration" else self.evaluate(initializer, inner)
         if initializer is not None and initializer.type == "declaration":
@@ -1645,6 +1654,43 @@ class Lifter(FragmentLifting, LibraryLifting):
             self.unrolled_loop(condition, update, body, inner, node)
             return
         self.run_time_loop(variable, start, condition, update, body, inner, node)
+
+    def run_once_loop(self, condition: Node, update: Node | None, body: Node, scope: Scope, node: Node) -> bool:
+        """`for (; x == a || x == b; x += K)` with a - b a constant no multiple of K: the body runs at most
+        once (a branch written as a loop), lifted as an scf.if. False when the loop is not of that form."""
+        if update is None or update.type != "assignment_expression" or \
+                text(update.child_by_field_name("operator")) != "+=":
+            return False
+        variable = text(update.child_by_field_name("left"))
+        step = self.value(update.child_by_field_name("right"), scope)
+        bounds = []
+        stack = [condition]
+        while stack:
+            part = stack.pop()
+            while part.type == "parenthesized_expression":
+                part = part.named_children[0]
+            operator = text(part.child_by_field_name("operator")) if part.type == "binary_expression" else None
+            if operator == "||":
+                stack += [part.child_by_field_name("left"), part.child_by_field_name("right")]
+            elif operator == "==" and text(part.child_by_field_name("left")) == variable:
+                bounds.append(self.value(part.child_by_field_name("right"), scope))
+            else:
+                return False
+        if not isinstance(step, int) or step == 0:
+            return False
+        differences = {_constant_difference(a, b) for a in bounds for b in bounds}
+        if None in differences or any(d and d % step == 0 and d // step > 0 for d in differences):
+            return False
+        value = self.value(condition, scope)
+        if not isinstance(value, Run):
+            return False
+
+        def once():
+            self.execute(body, Scope(scope))
+            self.evaluate(update, scope)
+
+        self.run_time_if(value, once, None, scope, node)
+        return True
 
     def _constant_condition(self, condition: Node, scope: Scope):
         """The condition's value when it is a compile-time constant (loop bounds known), else None."""
@@ -2241,6 +2287,40 @@ def _deref(value) -> Cell | None:
             value = value.value.cell
         else:
             return value if isinstance(value, Cell) else None
+
+
+def _linear(value) -> dict | None:
+    """An index value as {SSA leaf or 1: coefficient} through adds, subtracts and constant products."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return {1: value}
+    value = value.value if isinstance(value, Run) else value
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return {1: owner.value.value.data}
+    if isinstance(owner, (arith.AddiOp, arith.SubiOp, arith.MuliOp)):
+        left, right = _linear(owner.lhs), _linear(owner.rhs)
+        if left is None or right is None:
+            return None
+        if isinstance(owner, arith.MuliOp):
+            if set(right) == {1}:
+                return {k: c * right[1] for k, c in left.items()}
+            if set(left) == {1}:
+                return {k: c * left[1] for k, c in right.items()}
+            return None
+        sign = 1 if isinstance(owner, arith.AddiOp) else -1
+        return {k: left.get(k, 0) + sign * right.get(k, 0) for k in set(left) | set(right)}
+    return {value: 1}
+
+
+def _constant_difference(a, b) -> int | None:
+    """a - b when it is a compile-time constant (the same run-time leaves on both sides), else None."""
+    left, right = _linear(a), _linear(b)
+    if left is None or right is None:
+        return None
+    difference = {k: left.get(k, 0) - right.get(k, 0) for k in set(left) | set(right)}
+    if any(c for k, c in difference.items() if k != 1):
+        return None
+    return difference.get(1, 0)
 
 
 def _same_value(a: SSAValue, b: SSAValue) -> bool:
