@@ -1,6 +1,7 @@
 // RUN: cuir-opt --lift='fwd_attend_ker<128, false>' --lift-profile=thunderkittens --print-debuginfo %thunderkittens/kernels/attention/mha_h100/mha_h100.cu 2>&1 | filecheck %s
 // RUN: cuir-opt --lift='fwd_attend_ker<128, false>' --lift-profile=thunderkittens %thunderkittens/kernels/attention/mha_h100/mha_h100.cu 2>/dev/null | cuir-run - --shape 1,2,1,384,384,128 | filecheck %s --check-prefix=VERIFY
-// RUN: not cuir-opt --lift='fwd_attend_ker<128, true>' --lift-profile=thunderkittens %thunderkittens/kernels/attention/mha_h100/mha_h100.cu 2>&1 | filecheck %s --check-prefix=CAUSAL
+// RUN: cuir-opt --lift='fwd_attend_ker<128, true>' --lift-profile=thunderkittens --print-debuginfo %thunderkittens/kernels/attention/mha_h100/mha_h100.cu 2>/dev/null | filecheck %s --check-prefix=CAUSAL
+// RUN: cuir-opt --lift='fwd_attend_ker<64,true>' --lift-profile=thunderkittens %thunderkittens/kernels/attention/mha_h100/mha_h100.cu 2>/dev/null | cuir-run - --spec %examples/specs/causal.py --shape 1,2,1,384,384,64 | filecheck %s --check-prefix=VERIFY64
 // RUN: not cuir-opt --lift='fwd_attend_ker<96, false>' --lift-profile=thunderkittens %thunderkittens/kernels/attention/mha_h100/mha_h100.cu 2>&1 | filecheck %s --check-prefix=ENTRY
 //
 // ThunderKittens' Hopper forward kernel through the ThunderKittens profile: one CHECK per call family and
@@ -73,6 +74,26 @@
 
 // VERIFY: cuir-run: verified: o max_abs={{.*}} 1 shape(s) B,HQ,HKV,SQ,SKV = 1,2,1,384,384; D=128)
 
-// CAUSAL: mha_h100.cu:165:23: error: lift: unsupported loop condition (expected `i < bound` or `i <= bound`): `k_blk == (kv_iters-1)*(K::kv_height/kittens::TILE_ROW_DIM...`
+// VERIFY64: cuir-run: verified: o max_abs={{.*}} 1 shape(s) B,HQ,HKV,SQ,SKV = 1,2,1,384,384; D=64)
+
+// The causal mask: `for (; k_blk == (kv_iters-1)*8 || k_blk == kv_iters*8; k_blk += 10000)` runs at most
+// once (the bounds differ by 8, no multiple of 10000): an scf.if. Its unrolled loop over the 16x16 base
+// tiles `att_block.tiles[0][j]` (neg_infty above the diagonal block, make_causal on it) is one map of the
+// element's 16-row and 16-column blocks: k_blk + col / 16 against the warp's q block seq * 4 + row / 16.
+// CAUSAL: %[[KBLK:.*]] = arith.muli %kv_idx_1, %c8{{.*}} : index loc("{{.*}}mha_h100.cu":162:36)
+// CAUSAL: %[[ONCE:.*]] = arith.ori %{{.*}}, %{{.*}} : i1 loc("{{.*}}mha_h100.cu":165:23)
+// CAUSAL-NEXT: %k_blk_1, %att_block_1 = scf.if %[[ONCE]] -> (index, !cuir.tile<64x128xf32, @consumer>) {
+// CAUSAL: cuir.map %att_block (%[[X:.*]]: f32 loc(unknown), %[[ROW:.*]]: index loc(unknown), %[[COL:.*]]: index loc(unknown)) {
+// CAUSAL: %[[KB:.*]] = arith.divsi %[[COL]], %{{.*}} : index
+// CAUSAL-NEXT: %[[K:.*]] = arith.addi %[[KBLK]], %[[KB]] : index
+// CAUSAL-NEXT: %[[QB:.*]] = arith.divsi %[[ROW]], %{{.*}} : index
+// CAUSAL-NEXT: %[[Q:.*]] = arith.addi %{{.*}}, %[[QB]] : index
+// CAUSAL-NEXT: %[[ABOVE:.*]] = arith.cmpi sgt, %[[K]], %[[Q]] : index loc("{{.*}}mha_h100.cu":171:34)
+// CAUSAL: %[[ON:.*]] = arith.cmpi eq, %[[K]], %[[Q]] : index loc("{{.*}}mha_h100.cu":172:34)
+// CAUSAL: %[[UPPER:.*]] = arith.cmpi sgt, %{{.*}}, %{{.*}} : index loc("{{.*}}mha_h100.cu":172:52)
+// CAUSAL-NEXT: %[[CAUSAL:.*]] = arith.select %[[UPPER]], %{{.*}}, %[[X]] : f32 loc("{{.*}}mha_h100.cu":172:52)
+// CAUSAL-NEXT: %[[DIAGONAL:.*]] = arith.select %[[ON]], %[[CAUSAL]], %[[X]] : f32 loc("{{.*}}mha_h100.cu":172:30)
+// CAUSAL-NEXT: arith.select %[[ABOVE]], %{{.*}}, %[[DIAGONAL]] : f32 loc("{{.*}}mha_h100.cu":171:25)
+// CAUSAL: cuir.row_reduce max %att_block_1 init %max_vec_1 : {{.*}} loc("{{.*}}mha_h100.cu":178:13)
 
 // ENTRY: mha_h100.cu: error: lift: no entry point `fwd_attend_ker<96,false>` in mha_h100.cu (entry points: fwd_attend_ker<64,true>, fwd_attend_ker<64,false>, fwd_attend_ker<128,true>, fwd_attend_ker<128,false>,

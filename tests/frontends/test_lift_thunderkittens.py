@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from cubridge.diagnostics import CuBridgeError
 from cubridge.dialect.cuir import CopyAsyncOp, ForEachTileOp, GemmAsyncOp, KernelOp, StoreAsyncOp
 from cubridge.frontends.cuda import lift_cuda_file
 from cubridge.frontends.cuda.profile import load_profile
@@ -61,32 +60,47 @@ def test_omitted_lse_is_said():
     assert note.endswith("warpgroup::store at mha_h100.cu:223:9, warp::tma::store_async at mha_h100.cu:228:13")
 
 
-@pytest.mark.parametrize("shape", [(1, 2, 1, 384, 384, 128), (2, 4, 2, 768, 768, 128)])
-def test_d128_full_verifies(shape):
-    result = verify(_lift("fwd_attend_ker<128, false>").module, shapes=[shape], seeds=(0, 1), schedules=2)
+def _causal_spec():
+    from cubridge.frontends.spec import load_spec
+
+    return load_spec(ROOT / "examples" / "specs" / "causal.py")
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", [(1, 2, 1, 384, 384, 128), (2, 4, 2, 768, 768, 128), (1, 2, 1, 384, 384, 64)])
+def test_instance_verifies(shape, causal):
+    """Full and causal, D = 128 at one and two 384-row blocks (GQA), D = 64 at 384 rows."""
+    module = _lift(f"fwd_attend_ker<{shape[-1]}, {str(causal).lower()}>").module
+    result = verify(module, spec=_causal_spec() if causal else None, shapes=[shape], seeds=(0, 1), schedules=2)
     assert result.ok, result.summary()
 
 
-def test_d64_full_lifts_but_skips_mbarrier_phases():
-    """D = 64 lifts; its producer starts waiting for the consumers at the third kv tile (the prologue
-    preloads three of four stages), so its first wait on stage 0 is for phase 1. That is safe on the GPU
-    (the wait on stage 3's phase 0 already orders it), but the executor requires every instance to wait
-    for every phase of an mbarrier in order, and reports the skip."""
-    result = verify(_lift("fwd_attend_ker<64, false>").module, shapes=[(1, 2, 1, 768, 768, 64)], seeds=(0,),
-                    schedules=1)
+@pytest.mark.parametrize("causal", [False, True])
+def test_d64_skips_mbarrier_phases_from_768_rows(causal):
+    """D = 64 preloads three of its four kv stages, so from the fifth kv tile on (768 rows) its producer's
+    first wait on stage 0 is for phase 1. That is safe on the GPU (its wait on stage 3's phase 0 already
+    orders it), but the executor requires every instance to wait for every phase of an mbarrier in order
+    (lit_tests/cuir-run/race_skipped_phase.mlir) and reports the skip."""
+    module = _lift(f"fwd_attend_ker<64, {str(causal).lower()}>").module
+    result = verify(module, spec=_causal_spec() if causal else None, shapes=[(1, 2, 1, 768, 768, 64)],
+                    seeds=(0,), schedules=1)
     assert result.verdict == "race"
     assert [d.category for d in result.diagnostics] == ["wrong phase"]
     assert "of %compute_done[0] (parity 1), skipping phase 0, which it never waited for" in \
         result.diagnostics[0].message
 
 
-@pytest.mark.parametrize("head_dim", [64, 128])
-def test_causal_masking_loop_is_refused_where_it_is(head_dim):
-    """The causal instances mask 16x16 sub-tiles in a `for (; k_blk == a || k_blk == b; k_blk += 10000)`
-    loop (a branch written as a loop): not lifted, and said where."""
-    with pytest.raises(CuBridgeError) as error:
-        _lift(f"fwd_attend_ker<{head_dim}, true>")
-    assert str(error.value).startswith(f"{KERNEL}:165:23: error: lift: unsupported loop condition")
+def test_causal_mask_is_one_map_of_block_positions():
+    """The masking of the last two kv tiles, a `for (; k_blk == a || k_blk == b; k_blk += 10000)` loop (a
+    branch: a - b = 8 is no multiple of 10000) over 16x16 base tiles with neg_infty / make_causal per
+    block, is an scf.if around one cuir.map of the element's row and column blocks."""
+    from cubridge.dialect.cuir import MapOp
+
+    kernel = next(op for op in _lift("fwd_attend_ker<128, true>").module.walk() if isinstance(op, KernelOp))
+    masks = [op for op in kernel.walk() if isinstance(op, MapOp) and op.parent_op().name == "scf.if"]
+    assert len(masks) == 1
+    body = [op.name for op in masks[0].body.block.ops]
+    assert body.count("arith.select") == 3 and body.count("arith.divsi") == 2 and body.count("arith.remsi") == 2
 
 
 def test_a_kernel_change_reaches_the_lifted_ir(tmp_path):

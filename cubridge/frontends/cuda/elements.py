@@ -511,15 +511,16 @@ class _MapBuilder:
     def _position(self, position: Position) -> SSAValue:
         """The element's tile-local index (the index argument less the map's origin), divided, reduced."""
         block = self.block
+        location = self.lifter.location(self.scope, self.node)  # where the map is made
         value = block.args[len(self.inputs) + (0 if position.axis == "row" else 1)]
         if position.axis in self.origins:
-            local = arith.SubiOp(value, self._origin(position.axis))
+            local = _at(arith.SubiOp(value, self._origin(position.axis)), location)
             block.add_op(local)
             value = local.result
         for operation, constant in ((arith.DivSIOp, position.divisor), (arith.RemSIOp, position.modulus)):
             if constant > 1 or (operation is arith.RemSIOp and constant):
-                literal = arith.ConstantOp(arith.IntegerAttr(constant, IndexType()))
-                op = operation(value, literal.result)
+                literal = _at(arith.ConstantOp(arith.IntegerAttr(constant, IndexType())), location)
+                op = _at(operation(value, literal.result), location)
                 block.add_op(literal)
                 block.add_op(op)
                 value = op.result
