@@ -106,10 +106,14 @@ def _launch_threads(lifter: Lifter, node, scope: Scope) -> int:
 
 def _element_type(lifter: Lifter, body, scope: Scope):
     """The tensors' element type: the 16-bit float type the entry instantiates its kernel with (a C++ type,
-    or a name of the profile's `[types] element`)."""
+    a name of the profile's `[types] element`, or the element of a shared tile type it uses)."""
+    types = lifter.profile.section("types")
     named = {name: lifter.element_type_named(element)
-             for name, element in lifter.profile.section("types").get("element", {}).items()}
+             for table in (types.get("element", {}), types.get("shared_tile", {})) for name, element in table.items()}
     for node in walk(body):
+        if node.type == "template_type" and text(node.child_by_field_name("name")) in named and \
+                named[text(node.child_by_field_name("name"))] != ELEMENT_TYPES["float"]:
+            return named[text(node.child_by_field_name("name"))]  # a library tile type: st_bf<64, 128>
         if node.type == "template_argument_list":
             for argument in node.named_children:
                 name = " ".join(text(argument).split())

@@ -123,6 +123,10 @@ class LibraryLifting:
             from cubridge.frontends.cuda.values import FunctionValue
 
             return FunctionValue(name, arguments)
+        outer = node.child_by_field_name("scope") if node.type == "qualified_identifier" else None
+        if outer is not None and outer.type == "namespace_identifier" and self._library_key(text(outer)) in \
+                {key.split("::")[0] for key in self.profile.section("primitives") if "::" in key}:
+            raise self.error(scope, node, f"unknown name `{name}`: not in profile {self.profile.name}")
         return None
 
     def _library_key(self, spelled: str) -> str:
@@ -298,6 +302,11 @@ class LibraryLifting:
             return array
         if isinstance(index, PerThread):
             index = self.uniform(index, scope, node)
+        buffer = self.shared.get(array.name)
+        if buffer is not None and buffer.type.stages.data == 1:  # one tile: no stage index
+            if index != 0:
+                raise self.error(scope, node, f"`{array.name}` holds one tile; index {index} is past it")
+            index = None
         return SharedRef(array.name, index)
 
     def base_tile(self, tiles: BaseTiles, index, scope, node: Node):
@@ -431,6 +440,8 @@ class LibraryLifting:
             raise self.error(scope, node, f"the destination of `{callee.name}` is not a register tile or vector")
         function = entry["map"]
         operands = [values[role] for role in ("x", "y") if role in values]
+        if entry.get("y") == "rows":  # the *_row calls: y is one value per row
+            self._tile_argument(values["y"], ("rows",), "row operand", callee, scope, node)
         location = self.location(scope, node)
         if dest.kind == "packed":  # a conversion: pairs of a float tile
             source = self._tile_argument(operands[0], ("fragment",), "source", callee, scope, node)

@@ -542,6 +542,9 @@ class Lifter(FragmentLifting, LibraryLifting):
                 return member
         if name == "threadIdx" or name == "blockIdx" or name == "gridDim":
             return TypeValue(name)
+        library = self.library_name(node, scope)  # `using namespace kittens;`: WARPGROUP_WARPS
+        if library is not None:
+            return library
         raise self.error(scope, node, f"unknown name `{name}`")
 
     _expr_field_identifier = _expr_identifier
@@ -808,7 +811,7 @@ class Lifter(FragmentLifting, LibraryLifting):
         except KeyError:
             pass
         if name in ("min", "max", "__builtin_huge_valf", "__shfl_sync") or name in self.profile.section("math") or \
-                name in self.profile.section("no_ops"):
+                name in self.profile.section("no_ops") or name in self.profile.section("functions"):
             return FunctionValue(name)
         if name not in self.program.constants and name not in self.program.functions and \
                 self.profile.primitive(name) is None and scope.struct is None:
