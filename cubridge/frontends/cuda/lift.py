@@ -1665,9 +1665,7 @@ class Lifter(FragmentLifting, LibraryLifting):
                 text(update.child_by_field_name("operator")) != "+=":
             return False
         variable = text(update.child_by_field_name("left"))
-        step = self.value(update.child_by_field_name("right"), scope)
-        bounds = []
-        stack = [condition]
+        bound_nodes, stack = [], [condition]
         while stack:
             part = stack.pop()
             while part.type == "parenthesized_expression":
@@ -1676,11 +1674,13 @@ class Lifter(FragmentLifting, LibraryLifting):
             if operator == "||":
                 stack += [part.child_by_field_name("left"), part.child_by_field_name("right")]
             elif operator == "==" and text(part.child_by_field_name("left")) == variable:
-                bounds.append(self.value(part.child_by_field_name("right"), scope))
+                bound_nodes.append(part.child_by_field_name("right"))
             else:
                 return False
-        if not isinstance(step, int) or step == 0:
+        step = self.value(update.child_by_field_name("right"), scope)
+        if not isinstance(step, int) or isinstance(step, bool) or step == 0:
             return False
+        bounds = [self.value(bound, scope) for bound in bound_nodes]
         differences = {_constant_difference(a, b) for a in bounds for b in bounds}
         if None in differences or any(d and d % step == 0 and d // step > 0 for d in differences):
             return False
