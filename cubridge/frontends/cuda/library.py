@@ -549,7 +549,7 @@ class LibraryLifting:
                                                                       scope, node).result)
         return condition
 
-    def grid_index(self, field: str, scope, node: Node):
+    def work_tile_index(self, field: str, scope, node: Node):
         """`blockIdx.<field>` of a grid-launched kernel: a coordinate of the work tile."""
         grid = self.profile.section("tile_scheduler").get("grid", [])
         if field not in grid:

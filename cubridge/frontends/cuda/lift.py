@@ -924,7 +924,7 @@ class Lifter(FragmentLifting, LibraryLifting):
     # thread and block indices, parameters
     def builtin_index(self, owner: str, field: str, scope: Scope, node: Node):
         if owner == "blockIdx":
-            return self.grid_index(field, scope, node)
+            return self.work_tile_index(field, scope, node)
         if field != "x":
             raise self.error(scope, node, f"only the x dimension of {owner} is supported")
         if owner == "threadIdx":
