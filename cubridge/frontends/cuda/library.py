@@ -491,8 +491,12 @@ class LibraryLifting:
         elements = {e: cell.value for e, cell in enumerate(tile.cells)}
         if any(v is None for v in elements.values()):
             raise self.error(scope, node, f"`{tile.name}` is read before all its elements are set")
+        self.materialize_fragment(tile.cells, False, scope, node, tile.name)  # named after its variables
+        self.materialize_rows([c.value for c in init.cells], scope, node, init.name)
         rows = self.reduce_rows(entry["reduce"], elements, [c.value for c in init.cells], scope, node,
                                 self.location(scope, node))
+        if rows.name_hint is None:
+            rows.name_hint = dest.name
         for half, cell in enumerate(dest.cells):
             cell.value = RowOf(rows, half)
 
