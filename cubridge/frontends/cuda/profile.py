@@ -32,7 +32,8 @@ class Profile:
         if roles is None:
             return None
         if isinstance(roles, dict):  # a library call with its op given: `{ op = "cuir.map", roles = [...] }`
-            return roles["op"], list(roles["roles"])
+            row = self.entry(function)
+            return row["op"], list(row["roles"])
         ops = [p.op for p in PRIMITIVES if p.function == function]
         if not ops:
             raise CuBridgeError(f"profile {self.path.name}: `{function}` is in no row of the op-to-primitive table")
@@ -42,7 +43,12 @@ class Profile:
     def entry(self, function: str) -> dict | None:
         """The row of a library call whose op the profile gives (None: a project primitive or no call)."""
         row = self.section("primitives").get(function)
-        return row if isinstance(row, dict) else None
+        if not isinstance(row, dict):
+            return None
+        if not isinstance(row.get("op"), str) or not isinstance(row.get("roles"), list):
+            raise CuBridgeError(f"profile {self.path.name}: the row of `{function}` needs `op` (a CuIR op name) and "
+                                "`roles` (a list)")
+        return row
 
 
 def load_profile(name_or_path: str) -> Profile:
