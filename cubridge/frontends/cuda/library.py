@@ -30,7 +30,6 @@ from xdsl.ir import Block, Region
 from cubridge.dialect.cuir import (
     AllocOp,
     BarrierOp,
-    CommitGroupOp,
     ConvertOp,
     FenceAsyncSharedOp,
     ForEachTileOp,
@@ -85,13 +84,6 @@ class BaseTiles:
     row: int | None = None
 
 
-@dataclass(eq=False)
-class TileView(ArrayValue):
-    """A base tile of a register tile: the elements (of the whole fragment) it holds, sharing their cells."""
-
-    elements: tuple = ()
-
-
 @dataclass(frozen=True)
 class Omitted:
     """A value the profile leaves out of the lift (with its reason); calls that use it are left out too."""
@@ -108,26 +100,28 @@ class LibraryLifting:
     def library_name(self, node: Node, scope) -> object | None:
         """The profile's meaning of a qualified name (`warp::mul`, `kittens::WARP_THREADS`), or None."""
         name = self._library_key(text(node))
-        arguments = ()
-        final = node
-        while final.type == "qualified_identifier" and final.child_by_field_name("name") is not None:
-            final = final.child_by_field_name("name")
-        if final.type == "template_function":
-            arguments = self.template_arguments(final.child_by_field_name("arguments"), scope)
         if name in self.profile.section("constants"):
             return self.profile.section("constants")[name]
         types = self.profile.section("types")
         if name in (types.get("semaphore"), types.get("coordinate")):
-            return TypeValue(name, arguments)
+            return TypeValue(name, self._final_template_arguments(node, scope))
         if name in self.profile.section("primitives") or name in self.profile.section("functions"):
             from cubridge.frontends.cuda.values import FunctionValue
 
-            return FunctionValue(name, arguments)
+            return FunctionValue(name, self._final_template_arguments(node, scope))
         outer = node.child_by_field_name("scope") if node.type == "qualified_identifier" else None
         if outer is not None and outer.type == "namespace_identifier" and self._library_key(text(outer)) in \
                 {key.split("::")[0] for key in self.profile.section("primitives") if "::" in key}:
             raise self.error(scope, node, f"unknown name `{name}`: not in profile {self.profile.name}")
         return None
+
+    def _final_template_arguments(self, node: Node, scope) -> tuple:
+        """The template arguments of a qualified name's last part: (32,) of `warpgroup::decrease_registers<32>`."""
+        while node.type == "qualified_identifier" and node.child_by_field_name("name") is not None:
+            node = node.child_by_field_name("name")
+        if node.type != "template_function":
+            return ()
+        return self.template_arguments(node.child_by_field_name("arguments"), scope)
 
     def _library_key(self, spelled: str) -> str:
         """`kittens::warpgroup::mma_AB<...>` -> `warpgroup::mma_AB`: blanks, template arguments and the
@@ -329,7 +323,7 @@ class LibraryLifting:
                 chosen.append(element)
         if not chosen:
             raise self.error(scope, node, f"`{fragment.name}` has no base tile ({tiles.row}, {index})")
-        return TileView([fragment.cells[e] for e in chosen], "fragment", fragment.name, tuple(chosen))
+        return ArrayValue([fragment.cells[e] for e in chosen], "fragment", fragment.name)  # its cells, shared
 
     # =====================================================================================================
     # calls with an explicit op
