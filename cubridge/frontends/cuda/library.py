@@ -313,14 +313,11 @@ class LibraryLifting:
         fragment = tiles.tile
         if fragment.kind != "fragment":
             raise self.error(scope, node, f"base tiles of `{fragment.name}`, which is not a float register tile")
+        if tiles.row != 0:  # a warp's tile is one row of base tiles: its 16 rows
+            raise self.error(scope, node, f"`{fragment.name}` has no base tile ({tiles.row}, {index})")
         ids = np.nonzero(self.active)[0]
-        size = FRAGMENT_ROWS_PER_WARP
-        chosen = []
-        for element in range(len(fragment.cells)):
-            rows = element_layout(ids, element, "row", False) % size // size
-            columns = element_layout(ids, element, "col", False) // size
-            if (rows == tiles.row).all() and (columns == index).all():
-                chosen.append(element)
+        chosen = [element for element in range(len(fragment.cells))
+                  if (element_layout(ids, element, "col", False) // FRAGMENT_ROWS_PER_WARP == index).all()]
         if not chosen:
             raise self.error(scope, node, f"`{fragment.name}` has no base tile ({tiles.row}, {index})")
         return ArrayValue([fragment.cells[e] for e in chosen], "fragment", fragment.name)  # its cells, shared
@@ -354,12 +351,13 @@ class LibraryLifting:
                 self._single_issuer(callee.name, scope, node)
             if entry.get("fence") and op_name == "cuir.store_async":
                 self.emit(FenceAsyncSharedOp(), scope, node)
-            builder = getattr(self, "_lib_" + op_name.removeprefix("cuir."), None) or \
-                getattr(self, "_op_" + op_name.removeprefix("cuir."), None)
-            if builder is None:
+            op = op_name.removeprefix("cuir.")
+            if hasattr(self, "_lib_" + op):  # whole-tile semantics, read from the row
+                result = getattr(self, "_lib_" + op)(callee, values, entry, scope, node)
+            elif hasattr(self, "_op_" + op):  # the project primitives' op builders
+                result = getattr(self, "_op_" + op)(callee, values, scope, node)
+            else:
                 raise self.error(scope, node, f"`{callee.name}` ({op_name}) is not lifted")
-            result = builder(callee, values, entry, scope, node) if builder.__name__.startswith("_lib_") else \
-                builder(callee, values, scope, node)
             if entry.get("commit"):
                 self._prim_store_async_commit(callee, {}, scope, node)
         finally:
@@ -396,6 +394,8 @@ class LibraryLifting:
         self._op_mbarrier_arrive(callee, values, scope, node)
 
     def _lib_wait_group(self, callee, values, entry, scope, node: Node):
+        if callee.template_arguments not in ((), (0,)):
+            raise self.error(scope, node, f"`{callee.name}<N>` with N > 0 groups left pending is not lifted")
         token = self.worker_state["store"].value
         if token is None:
             raise self.error(scope, node, f"`{callee.name}` with no store group committed")
