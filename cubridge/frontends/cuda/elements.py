@@ -106,6 +106,16 @@ def wgmma_layout(count: int) -> FragmentLayout:
     return FragmentLayout(1, max(count // 4, 1))
 
 
+@dataclass(frozen=True)
+class Position:
+    """The element's tile-local row or column index (`axis`), divided by `divisor`, modulo `modulus` when
+    non-zero: the position code of whole-tile library calls (`make_causal` on a 16x16 sub-tile)."""
+
+    axis: str
+    divisor: int = 1
+    modulus: int = 0
+
+
 _FLOAT_OPS = {"+": "addf", "-": "subf", "*": "mulf", "/": "divf"}
 _INDEX_OPS = {"+": "addi", "-": "subi", "*": "muli", "/": "divsi", "%": "remsi"}
 _FLOAT_COMPARE = {"<": "olt", "<=": "ole", ">": "ogt", ">=": "oge", "==": "oeq", "!=": "one"}
@@ -114,12 +124,12 @@ REDUCING = {"addf": "sum", "maxnumf": "max"}
 
 
 def is_symbolic(value) -> bool:
-    return isinstance(value, (Expr, Elem, RowOf, Affine))
+    return isinstance(value, (Expr, Elem, RowOf, Affine, Position))
 
 
 def has_thread_index(value) -> bool:
     """Whether `value` reads a thread's row or column index (an Affine) outside reduction chains."""
-    if isinstance(value, Affine):
+    if isinstance(value, (Affine, Position)):
         return True
     if isinstance(value, Expr) and not value.op.startswith("reduce:"):
         return any(has_thread_index(arg) for arg in value.args)
@@ -385,6 +395,7 @@ class _MapBuilder:
         self.lifter, self.of_rows, self.scope, self.node, self.layout = lifter, of_rows, scope, node, layout
         self.inputs: list[SSAValue] = []
         self.origins: dict[str, object] = {}
+        self.local_axes: set[str] = set()  # axes read as tile-local positions (Position)
 
     def fail(self, why: str):
         return self.lifter.error(self.scope, self.node, f"fragment elements not lifted as one cuir.map: {why}")
@@ -419,6 +430,11 @@ class _MapBuilder:
             values = [as_reduction(v, h) for v, h in zip(values, elements)]
         if self.of_rows and all(isinstance(v, Expr) and v.op.startswith("reduce:") for v in values):
             return self._input(self._reduction(values))
+        if all(isinstance(v, Position) for v in values):
+            if any(v != first for v in values):
+                raise self.fail("elements read different positions")
+            self.local_axes.add(first.axis)
+            return ("position", first)
         if all(isinstance(v, Affine) for v in values):
             return self._index(values, elements)
         if all(isinstance(v, Elem) for v in values):
@@ -437,9 +453,42 @@ class _MapBuilder:
             return ("op", first.op, args, first.location)
         if all(not is_symbolic(v) for v in values):
             if any(not _same(v, first) for v in values):
-                raise self.fail("elements use different constants")
+                return self._element_constants(values, elements)
             return ("const", first)
         raise self.fail("elements computed differently")
+
+    def _block_position(self, offsets: list, elements: list[int], ids):
+        """(axis, divisor, remainder) with offsets[i] = layout(element i) // divisor + remainder (per thread:
+        remainder an array), for the first axis and power-of-two divisor that fit; None if none does."""
+        for axis in ("row", "col"):
+            if axis == "col" and self.of_rows:
+                continue
+            divisor = 1
+            while divisor <= 256:
+                remainders = [offset - element_layout(ids, element, axis, self.of_rows, self.layout) // divisor
+                              for offset, element in zip(offsets, elements)]
+                if all(np.array_equal(r, remainders[0]) for r in remainders):
+                    return axis, divisor, remainders[0]
+                divisor *= 2
+        return None
+
+    def _element_constants(self, values: list, elements: list[int]):
+        """Run-time integers that differ between elements by the element's block of rows or columns
+        (`k_blk + j` on sub-tile j): their common root plus the position."""
+        split = [_split_constant(v) for v in values]
+        if any(isinstance(v, bool) or not isinstance(v, (int, Run)) for v in values) or \
+                any(root is not split[0][0] for root, _ in split):
+            raise self.fail("elements use different constants")
+        ids = np.nonzero(self.lifter.active)[0]
+        found = self._block_position([np.full(ids.size, c) for _, c in split], elements, ids)
+        if found is None or not (found[2] == found[2][0]).all():
+            raise self.fail("elements use different constants")
+        axis, divisor, remainder = found
+        self.local_axes.add(axis)
+        base = self.lifter._add(Run(split[0][0]) if isinstance(split[0][0], SSAValue) else split[0][0],
+                                int(remainder[0]), self.scope, self.node)
+        return ("op", "addi", (("const", base if isinstance(base, int) else Run(base)),
+                               ("position", Position(axis, divisor))), self.lifter.location(self.scope, self.node))
 
     def _index(self, values: list, elements: list[int]):
         """Thread indices that are one axis of the layout, at one origin, for every element."""
@@ -461,7 +510,27 @@ class _MapBuilder:
                     self.origins[axis] = lifter._add(Run(root) if isinstance(root, SSAValue) else root, offset,
                                                      self.scope, self.node)
                     return _IndexArg(axis)
-        raise self.fail("a thread's index that is no row or column of the fragment layout")
+        return self._block_index(values, elements, ids)
+
+    def _block_index(self, values: list, elements: list[int], ids):
+        """A thread's index that is a block of the layout's rows or columns plus a per-warp-group value
+        (`seq * 4 + warpid` is the 16-row block of the element's row): base + that value + the position."""
+        if any(not _same(v.base, values[0].base) for v in values):
+            raise self.fail("a thread's index that is no row or column of the fragment layout")
+        found = self._block_position([v.threads[ids] for v in values], elements, ids)
+        if found is None:
+            raise self.fail("a thread's index that is no row or column of the fragment layout")
+        axis, divisor, remainder = found
+        lifter = self.lifter
+        per_thread = np.zeros(lifter.threads, dtype=np.int64)
+        per_thread[ids] = remainder
+        from cubridge.frontends.cuda.values import PerThread
+
+        offset = lifter.uniform(PerThread(per_thread), self.scope, self.node)
+        base = lifter.binary("+", values[0].base, offset, self.scope, self.node)
+        self.local_axes.add(axis)
+        return ("op", "addi", (("const", base), ("position", Position(axis, divisor))),
+                lifter.location(self.scope, self.node))
 
     def _reduction(self, values: list) -> SSAValue:
         """Row reductions of the two row halves: one cuir.row_reduce."""
@@ -501,6 +570,24 @@ class _MapBuilder:
         op = MapOp(self.inputs, origin, result_type, Region(block))
         return lifter.emit(op, self.scope, self.node).result
 
+    def _position(self, position: Position) -> SSAValue:
+        """The element's tile-local index (the index argument less the map's origin), divided, reduced."""
+        block = self.block
+        location = self.lifter.location(self.scope, self.node)  # where the map is made
+        value = block.args[len(self.inputs) + (0 if position.axis == "row" else 1)]
+        if position.axis in self.origins:
+            local = _at(arith.SubiOp(value, self._origin(position.axis)), location)
+            block.add_op(local)
+            value = local.result
+        for operation, constant in ((arith.DivSIOp, position.divisor), (arith.RemSIOp, position.modulus)):
+            if constant > 1 or (operation is arith.RemSIOp and constant):
+                literal = _at(arith.ConstantOp(arith.IntegerAttr(constant, IndexType())), location)
+                op = _at(operation(value, literal.result), location)
+                block.add_op(literal)
+                block.add_op(op)
+                value = op.result
+        return value
+
     def _origin(self, axis: str) -> SSAValue:
         origin = self.origins.get(axis, 0)
         return origin if isinstance(origin, SSAValue) else self.lifter.index_constant(int(origin))
@@ -512,6 +599,8 @@ class _MapBuilder:
         if isinstance(template, _IndexArg):
             return block.args[len(self.inputs) + (0 if template.axis == "row" else 1)]
         kind = template[0]
+        if kind == "position":
+            return self._position(template[1])
         if kind == "const":
             value = template[1]
             from cubridge.frontends.cuda.values import Run

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,9 @@ def lift_kernel(lifter: Lifter) -> ModuleOp:
     function = lifter.entry.function
     node, source = function.node, function.source
     scope = Scope(None, source=source)
+    for (_, name), argument in zip(function.template_parameters, lifter.entry.template_arguments):
+        value = lifter.value(argument, Scope(None, source=lifter.program.main))
+        scope.names[name] = Cell(name, value, mutable=False)  # a template kernel's instance: f<128, false>
     lifter.threads = _launch_threads(lifter, node, scope)
     lifter.active = np.ones(lifter.threads, dtype=bool)
     body = node.child_by_field_name("body")
@@ -32,7 +36,7 @@ def lift_kernel(lifter: Lifter) -> ModuleOp:
     declarator = node.child_by_field_name("declarator")
     for parameter in declarator.child_by_field_name("parameters").named_children:
         name = declarator_name(parameter.child_by_field_name("declarator"))
-        type_name = text(parameter.child_by_field_name("type"))
+        type_name = text(parameter.child_by_field_name("type")).split("<")[0]
         if type_name == "CUtensorMap":
             tensor = name[: -len(suffix)] if name.endswith(suffix) else name
             arguments.append((tensor, GlobalTensorType(rank, element)))
@@ -52,8 +56,11 @@ def lift_kernel(lifter: Lifter) -> ModuleOp:
 
     lifter.profile_arguments = [name for name, _ in arguments[tensor_maps:]]
     schedule = lifter.profile.section("tile_scheduler")
-    tile_m = int(lifter.constant(schedule["tile_rows"], (), scope, node))
-    kernel = KernelOp(lifter.entry.name, arguments, threads=lifter.threads, smem_bytes=0, tile_m=tile_m,
+    tile_rows = schedule["tile_rows"]
+    tile_m = int(lifter.constant(tile_rows, (), scope, node) if tile_rows in lifter.program.constants else
+                 lifter.profile_expression(tile_rows, scope, node))
+    symbol = re.sub(r"\W+", "_", lifter.entry.name).strip("_")  # fwd_attend_ker<128,false> -> fwd_attend_ker_128_false
+    kernel = KernelOp(symbol, arguments, threads=lifter.threads, smem_bytes=0, tile_m=tile_m,
                       schedule=schedule.get("schedule", "persistent"), order=schedule.get("order", "natural"),
                       source=Path(lifter.program.main.path).name)
     kernel.location = lifter.location(scope, node)
@@ -62,7 +69,10 @@ def lift_kernel(lifter: Lifter) -> ModuleOp:
     for name, _ in arguments:
         lifter.tensors[name] = kernel.argument(name)
 
-    lifter.execute(body, scope)
+    if schedule.get("schedule") == "grid":
+        lifter.run_kernel_body(body, scope)
+    else:
+        lifter.execute(body, scope)
     lifter.close_grid_tile()
     for value, name in lifter.fallback_names:  # a tile or row vector no C++ variable held as a whole
         if value.name_hint is None and name is not None:
@@ -99,13 +109,22 @@ def _launch_threads(lifter: Lifter, node, scope: Scope) -> int:
 
 
 def _element_type(lifter: Lifter, body, scope: Scope):
-    """The tensors' element type: the 16-bit float type the entry instantiates its kernel with."""
+    """The tensors' element type: the 16-bit float type the entry instantiates its kernel with (a C++ type,
+    a name of the profile's `[types] element`, or the element of a shared tile type it uses)."""
+    types = lifter.profile.section("types")
+    named = {name: lifter.element_type_named(element)
+             for table in (types.get("element", {}), types.get("shared_tile", {})) for name, element in table.items()}
     for node in walk(body):
+        if node.type == "template_type" and text(node.child_by_field_name("name")) in named and \
+                named[text(node.child_by_field_name("name"))] != ELEMENT_TYPES["float"]:
+            return named[text(node.child_by_field_name("name"))]  # a library tile type: st_bf<64, 128>
         if node.type == "template_argument_list":
             for argument in node.named_children:
                 name = " ".join(text(argument).split())
                 if name in ELEMENT_TYPES and name != "float":
                     return ELEMENT_TYPES[name]
+                if name in named and named[name] != ELEMENT_TYPES["float"]:
+                    return named[name]
     raise lifter.error(scope, body, "the entry point instantiates no 16-bit element type (__nv_bfloat16, __half)")
 
 

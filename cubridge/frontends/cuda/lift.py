@@ -66,6 +66,7 @@ from cubridge.dialect.cuir import (
 )
 from cubridge.dialect.types import MbarrierType
 from cubridge.frontends.cuda.elements import Affine, Elem, Expr, FragmentLayout, FragmentLifting, RowOf, is_symbolic
+from cubridge.frontends.cuda.library import Allocator, BaseTiles, LibraryLifting, Omitted, SharedArray
 from cubridge.frontends.cuda.mma import COPY_GROUP_WINDOW, GemmChain, MmaSyncLifting
 from cubridge.frontends.cuda.profile import Profile
 from cubridge.frontends.cuda.program import (
@@ -223,7 +224,7 @@ class Slot:
         self.target.value = Run(value)
 
 
-class Lifter(MmaSyncLifting, FragmentLifting):
+class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
     def __init__(self, program: Program, profile: Profile, entry: EntryPoint):
         self.program = program
         self.profile = profile
@@ -257,6 +258,12 @@ class Lifter(MmaSyncLifting, FragmentLifting):
         self.grid_order: str | None = None
         self.expression_names: dict[int, tuple[Expr, str]] = {}  # id -> (expression, C++ variable first holding it)
         self.fallback_names: list[tuple[SSAValue, str | None]] = []  # for values no variable named at the end
+        # grid-launched kernels (library.py): kernel-level statements before the role split, lifted per role
+        self.kernel_prefix: list[Node] = []
+        self.kernel_pass = False  # running kernel-level statements for their allocations and inits only
+        self.replaying = False  # lifting the kernel-level statements again inside a role
+        self.omitted_calls: list = []  # calls left out because the profile omits a value they use
+        self.issue_scope = "thread"  # who issues the primitive being lifted: each thread or each warp
 
     # =====================================================================================================
     # errors and locations
@@ -281,7 +288,7 @@ class Lifter(MmaSyncLifting, FragmentLifting):
     def emit(self, op: Operation, scope: Scope, node: Node) -> Operation:
         if self.pending_stores and not self.unroll_depth:
             self.flush_stores()
-        if self.worker is None and not isinstance(op, (AllocOp, arith.ConstantOp)):
+        if self.worker is None and not self.kernel_pass and not isinstance(op, (AllocOp, arith.ConstantOp)):
             raise self.error(scope, node, f"`{op.name}` outside any worker role")
         op.location = self.location(scope, node)
         self.block.add_op(op)
@@ -309,7 +316,11 @@ class Lifter(MmaSyncLifting, FragmentLifting):
 
     def struct_member(self, struct: str, arguments: tuple, member: str, scope: Scope, node: Node):
         """A static constexpr member or nested type of `struct<arguments>`, searched through the bases."""
-        definition = self.program.structs.get(struct)
+        definition = self.specialization(struct, arguments)
+        if definition is not None:
+            arguments = ()  # an explicit specialization has no template parameters left
+        else:
+            definition = self.program.structs.get(struct)
         if definition is None:
             raise self.error(scope, node, f"unknown struct `{struct}`")
         if member in definition.members:
@@ -332,6 +343,15 @@ class Lifter(MmaSyncLifting, FragmentLifting):
             except CuBridgeError:
                 continue
         raise self.error(scope, node, f"`{struct}` has no member `{member}`")
+
+    def specialization(self, struct: str, arguments: tuple):
+        """The explicit specialization `template<> struct S<arguments>` of the program, if any."""
+        for specialized, definition in self.program.specializations.get(struct, []):
+            source_scope = Scope(None, source=definition.definition.source)
+            if len(specialized) == len(arguments) and all(
+                    self.value(a, source_scope) == b for a, b in zip(specialized, arguments)):
+                return definition
+        return None
 
     def _bind_struct_aliases(self, definition, inner: Scope, scope: Scope, node: Node) -> None:
         for name, holder in definition.members.items():
@@ -542,6 +562,9 @@ class Lifter(MmaSyncLifting, FragmentLifting):
                 return member
         if name == "threadIdx" or name == "blockIdx" or name == "gridDim":
             return TypeValue(name)
+        library = self.library_name(node, scope)  # `using namespace kittens;`: WARPGROUP_WARPS
+        if library is not None:
+            return library
         raise self.error(scope, node, f"unknown name `{name}`")
 
     _expr_field_identifier = _expr_identifier
@@ -554,6 +577,9 @@ class Lifter(MmaSyncLifting, FragmentLifting):
         return FunctionValue(name, arguments)
 
     def _expr_qualified_identifier(self, node: Node, scope: Scope):
+        library = self.library_name(node, scope)
+        if library is not None:
+            return library
         scope_node = node.child_by_field_name("scope")
         name_node = node.child_by_field_name("name")
         if scope_node is None:  # ::name
@@ -816,7 +842,8 @@ class Lifter(MmaSyncLifting, FragmentLifting):
             return bound.value if isinstance(bound, Cell) else bound
         except KeyError:
             pass
-        if name in ("min", "max", "__builtin_huge_valf", "__shfl_sync") or name in self.profile.section("math"):
+        if name in ("min", "max", "__builtin_huge_valf", "__shfl_sync") or name in self.profile.section("math") or \
+                name in self.profile.section("no_ops") or name in self.profile.section("functions"):
             return FunctionValue(name)
         if name not in self.program.constants and name not in self.program.functions and \
                 self.profile.primitive(name) is None and scope.struct is None:
@@ -838,6 +865,8 @@ class Lifter(MmaSyncLifting, FragmentLifting):
             return self.parameter_field(field, scope, node)
         if isinstance(owner, (SchedulerValue, SharedStorageValue)):
             return FunctionValue(field, (), owner, owner.struct)
+        if isinstance(owner, ArrayValue) and field == self.profile.section("types").get("base_tiles"):
+            return BaseTiles(owner)
         raise self.unsupported(scope, node, "field access")
 
     def _expr_subscript_expression(self, node: Node, scope: Scope):
@@ -849,6 +878,10 @@ class Lifter(MmaSyncLifting, FragmentLifting):
             return TensorStore(array, index)
         if isinstance(array, GlobalPointer) and array.linear is not None and not array.coordinates:
             return TensorStore(TensorArgument(array.tensor), self.binary("+", array.linear, index, scope, node))
+        if isinstance(array, (SharedArray, Omitted)):
+            return self.shared_element(array, index, scope, node)
+        if isinstance(array, BaseTiles):
+            return self.base_tile(array, index, scope, node)
         raise self.unsupported(scope, node, "subscript")
 
     def _expr_pointer_expression(self, node: Node, scope: Scope):
@@ -908,7 +941,11 @@ class Lifter(MmaSyncLifting, FragmentLifting):
         return self.evaluate(node.child_by_field_name("right"), scope)
 
     def _expr_sizeof_expression(self, node: Node, scope: Scope):
-        raise self.unsupported(scope, node, "sizeof")
+        operand = node.child_by_field_name("value") or node.child_by_field_name("type")
+        if operand is None:
+            raise self.unsupported(scope, node, "sizeof")
+        value = self.type_value(operand, scope) if operand.type == "type_descriptor" else self.value(operand, scope)
+        return self.library_sizeof(value, scope, node)
 
     def named(self, value, name: str):
         """Name the SSA value after the C++ variable that holds it (first name wins); an element or row
@@ -922,6 +959,10 @@ class Lifter(MmaSyncLifting, FragmentLifting):
     # =====================================================================================================
     # thread and block indices, parameters
     def builtin_index(self, owner: str, field: str, scope: Scope, node: Node):
+        """threadIdx.x, or blockIdx / gridDim: the work tile of a grid kernel with worker roles (profile
+        [tile_scheduler] schedule = "grid") or of a one-worker kernel (profile [grid])."""
+        if owner == "blockIdx" and self.profile.section("tile_scheduler").get("schedule") == "grid":
+            return self.work_tile_index(field, scope, node)
         if field != "x" and owner == "threadIdx":
             raise self.error(scope, node, f"only the x dimension of {owner} is supported")
         if owner == "threadIdx":
@@ -929,6 +970,8 @@ class Lifter(MmaSyncLifting, FragmentLifting):
         return self.grid_index(owner, field, scope, node)
 
     def parameter_field(self, field: str, scope: Scope, node: Node):
+        if field in self.profile.section("omit"):
+            return Omitted(field, self.profile.section("omit")[field])
         mapping = self.profile.section("parameters").get("fields", {}).get(field)
         if mapping is None:
             raise self.error(scope, node, f"parameter field `{field}` has no mapping in profile {self.profile.name}")
@@ -936,19 +979,15 @@ class Lifter(MmaSyncLifting, FragmentLifting):
             return mapping["value"]
         if "dim" in mapping:
             tensor, dim = mapping["dim"]
-            key = ("dim", tensor, int(dim))
-            if key not in self.worker_constants:
-                op = DimOp(self.tensors[tensor], int(dim))
-                op.result.name_hint = field
-                op.location = self.location(scope, node)
-                self._hoist(op)
-                self.worker_constants[key] = op.result
-            return Run(self.worker_constants[key])
+            return self.parameter_size(tensor, int(dim), scope, node, field)
         if "tensor" in mapping:
             return TensorArgument(mapping["tensor"])
         if "stride" in mapping:
             tensor, dim = mapping["stride"]
             return Stride(tensor, int(dim))
+        if "quotient" in mapping:  # a ratio of two tensor sizes: { quotient = [["q", 1], ["k", 1]] }
+            sizes = [self.parameter_size(tensor, int(dim), scope, node) for tensor, dim in mapping["quotient"]]
+            return self.named(self.binary("/", sizes[0], sizes[1], scope, node), field)
         if "scalar" in mapping:
             value = Run(self.kernel.argument(mapping["scalar"]))
             if "multiply" not in mapping:
@@ -968,6 +1007,17 @@ class Lifter(MmaSyncLifting, FragmentLifting):
             return Run(self.worker_constants[key])
         raise self.error(scope, node, f"profile {self.profile.name}: mapping of `{field}` not understood")
 
+    def parameter_size(self, tensor: str, dim: int, scope: Scope, node: Node, name: str | None = None) -> Run:
+        """`cuir.dim %tensor[dim]`, made once per worker at its top."""
+        key = ("dim", tensor, dim)
+        if key not in self.worker_constants:
+            op = DimOp(self.tensors[tensor], dim)
+            op.result.name_hint = name
+            op.location = self.location(scope, node)
+            self._hoist(op)
+            self.worker_constants[key] = op.result
+        return Run(self.worker_constants[key])
+
     # =====================================================================================================
     # calls
     def call_method(self, node: Node, function_node: Node, arguments_node: Node, scope: Scope):
@@ -985,9 +1035,20 @@ class Lifter(MmaSyncLifting, FragmentLifting):
             return self.scheduler_call(method, arguments, scope, node)
         if isinstance(owner, StructValue):
             return self.call(FunctionValue(method, (), owner, owner.struct), arguments, scope, node)
+        if isinstance(owner, Allocator):
+            template = method_node.child_by_field_name("arguments") if method_node.type == "template_method" else None
+            name = text(method_node.child_by_field_name("name")) if template is not None else method
+            return self.allocate(name, self.template_arguments(template, scope) if template else (), scope, node)
         raise self.unsupported(scope, node, "method call")
 
     def call(self, callee: FunctionValue, arguments: list[Node], scope: Scope, node: Node):
+        entry = self.profile.entry(callee.name) if callee.scope_struct is None else None
+        if entry is not None:
+            return self.library_call(callee, entry, arguments, scope, node)
+        if callee.scope_struct is None and callee.name in self.profile.section("functions"):
+            return self.library_function(callee.name, scope, node)
+        if callee.scope_struct is None and callee.name in self.profile.section("no_ops"):
+            return None  # no meaning at tile level (the profile says why)
         primitive = self.profile.primitive(callee.name) if callee.scope_struct is None else None
         if primitive is not None:
             return self.primitive_call(callee, primitive, arguments, scope, node)
@@ -1269,6 +1330,8 @@ class Lifter(MmaSyncLifting, FragmentLifting):
         scope.names[name] = Cell(name, self.type_value(node.child_by_field_name("type"), scope), mutable=False)
 
     def _stmt_expression_statement(self, node: Node, scope: Scope):
+        if self.reference_array_declaration(node, scope):
+            return
         if node.named_children:
             self.evaluate(node.named_children[0], scope)
 
@@ -1290,6 +1353,10 @@ class Lifter(MmaSyncLifting, FragmentLifting):
         declared_type = self.type_value(type_node, scope) if type_node.type != "placeholder_type_specifier" else None
         for declarator in node.children_by_field_name("declarator"):
             name = declarator_name(declarator)
+            library = self.library_declaration(declared_type, declarator, scope, node)
+            if library is not None:
+                scope.names[name] = Cell(name, library, mutable=isinstance(library, ArrayValue))
+                continue
             value = None
             storage = self.profile.section("shared_storage").get("struct")
             if isinstance(declared_type, TypeValue) and declared_type.name == storage:
@@ -1299,7 +1366,10 @@ class Lifter(MmaSyncLifting, FragmentLifting):
                 value_node = declarator.child_by_field_name("value")
                 inner_declarator = declarator.child_by_field_name("declarator")
                 if inner_declarator.type == "reference_declarator":  # `float& score = s[e]`: the same variable
-                    target = _deref(self.evaluate(value_node, scope))
+                    referenced = self.evaluate(value_node, scope)
+                    target = _deref(referenced)
+                    if target is None and isinstance(referenced, ArrayValue):  # a view sharing an array's cells
+                        target = Cell(name, referenced, mutable=False)  # (`auto& sub = tile.tiles[0][j]`)
                     if target is None:
                         raise self.unsupported(scope, declarator, "reference to a value that is no variable")
                     scope.names[name] = target
@@ -1437,10 +1507,14 @@ class Lifter(MmaSyncLifting, FragmentLifting):
             return
         if alternative is not None:
             raise self.error(scope, node, "an `else` on a predicate that splits a warp group")
+        instances = self.instance_subset(taken)
         saved = self.active
         self.active = taken
         try:
-            self.execute(consequence, Scope(scope))
+            if instances is None:
+                self.execute(consequence, Scope(scope))
+            else:  # taken in some warp groups only (thread 0 of the block): an scf.if on the instance
+                self.run_time_if(self.instance_condition(instances, scope, node), consequence, None, scope, node)
         finally:
             self.active = saved
 
@@ -1511,9 +1585,12 @@ class Lifter(MmaSyncLifting, FragmentLifting):
     def lift_worker(self, begin: int, end: int, threads, branch: Node, scope: Scope):
         import re
 
-        suffix = self.profile.section("roles").get("function_suffix", "")
+        roles = self.profile.section("roles")
+        suffix = roles.get("function_suffix", "")
         called = re.search(r"\b(\w+)" + re.escape(suffix) + r"\b", text(branch)) if suffix else None
-        worker = WorkerOp(called.group(1) if called else f"role{len(self.kernel.workers)}", (begin, end))
+        named = next((role for call, role in roles.get("names", {}).items() if call in text(branch)), None)
+        name = called.group(1) if called else named or f"role{len(self.kernel.workers)}"
+        worker = WorkerOp(name, (begin, end))
         self.kernel.body.block.add_op(worker)
         saved = (self.block, self.worker, self.worker_constants, self.active)
         self.block, self.worker, self.worker_constants, self.active = worker.body.block, worker, {}, threads
@@ -1525,7 +1602,10 @@ class Lifter(MmaSyncLifting, FragmentLifting):
         role_scope.names["__gemm_group__"] = self.worker_state["gemm"]
         self.materialized = {}
         try:
-            self.execute(branch, role_scope)
+            if self.profile.section("tile_scheduler").get("schedule") == "grid":
+                self.grid_worker_body(branch, role_scope, scope)
+            else:
+                self.execute(branch, role_scope)
         finally:
             self.block, self.worker, self.worker_constants, self.active = saved
         worker.body.block.args[0].name_hint = "instance" if worker.sym_name.data == "producer" else "group"
@@ -1646,6 +1726,8 @@ class Lifter(MmaSyncLifting, FragmentLifting):
         if condition is None:
             self.tile_loop(node, initializer, update, body, inner)
             return
+        if initializer is None and self.run_once_loop(condition, update, body, inner, node):
+            return
         if initializer is not None:
             self.execute(initializer, inner) if initializer.type == "declaration" else self.evaluate(initializer, inner)
         if initializer is not None and initializer.type == "declaration":
@@ -1658,6 +1740,43 @@ class Lifter(MmaSyncLifting, FragmentLifting):
             self.unrolled_loop(condition, update, body, inner, node)
             return
         self.run_time_loop(variable, start, condition, update, body, inner, node)
+
+    def run_once_loop(self, condition: Node, update: Node | None, body: Node, scope: Scope, node: Node) -> bool:
+        """`for (; x == a || x == b; x += K)` with a - b a constant no multiple of K: the body runs at most
+        once (a branch written as a loop), lifted as an scf.if. False when the loop is not of that form."""
+        if update is None or update.type != "assignment_expression" or \
+                text(update.child_by_field_name("operator")) != "+=":
+            return False
+        variable = text(update.child_by_field_name("left"))
+        bound_nodes, stack = [], [condition]
+        while stack:
+            part = stack.pop()
+            while part.type == "parenthesized_expression":
+                part = part.named_children[0]
+            operator = text(part.child_by_field_name("operator")) if part.type == "binary_expression" else None
+            if operator == "||":
+                stack += [part.child_by_field_name("left"), part.child_by_field_name("right")]
+            elif operator == "==" and text(part.child_by_field_name("left")) == variable:
+                bound_nodes.append(part.child_by_field_name("right"))
+            else:
+                return False
+        step = self.value(update.child_by_field_name("right"), scope)
+        if not isinstance(step, int) or isinstance(step, bool) or step == 0:
+            return False
+        bounds = [self.value(bound, scope) for bound in bound_nodes]
+        differences = {_constant_difference(a, b) for a in bounds for b in bounds}
+        if None in differences or any(d and d % step == 0 and d // step > 0 for d in differences):
+            return False
+        value = self.value(condition, scope)
+        if not isinstance(value, Run):
+            return False
+
+        def once():
+            self.execute(body, Scope(scope))
+            self.evaluate(update, scope)
+
+        self.run_time_if(value, once, None, scope, node)
+        return True
 
     def _constant_condition(self, condition: Node, scope: Scope):
         """The condition's value when it is a compile-time constant (loop bounds known), else None."""
@@ -1707,10 +1826,13 @@ class Lifter(MmaSyncLifting, FragmentLifting):
 
     def run_time_loop(self, variable: str | None, start, condition: Node, update: Node, body: Node, scope: Scope,
                       node: Node):
-        if condition.type != "binary_expression" or text(condition.child_by_field_name("operator")) != "<" or \
-                variable is None or text(condition.child_by_field_name("left")) != variable:
-            raise self.unsupported(scope, condition, "loop condition (expected `i < bound`)")
-        bound = self.as_index(self.value(condition.child_by_field_name("right"), scope), scope, node)
+        operator = text(condition.child_by_field_name("operator")) if condition.type == "binary_expression" else None
+        if operator not in ("<", "<=") or variable is None or text(condition.child_by_field_name("left")) != variable:
+            raise self.unsupported(scope, condition, "loop condition (expected `i < bound` or `i <= bound`)")
+        bound = self.value(condition.child_by_field_name("right"), scope)
+        if operator == "<=":
+            bound = self.binary("+", bound, 1, scope, node)
+        bound = self.as_index(bound, scope, node)
         lower = self.as_index(start, scope, node)
         induction = scope.lookup(variable)
         slots = [slot for slot in self.visible_slots(scope) if slot.target is not induction]
@@ -1898,6 +2020,8 @@ class Lifter(MmaSyncLifting, FragmentLifting):
         width = self.profile.warp_group_threads
         ids = np.nonzero(self.active)[0]
         begin = self.worker.thread_range[0]
+        if self.issue_scope == "warp":  # a warp-collective call: issued once per warp
+            ids = np.unique(ids // 32) * 32
         counts = np.bincount((ids - begin) // width)
         counts = counts[counts > 0]
         return int(counts[0])
@@ -2284,6 +2408,40 @@ def _deref(value) -> Cell | None:
             return value if isinstance(value, Cell) else None
 
 
+def _linear(value) -> dict | None:
+    """An index value as {SSA leaf or 1: coefficient} through adds, subtracts and constant products."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return {1: value}
+    value = value.value if isinstance(value, Run) else value
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+        return {1: owner.value.value.data}
+    if isinstance(owner, (arith.AddiOp, arith.SubiOp, arith.MuliOp)):
+        left, right = _linear(owner.lhs), _linear(owner.rhs)
+        if left is None or right is None:
+            return None
+        if isinstance(owner, arith.MuliOp):
+            if set(right) == {1}:
+                return {k: c * right[1] for k, c in left.items()}
+            if set(left) == {1}:
+                return {k: c * left[1] for k, c in right.items()}
+            return None
+        sign = 1 if isinstance(owner, arith.AddiOp) else -1
+        return {k: left.get(k, 0) + sign * right.get(k, 0) for k in set(left) | set(right)}
+    return {value: 1}
+
+
+def _constant_difference(a, b) -> int | None:
+    """a - b when it is a compile-time constant (the same run-time leaves on both sides), else None."""
+    left, right = _linear(a), _linear(b)
+    if left is None or right is None:
+        return None
+    difference = {k: left.get(k, 0) - right.get(k, 0) for k in set(left) | set(right)}
+    if any(c for k, c in difference.items() if k != 1):
+        return None
+    return difference.get(1, 0)
+
+
 def _same_value(a: SSAValue, b: SSAValue) -> bool:
     """Whether two values are computed alike: the same value, or pure ops of one kind on alike operands (a
     panel's coordinates are recomputed for every panel; CSE merges them once the lift is done)."""
@@ -2319,10 +2477,16 @@ def lift_file(path: str | Path, entry: str | None, profile: Profile, include_dir
         note = (f"note: lifting entry point {chosen.name}, the first of {len(entries)} in {Path(path).name} "
                 f"(--lift=ENTRY picks another)")
     else:
+        entry = "".join(entry.split())  # a template instance as written: `f<128, false>` is `f<128,false>`
         chosen = next((e for e in entries if e.name == entry), None)
         if chosen is None:
             raise unknown_entry(program, entry)
-    module = lift_kernel(Lifter(program, profile, chosen))
+    lifter = Lifter(program, profile, chosen)
+    module = lift_kernel(lifter)
+    from cubridge.frontends.cuda.library import omitted_note
+
+    omissions = omitted_note(lifter.omitted_calls)
+    note = "\n".join(n for n in (note, omissions) if n) or None
     cse(module)
     dce(module)
     for op in list(module.walk()):

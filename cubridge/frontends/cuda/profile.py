@@ -31,10 +31,24 @@ class Profile:
         roles = self.section("primitives").get(function)
         if roles is None:
             return None
+        if isinstance(roles, dict):  # a library call with its op given: `{ op = "cuir.map", roles = [...] }`
+            row = self.entry(function)
+            return row["op"], list(row["roles"])
         ops = [p.op for p in PRIMITIVES if p.function == function]
         if not ops:
             raise CuBridgeError(f"profile {self.path.name}: `{function}` is in no row of the op-to-primitive table")
         return ops[0], list(roles)
+
+
+    def entry(self, function: str) -> dict | None:
+        """The row of a library call whose op the profile gives (None: a project primitive or no call)."""
+        row = self.section("primitives").get(function)
+        if not isinstance(row, dict):
+            return None
+        if not isinstance(row.get("op"), str) or not isinstance(row.get("roles"), list):
+            raise CuBridgeError(f"profile {self.path.name}: the row of `{function}` needs `op` (a CuIR op name) and "
+                                "`roles` (a list)")
+        return row
 
 
 def load_profile(name_or_path: str) -> Profile:

@@ -52,9 +52,10 @@ class EntryPoint:
     """One `__global__` instance: its name, where it is instantiated and its function definition."""
 
     name: str
-    call: Node  # the macro invocation (or the definition itself)
+    call: Node  # the macro invocation, the launch of a template instance (or the definition itself)
     source: CudaSource
     function: Definition
+    template_arguments: tuple[Node, ...] = ()  # of a template kernel's instance: `fwd_attend_ker<128, false>`
 
 
 def _template_parameters(node: Node) -> tuple[tuple[str, str], ...]:
@@ -92,6 +93,8 @@ class Program:
         self.include_dirs = include_dirs
         self.functions: dict[str, list[Definition]] = {}
         self.structs: dict[str, StructDefinition] = {}
+        # explicit specializations (`template<> struct Dims<64> {...}`): name -> [(argument nodes, struct)]
+        self.specializations: dict[str, list[tuple[tuple[Node, ...], StructDefinition]]] = {}
         self.constants: dict[str, Definition] = {}
         self.macros: dict[str, tuple[list[str], Node, CudaSource]] = {}
         self.sources: list[CudaSource] = []
@@ -152,8 +155,10 @@ class Program:
 
     def _index_struct(self, source: CudaSource, node: Node, template: tuple) -> None:
         name_node = node.child_by_field_name("name")
-        if name_node.type == "template_type":
-            return  # an explicit specialization: not needed by the reference kernels
+        specialized = None
+        if name_node.type == "template_type":  # an explicit specialization: found by its arguments
+            specialized = tuple(name_node.child_by_field_name("arguments").named_children)
+            name_node = name_node.child_by_field_name("name")
         bases = ()
         for child in node.named_children:
             if child.type == "base_class_clause":
@@ -187,6 +192,9 @@ class Program:
                 struct.members[text(member.child_by_field_name("name"))] = Definition(member, source, ())
             elif member.type == "struct_specifier":
                 struct.members[text(member.child_by_field_name("name"))] = Definition(member, source, ())
+        if specialized is not None:
+            self.specializations.setdefault(text(name_node), []).append((specialized, struct))
+            return
         self.structs[text(name_node)] = struct
 
     # ---------------------------------------------------------------------------------------------------
@@ -207,11 +215,32 @@ class Program:
         if node.type == "function_definition" and "__global__" in text(node).split("(", 1)[0]:
             name = declarator_name(node.child_by_field_name("declarator"))
             return [EntryPoint(name, node, self.main, Definition(node, self.main))]
+        if node.type == "template_declaration":
+            function = next((c for c in node.named_children if c.type == "function_definition"), None)
+            if function is not None and "__global__" in text(function).split("(", 1)[0]:
+                return self._template_entries(node, function)
         if node.type == "expression_statement" and node.named_children:
             call = node.named_children[0]
             if call.type == "call_expression" and text(call.child_by_field_name("function")) in self.macros:
                 return self._macro_entry(call)
         return []
+
+    def _template_entries(self, template: Node, function: Node) -> list[EntryPoint]:
+        """The instances of a template `__global__` function the file launches (`f<64, true><<<...>>>(...)`),
+        each named by its template arguments as written, blanks removed: `f<64,true>`."""
+        name = declarator_name(function.child_by_field_name("declarator"))
+        definition = Definition(function, self.main, _template_parameters(template))
+        entries: dict[str, EntryPoint] = {}
+        for node in walk(self.main.root):
+            callee = node.child_by_field_name("function") if node.type == "call_expression" else None
+            if callee is None or callee.type != "template_function" or text(callee.child_by_field_name("name")) != name \
+                    or not any(c.type == "kernel_call_syntax" for c in node.children):
+                continue
+            arguments = callee.child_by_field_name("arguments")
+            instance = name + "".join(text(arguments).split())
+            entries.setdefault(instance, EntryPoint(instance, node, self.main, definition,
+                                                    tuple(arguments.named_children)))
+        return list(entries.values())
 
     def _macro_entry(self, call: Node) -> list[EntryPoint]:
         parameters, macro, macro_source = self.macros[text(call.child_by_field_name("function"))]
