@@ -5,6 +5,7 @@ cuda.bindings is imported on first use, so importing cubridge.runtime needs neit
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 from typing import Any
@@ -17,6 +18,7 @@ from cubridge.runtime.errors import CudaUnavailableError, DriverError
 CUDA_PYTHON_REQUIREMENT = "cuda-python>=12.8"
 _DEFAULT_SHARED_LIMIT = 48 * 1024
 _loaded_functions: dict[tuple[str, str, int], Any] = {}
+_RAW_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # private to torch: looked up, not assumed
 
 
 @functools.cache
@@ -66,10 +68,9 @@ def load_function(compiled: CompiledKernel, name: str, device_index: int, dynami
 def _current_raw_stream(device_index: int) -> int:
     """The handle of torch's current stream on `device_index`, without building a torch.cuda.Stream object
     (torch's own launchers read it the same way; the public route is the fallback)."""
-    raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw_stream is None:
+    if _RAW_STREAM is None:
         return torch.cuda.current_stream(device_index).cuda_stream
-    return raw_stream(device_index)
+    return _RAW_STREAM(device_index)
 
 
 def launch(function, grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared_bytes: int,
@@ -79,11 +80,8 @@ def launch(function, grid: tuple[int, int, int], block: tuple[int, int, int], dy
     driver = cuda_driver()
     pointers = (ctypes.c_void_p * len(arguments))(*[ctypes.addressof(argument) for argument in arguments])
     stream = _current_raw_stream(device_index)
-    if torch.cuda.current_device() == device_index:
+    on_device = torch.cuda.current_device() == device_index  # switching costs two driver calls per launch
+    with contextlib.nullcontext() if on_device else torch.cuda.device(device_index):
         result = driver.cuLaunchKernel(function, *grid, *block, dynamic_shared_bytes, stream,
                                        ctypes.addressof(pointers), 0)
-    else:
-        with torch.cuda.device(device_index):
-            result = driver.cuLaunchKernel(function, *grid, *block, dynamic_shared_bytes, stream,
-                                           ctypes.addressof(pointers), 0)
     check("cuLaunchKernel", result)
