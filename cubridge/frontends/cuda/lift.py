@@ -80,6 +80,7 @@ from cubridge.frontends.cuda.program import (
 )
 from cubridge.frontends.cuda.source import CudaSource
 from cubridge.frontends.cuda.values import (
+    NOT_BOUND,
     ArrayValue,
     Cell,
     Cursor,
@@ -359,6 +360,18 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
                 inner.names[name] = Cell(name, self.type_value(holder.node.child_by_field_name("type"), inner),
                                          mutable=False)
 
+    def compile_time_name(self, name: str, scope: Scope, node: Node):
+        """The value `name` binds in scope (a template argument, a variable) or as a file constant; NOT_BOUND
+        when neither."""
+        try:
+            bound = scope.lookup(name)
+            return bound.value if isinstance(bound, Cell) else bound
+        except KeyError:
+            pass
+        if name in self.program.constants:
+            return self.constant(name, (), scope, node)
+        return NOT_BOUND
+
     def type_value(self, node: Node, scope: Scope):
         """A type node as a TypeValue (template arguments evaluated)."""
         if node.type == "type_descriptor":
@@ -367,14 +380,8 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
             return TypeValue(" ".join(text(node).split()))
         if node.type == "type_identifier":
             name = text(node)
-            try:
-                bound = scope.lookup(name)
-                return bound.value if isinstance(bound, Cell) else bound
-            except KeyError:
-                pass
-            if name in self.program.constants:
-                return self.constant(name, (), scope, node)
-            return TypeValue(name)
+            value = self.compile_time_name(name, scope, node)
+            return TypeValue(name) if value is NOT_BOUND else value
         if node.type == "template_type":
             name = text(node.child_by_field_name("name"))
             arguments = self.template_arguments(node.child_by_field_name("arguments"), scope)
@@ -2307,11 +2314,7 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
             raise self.error(scope, node, "a TMA store from something other than a shared-storage tile")
         if not isinstance(tensor, TensorArgument):
             raise self.error(scope, node, "a TMA store to something other than a kernel tensor map")
-        coordinates = [values[role] for role in sorted(r for r in values if r.startswith("c") and r[1:].isdigit())]
-        buffer = self.shared[source.name]
-        panel = self._panel(source, buffer, coordinates[0], "store", scope, node)
-        stage = None if source.index is None else self.as_index(source.index, scope, node)
-        indices = [self.as_index(c, scope, node) for c in reversed(coordinates[1:])] + [self.index_constant(0)]
+        buffer, panel, stage, indices = self._tma_panel(source, values, "store", scope, node)
         if panel > 0:
             self._continue_panels(StoreAsyncOp, lambda op: op.source is buffer, indices, panel, source.name, "store",
                                   scope, node)
@@ -2320,6 +2323,16 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
         self.emit(op, scope, node)
         self.copy_panels[op] = 1
         return None
+
+    def _tma_panel(self, ref: SharedRef, values, transfer: str, scope: Scope, node: Node):
+        """(the shared tile, the panel, the stage, the tensor indices of the tile's first column) of a TMA
+        `transfer` ("load" or "store") of one panel between `ref` and the coordinates c0, c1, ... in `values`."""
+        coordinates = [values[role] for role in sorted(r for r in values if r.startswith("c") and r[1:].isdigit())]
+        buffer = self.shared[ref.name]
+        panel = self._panel(ref, buffer, coordinates[0], transfer, scope, node)
+        stage = None if ref.index is None else self.as_index(ref.index, scope, node)
+        indices = [self.as_index(c, scope, node) for c in reversed(coordinates[1:])] + [self.index_constant(0)]
+        return buffer, panel, stage, indices
 
     def _panel(self, ref: SharedRef, buffer, column, transfer: str, scope: Scope, node: Node) -> int:
         """Which panel of `buffer` a TMA `transfer` ("load" or "store") of one panel at `column` moves."""
@@ -2354,12 +2367,8 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
             raise self.error(scope, node, "a TMA load into something other than a shared-storage tile")
         if not isinstance(source, TensorArgument):
             raise self.error(scope, node, "a TMA load from something other than a kernel tensor map")
-        coordinates = [values[role] for role in sorted(r for r in values if r.startswith("c") and r[1:].isdigit())]
-        buffer = self.shared[dest.name]
-        panel = self._panel(dest, buffer, coordinates[0], "load", scope, node)
+        buffer, panel, stage, indices = self._tma_panel(dest, values, "load", scope, node)
         barrier, barrier_stage = self.barrier_of(values["barrier"], scope, node)
-        stage = None if dest.index is None else self.as_index(dest.index, scope, node)
-        indices = [self.as_index(c, scope, node) for c in reversed(coordinates[1:])] + [self.index_constant(0)]
         if panel > 0:
             self._continue_panels(CopyAsyncOp, lambda op: op.dest is buffer and op.dest_stage is stage, indices,
                                   panel, dest.name, "load", scope, node)

@@ -41,6 +41,7 @@ from cubridge.dialect.types import SharedBufferType, TileType
 from cubridge.frontends.cuda.elements import Elem, Expr, FragmentLayout, _Cell, is_symbolic
 from cubridge.frontends.cuda.program import text
 from cubridge.frontends.cuda.values import (
+    NOT_BOUND,
     ArrayValue,
     Cell,
     GlobalPointer,
@@ -122,14 +123,10 @@ class MmaSyncLifting:
 
     def named_constant(self, name: str, scope, node):
         """A profile's name of a compile-time value: a template argument in scope or a file constant."""
-        try:
-            bound = scope.lookup(name)
-            return bound.value if isinstance(bound, Cell) else bound
-        except KeyError:
-            pass
-        if name in self.program.constants:
-            return self.constant(name, (), scope, node)
-        raise self.error(scope, node, f"profile {self.profile.name}: `{name}` is no constant in scope here")
+        value = self.compile_time_name(name, scope, node)
+        if value is NOT_BOUND:
+            raise self.error(scope, node, f"profile {self.profile.name}: `{name}` is no constant in scope here")
+        return value
 
     def shared_element_offset(self, pointer: SharedPointer, scope, node) -> int:
         """The element offset of `pointer` from the shared block's base (a compile-time stage)."""

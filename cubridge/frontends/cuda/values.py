@@ -14,6 +14,9 @@ from tree_sitter import Node
 from xdsl.ir import SSAValue
 
 
+NOT_BOUND = object()  # what a name that is neither in scope nor a file constant looks up to
+
+
 @dataclass(frozen=True)
 class TypeValue:
     """A C++ type as a template argument: `__nv_bfloat16`, `SharedLayout<128>`, `FullAttention`."""
