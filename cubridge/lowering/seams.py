@@ -36,7 +36,7 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 from cubridge.dialect.cuir import CopyAsyncOp, CopyOp, DimOp, ForEachTileOp, GatherOp, KernelOp, MapOp, YieldOp
 from cubridge.dialect.types import GlobalTensorType
 from cubridge.diagnostics import CuBridgeError, SourceLocation, describe_location, location_of
-from cubridge.lowering.cxx import SliceEmitter, table_type
+from cubridge.lowering.cxx import SliceEmitter, cxx_type, table_type
 from cubridge.passes.transfer_match import (
     AttentionMatch,
     ScoreSite,
@@ -65,6 +65,17 @@ class SeamCode:
     reads_tables: bool = False  # some statement loads from a captured tensor or block list
 
 
+@dataclass(frozen=True)
+class MaskColumns:
+    """The values a mask loads for the key alone (gathers indexed by kv_idx, b and h only): `columns(b, h,
+    kv_idx)` runs `statements` and returns one field per value, (C++ type, name); keep() then reads them as
+    `columns.<name>`. The Hopper kernel evaluates them once per key of a tile, shared across the warp, instead of
+    once per score."""
+
+    statements: tuple[str, ...]
+    fields: tuple[tuple[str, str], ...]
+
+
 @dataclass
 class VariantSeams:
     """What the variant changes, seam by seam (None: the reference policy's member stands)."""
@@ -76,6 +87,7 @@ class VariantSeams:
     kv_tile: SeamCode | None = None
     modify_score: SeamCode | None = None
     keep: SeamCode | None = None
+    mask_columns: MaskColumns | None = None  # keep() then takes `const Columns& columns`
     activate: SeamCode | None = None
 
     @property
@@ -152,6 +164,34 @@ class KernelDiff:
         return value.owner, value.index
 
 
+def _column_loads(keep: SSAValue, q_idx: SSAValue) -> list[SSAValue]:
+    """The mask's per-key loads: the values of keep's backward slice that do not depend on q_idx, load from a
+    table somewhere in their own slice, and are read by an op that depends on q_idx (or are keep itself); in
+    slice order."""
+    order: list[Operation] = []
+    seen: set[Operation] = set()
+
+    def visit(value: SSAValue) -> None:
+        if isinstance(value, BlockArgument) or value.owner in seen:
+            return
+        seen.add(value.owner)
+        for operand in value.owner.operands:
+            visit(operand)
+        order.append(value.owner)
+
+    visit(keep)
+    reads_row: set[SSAValue] = {q_idx}
+    loads: set[SSAValue] = set()
+    for op in order:
+        if any(operand in reads_row for operand in op.operands):
+            reads_row.update(op.results)
+        if isinstance(op, GatherOp) or any(operand in loads for operand in op.operands):
+            loads.update(op.results)
+    read_with_row = {operand for op in order if set(op.results) & reads_row for operand in op.operands}
+    return [op.results[0] for op in order if op.results and op.results[0] in loads - reads_row
+            and (op.results[0] in read_with_row or op.results[0] is keep)]
+
+
 # ----------------------------------------------------------------------------
 # Seams
 # ----------------------------------------------------------------------------
@@ -192,7 +232,8 @@ class SeamFinder:
         if str(self.variant) == str(self.diff.reference):  # untransformed: the reference source as it is
             return seams
         score_maps = self._score_maps()
-        seams.modify_score, seams.keep = self._score_seams(score_maps)
+        seams.modify_score, mask = self._score_seams(score_maps)
+        seams.keep, seams.mask_columns = mask if mask is not None else (None, None)
         seams.activate = self._activation()
         seams.kv_tile = self._kv_tile()
         seams.kv_range = self._kv_range(score_maps)
@@ -320,7 +361,24 @@ class SeamFinder:
                 raise _fail(f"the score maps disagree on {seam}; the reference source has one", op)
         return first
 
-    def _score_seams(self, maps: list[_ScoreMap]) -> tuple[SeamCode | None, SeamCode | None]:
+    def _keep(self, score_map: MapOp, keep: SSAValue) -> tuple[SeamCode, MaskColumns | None, set[SSAValue]]:
+        """keep()'s code, with the mask's per-key loads split out as its columns where it has any."""
+        leaves = self._hook_leaves(score_map, None)
+        columns = _column_loads(keep, score_map.index_args[0])
+        if not columns:
+            code, used = self._emit("keep", leaves, keep)
+            return code, None, used
+        emitter = SliceEmitter({value: leaves[value] for value in leaves if value is not score_map.index_args[0]},
+                               seam="columns", reference_file=self.reference_file, dims=self.dims, tables=self.tables)
+        # a bool travels as an int (shuffled by 4-byte words; 0 or 1 reads the same in keep's expressions)
+        fields = tuple(({"bool": "int"}.get(cxx_type(value.type), cxx_type(value.type)), emitter.value(value))
+                       for value in columns)
+        code, used = self._emit("keep", leaves | {value: f"columns.{name}" for value, (_, name) in
+                                                  zip(columns, fields)}, keep)
+        return code, MaskColumns(tuple(emitter.statements), fields), used | set(emitter.names)
+
+    def _score_seams(self, maps: list[_ScoreMap]) -> tuple[SeamCode | None,
+                                                           tuple[SeamCode, MaskColumns | None] | None]:
         modify, keep = [], []
         for found in maps:
             if found.modified is not found.scaled:
@@ -329,8 +387,8 @@ class SeamFinder:
                 modify.append((code, found.op))
                 self.claimed_values |= used
             if found.keep is not None:
-                code, used = self._emit("keep", self._hook_leaves(found.op, None), found.keep)
-                keep.append((code, found.op))
+                code, columns, used = self._keep(found.op, found.keep)
+                keep.append(((code, columns), found.op))
                 self.claimed_values |= used
         if modify and len(modify) != len(maps):
             raise _fail("some score maps apply a score_mod and others not", maps[0].op)

@@ -279,6 +279,11 @@ def render_policy(seams: VariantSeams, policy: str, variant: str) -> str:
         lines.append("  static constexpr bool kSoftmax = false;")
     if seams.keep is not None and seams.keep.reads_tables:
         lines.append("  static constexpr bool kMaskLoads = true;")
+    if seams.mask_columns is not None:
+        lines.append("  static constexpr bool kMaskColumns = true;")
+        lines.append("  struct Columns {")
+        lines += [f"    {kind} {name};" for kind, name in seams.mask_columns.fields]
+        lines.append("  };")
     if seams.kv_range is not None:
         code, begin, end, full_begin, full_end = seams.kv_range
         lines += [
@@ -304,7 +309,19 @@ def render_policy(seams: VariantSeams, policy: str, variant: str) -> str:
             seams.modify_score.statements,
             seams.modify_score.result,
         )
-    if seams.keep is not None:
+    if seams.mask_columns is not None:
+        fields = ", ".join(name for _, name in seams.mask_columns.fields)
+        lines += _function("__device__ static Columns columns(int b, int h, int kv_idx, const Args& args)",
+                           seams.mask_columns.statements, f"Columns{{{fields}}}")
+        lines += _function(
+            "__device__ static bool keep(int b, int h, int q_idx, int kv_idx, const Columns& columns, "
+            "const Args& args)",
+            seams.keep.statements,
+            seams.keep.result,
+        )
+        lines += _function("__device__ static bool keep(int b, int h, int q_idx, int kv_idx, const Args& args)", (),
+                           "keep(b, h, q_idx, kv_idx, columns(b, h, kv_idx, args), args)")
+    elif seams.keep is not None:
         lines += _function(
             "__device__ static bool keep(int b, int h, int q_idx, int kv_idx, const Args& args)",
             seams.keep.statements,

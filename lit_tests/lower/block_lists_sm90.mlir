@@ -2,6 +2,8 @@
 
 // Block lists: the four tables join the captured tensor in Args, the kv range runs over positions of the
 // work tile's list (partial, then full tiles: the mask-free ones) and kv_tile reads the tile at a position.
+// The mask's load indexed by the key alone (document_id[kv_idx]) becomes its column: computed by columns()
+// once per key, read by keep() as columns.<name>; the five-argument keep() composes the two.
 
 // CHECK:      struct DocumentMaskVariant : FullAttention {
 // CHECK-NEXT:   struct Args {
@@ -11,12 +13,25 @@
 // CHECK-NEXT:     Table<int, 3> full_kv_num_blocks;
 // CHECK-NEXT:     Table<int, 4> full_kv_indices;
 // CHECK-NEXT:   };
+// CHECK-NEXT:   static constexpr bool kMaskLoads = true;
+// CHECK-NEXT:   static constexpr bool kMaskColumns = true;
+// CHECK-NEXT:   struct Columns {
+// CHECK-NEXT:     int [[KEY:v[0-9]*]];
+// CHECK-NEXT:   };
 // CHECK:        const int num_partial = static_cast<int>(v{{[0-9]*}});
 // CHECK:        return KvRange{0, kv_hi, full_begin, kv_hi{{[0-9]*}}};
 // CHECK:        __device__ static int kv_tile(const AttentionParams& p, const Args& args, const WorkTile& tile, int position) {
 // CHECK:          gather(args.kv_indices, tile.batch, tile.head, tile.q_tile, position);
 // CHECK:          gather(args.full_kv_indices, tile.batch, tile.head, tile.q_tile, v{{[0-9]+}});
 // CHECK:          return kv_tile;
-// CHECK:        __device__ static bool keep(
-// CHECK:          gather(args.document_id, q_idx);
-// CHECK:          gather(args.document_id, kv_idx);
+// CHECK:        __device__ static Columns columns(int b, int h, int kv_idx, const Args& args) {
+// CHECK-NEXT:     const int [[LOAD:v[0-9]*]] = gather(args.document_id, kv_idx);  // document_mask.py:16
+// CHECK-NEXT:     const int [[KEY]] = static_cast<int>([[LOAD]]);
+// CHECK-NEXT:     return Columns{[[KEY]]};
+// CHECK:        __device__ static bool keep(int b, int h, int q_idx, int kv_idx, const Columns& columns, const Args& args) {
+// CHECK-NEXT:     const int [[ROW_LOAD:v[0-9]*]] = gather(args.document_id, q_idx);
+// CHECK-NEXT:     const int [[ROW:v[0-9]*]] = static_cast<int>([[ROW_LOAD]]);
+// CHECK-NEXT:     const bool [[SAME:v[0-9]*]] = [[ROW]] == columns.[[KEY]];
+// CHECK-NEXT:     return [[SAME]];
+// CHECK:        __device__ static bool keep(int b, int h, int q_idx, int kv_idx, const Args& args) {
+// CHECK-NEXT:     return keep(b, h, q_idx, kv_idx, columns(b, h, kv_idx, args), args);

@@ -84,6 +84,41 @@ def test_a_mask_that_loads_from_tables_is_evaluated_under_the_score_gemm():
     assert "struct PrefixLmVariant" in prefix and "bool kMaskLoads = true" not in prefix
 
 
+def _policy(tmp_path, name: str, spec_text: str) -> str:
+    spec = tmp_path / f"{name}.py"
+    spec.write_text(spec_text)
+    source = lower_module(_parse("sm90"), _transferred("sm90", spec), name).source
+    start = source.index(f"struct {''.join(part.title() for part in name.split('_'))}Variant")
+    return source[start:source.index("\n};", start) + 3]
+
+
+def test_a_masks_loads_by_key_alone_become_its_columns(tmp_path):
+    """The values a mask loads for the key alone (and b, h) are its columns, computed once per key and read by
+    keep() as columns.<name>; a load indexed by the query, or by both, stays in keep()."""
+    tables = "import torch\nkv_page = torch.arange(300) // 64\nq_page = torch.arange(300) // 50\n" \
+             "pairs = torch.ones(300, 300, dtype=torch.bool)\n"
+    by_key = _policy(tmp_path, "by_key", tables + "def mask_mod(b, h, q_idx, kv_idx):\n"
+                     "    return (kv_page[kv_idx] + h) % 3 <= q_page[q_idx]\n")
+    assert "static constexpr bool kMaskColumns = true;" in by_key
+    columns = by_key[by_key.index("static Columns columns("):by_key.index("static bool keep(")]
+    assert "gather(args.kv_page, kv_idx)" in columns and "q_page" not in columns
+    assert re.search(r"struct Columns \{\n    int \w+;\n  \};", by_key)  # one field: (kv_page[kv_idx] + h) % 3
+    keep = by_key[by_key.index("static bool keep(int b, int h, int q_idx, int kv_idx, const Columns& columns"):]
+    assert "gather(args.q_page, q_idx)" in keep and "kv_page" not in keep.split("const Args& args) {")[1]
+
+    by_query = _policy(tmp_path, "by_query", tables + "def mask_mod(b, h, q_idx, kv_idx):\n"
+                       "    return q_page[q_idx] <= kv_idx // 50\n")
+    by_both = _policy(tmp_path, "by_both", tables + "def mask_mod(b, h, q_idx, kv_idx):\n"
+                      "    return pairs[q_idx, kv_idx]\n")
+    for policy in (by_query, by_both):
+        assert "static constexpr bool kMaskLoads = true;" in policy and "kMaskColumns" not in policy
+        assert policy.count("static bool keep(") == 1
+
+    valid = _policy(tmp_path, "valid_key", "import torch\nvalid = torch.arange(300) % 3 != 0\n"
+                    "def mask_mod(b, h, q_idx, kv_idx):\n    return valid[kv_idx] & (kv_idx <= q_idx)\n")
+    assert re.search(r"struct Columns \{\n    int (\w+);\n  \};", valid)  # a bool column travels as an int
+
+
 def test_integer_abs_has_cuda(tmp_path):
     """math.absi (an index distance's .abs(), as in a symmetric ALiBi) lowers to C++ (the GPU tests of
     cubridge.attention found it missing)."""

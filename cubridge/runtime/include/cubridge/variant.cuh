@@ -58,6 +58,19 @@ __device__ __forceinline__ T gather(const Table<T, kRank>& table, Index... index
   return inside ? value : T(0);
 }
 
+// `value` as lane `source` of the warp holds it, word by word (every lane of the warp calls it).
+template <typename T>
+__device__ __forceinline__ T warp_shuffle(const T& value, int source) {
+  static_assert(sizeof(T) % 4 == 0, "a shuffled struct is made of 4-byte fields");
+  uint32_t words[sizeof(T) / 4];
+  memcpy(words, &value, sizeof(T));
+#pragma unroll
+  for (int w = 0; w < static_cast<int>(sizeof(T) / 4); ++w) words[w] = __shfl_sync(0xffffffffu, words[w], source);
+  T result;
+  memcpy(&result, words, sizeof(T));
+  return result;
+}
+
 // The reference variant: softmax(scale Q K^T) V over every key. A policy's members see the kernel's parameters
 // (`Params`: seqlen_q, seqlen_k, ...) and the Args of the policy that calls them, so a variant that adds inputs
 // keeps the members it does not override.
@@ -73,6 +86,11 @@ struct FullAttention {
   // Whether keep() loads from tables (captured tensors): the Hopper kernel then evaluates a masked tile's keep()
   // while the tile's score GEMM runs, so that the loads' latency hides under it.
   static constexpr bool kMaskLoads = false;
+  // Whether keep() takes the values it loads for the key alone as `const Columns&` (from `static Columns
+  // columns(int b, int h, int kv_idx, const Args&)`): the Hopper kernel then evaluates them once per key of a
+  // tile, each lane for a few keys, and shuffles them to the scores that need them.
+  static constexpr bool kMaskColumns = false;
+  struct Columns {};
 
   // The kv tiles that rows [q_first, q_last] of `tile` visit, in every role. A kernel that peels the first
   // position needs end > begin.
