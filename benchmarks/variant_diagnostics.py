@@ -3,7 +3,10 @@ changed by a text substitution, each compiled to its own cubin and launched thro
 paired (cubridge/tools/timing.py) against the shipped lowering and our own causal kernel.
 
   python3 benchmarks/variant_diagnostics.py --spec examples/specs/document_mask.py --config llama2-7b \
-      --seqlens 4k,8k --variants shipped,keep-true,no-mask,static-schedule --rounds 30
+      --seqlens 4k,8k --variants shipped,keep-true,no-mask,static-schedule --rounds 30 [--extra NAME=FILE.cu ...]
+
+--extra adds a variant whose lowered source is a whole file (the same spec lowered by an earlier version of the
+project, say), launched with the shipped lowering's kernel inputs and checked against its output.
 
 Variants marked (diag) compute wrong results on purpose, to price one piece; the others are checked against
 the shipped lowering's output.
@@ -48,10 +51,10 @@ def _seqlen(text: str) -> int:
     return int(text.rstrip("k")) * (1024 if text.endswith("k") else 1)
 
 
-def _compiled_copy(kernel, substitutions, capability):
-    """The bf16 D=128 instance with `substitutions` applied, compiled."""
+def _compiled_copy(kernel, substitutions, capability, source=None):
+    """The bf16 D=128 instance (its source replaced by `source` if given) with `substitutions` applied, compiled."""
     lowered, _ = kernel.compiled("bf16", 128, capability)
-    source = lowered.source
+    source = lowered.source if source is None else source
     applied = [old for old, _ in substitutions if old in source]
     if substitutions and not applied:
         raise SystemExit(f"no substitution target found in the lowered source: {substitutions[0][0]!r}")
@@ -68,20 +71,22 @@ def main() -> int:
     parser.add_argument("--seqlens", default="4k,8k")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--extra", action="append", default=[], metavar="NAME=FILE.cu")
     args = parser.parse_args()
     capability = torch.cuda.get_device_capability()
-    names = args.variants.split(",")
+    extra_sources = {name: Path(path).read_text() for name, path in (item.split("=", 1) for item in args.extra)}
+    names = args.variants.split(",") + list(extra_sources)
     for config in args.configs.split(","):
         heads_q, heads_kv, head_dim = CONFIGS[config]
         for seqlen in map(_seqlen, args.seqlens.split(",")):
             batch = max(1, TOKENS // seqlen)
             kernels = {}
             for name in names:
-                substitutions, schedule, _ = VARIANTS[name]
+                substitutions, schedule, _ = VARIANTS.get(name, ((), None, False))
                 kernel = build_variant(args.spec, "sm90")
                 grow_captures(kernel.spec, seqlen)
                 hooks_on_gpu(kernel.spec)
-                lowered, compiled = _compiled_copy(kernel, substitutions, capability)
+                lowered, compiled = _compiled_copy(kernel, substitutions, capability, extra_sources.get(name))
                 if schedule is not None:
                     lowered = dataclasses.replace(lowered, schedule=schedule)
                 kernel._instances[("bf16", 128)] = (lowered, compiled)
@@ -94,7 +99,7 @@ def main() -> int:
             launchers["causal-sm90"] = lambda: attention_sm90(q, k, v, causal=True)
             expected = launchers[names[0]]()
             for name in names[1:]:
-                if VARIANTS[name][2]:
+                if VARIANTS.get(name, (None, None, False))[2]:
                     continue
                 error = (launchers[name]() - expected).abs().max().item()
                 if error > 0:
