@@ -311,18 +311,24 @@ __device__ __forceinline__ KeptScores<kCount> kept_scores(const AttentionParams&
   KeptScores<kCount> kept = {};
   // A mask's per-key values (Policy::kMaskColumns): lane l evaluates those of keys n0 + l + 32 i, and a score
   // takes its key's from the lane that holds them: a few coalesced loads per thread instead of one per key.
-  typename Policy::Columns columns[(kCount + 15) / 16];
-  if constexpr (Policy::kMaskColumns)
+  // Elements e and e ^ 2 are the thread's two rows at one key, so a key's values move once for both.
+  typename Policy::Columns columns[(kCount + 15) / 16], key_columns[kCount / 2];
+  if constexpr (Policy::kMaskColumns) {
 #pragma unroll
     for (int i = 0; i < (kCount + 15) / 16; ++i)
       columns[i] = Policy::columns(tile.batch, tile.head, n0 + 32 * i + threadIdx.x % 32, args);
+#pragma unroll
+    for (int e = 0; e < kCount; ++e)  // the key's values are those of lane (col - n0) % 32, entry e / 16
+      if (!(e & 2))
+        key_columns[e / 4 * 2 + e % 2] = warp_shuffle(columns[e >> 4], (fragment_col(n0, t, e) - n0) & 31);
+  }
 #pragma unroll
   for (int e = 0; e < kCount; ++e) {
     const int row = fragment_row(row0, e);
     const int col = fragment_col(n0, t, e);
     bool keep;
-    if constexpr (Policy::kMaskColumns)  // the key's values are those of lane (col - n0) % 32, entry e / 16
-      keep = Policy::keep(tile.batch, tile.head, row, col, warp_shuffle(columns[e >> 4], (col - n0) & 31), args);
+    if constexpr (Policy::kMaskColumns)
+      keep = Policy::keep(tile.batch, tile.head, row, col, key_columns[e / 4 * 2 + e % 2], args);
     else
       keep = Policy::keep(tile.batch, tile.head, row, col, args);
     kept.bits[e / 32] |= static_cast<uint32_t>(keep & (col < p.seqlen_k)) << (e % 32);
