@@ -11,6 +11,7 @@ its warp for the load's latency.
   python3 benchmarks/sass_census.py                                   # the reference kernel, bf16 D=128
   python3 benchmarks/sass_census.py --spec examples/specs/document_mask.py --spec examples/specs/softcap.py
   python3 benchmarks/sass_census.py --dtype fp16 --head-dim 64
+  python3 benchmarks/sass_census.py --source edited.cu              # a whole (lowered, hand-edited) source
 
 cuobjdump comes from PATH, $CUDA_HOME/bin or the `nvidia-cuda-cuobjdump` wheel (`pip install
 nvidia-cuda-cuobjdump`).
@@ -165,12 +166,19 @@ def kernels(args) -> list[tuple[str, Path, str]]:
         entry = next(instance.name for instance in lowered.instances
                      if f"_{args.dtype}_d{args.head_dim}_" in instance.name)
         rows.append((Path(spec).stem, cubin, entry))
+    for source in args.source:
+        text = Path(source).read_text()
+        entry = re.search(rf"ENTRY\((attention_sm90_{args.dtype}_d{args.head_dim}_\w+),", text)
+        if entry is None:
+            raise SystemExit(f"sass_census: {source} has no {args.dtype} D={args.head_dim} sm90 entry point")
+        rows.append((Path(source).stem, compile_cubin(Path(source), HOPPER).path, entry.group(1)))
     return rows
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--spec", action="append", default=[], help="a spec whose lowered variant to count")
+    parser.add_argument("--source", action="append", default=[], help="a whole kernel source to count")
     parser.add_argument("--dtype", choices=("bf16", "fp16"), default="bf16")
     parser.add_argument("--head-dim", type=int, choices=(64, 128, 256), default=128)
     args = parser.parse_args()
