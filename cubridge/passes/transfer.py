@@ -67,6 +67,7 @@ from cubridge.passes.transfer_match import (
     AttentionMatch,
     OperandRef,
     ScoreSite,
+    arith_slice,
     carried_copies,
     copy_row,
     enclosing,
@@ -482,6 +483,16 @@ def _move_bounds(found: AttentionMatch, loop: scf.ForOp, lower: SSAValue, upper:
         if test.upper is not None:
             test.upper.set(upper)
         test.lower.set(lower)
+    for end in found.end_tests:
+        if end.op.parent_op() is loop:
+            end.set(upper)
+    counts = [count for count in found.step_counts if count.op.parent_op() is loop]
+    if counts:  # a stage counts the steps taken: (j - lb) rem S
+        steps = arith.SubiOp(loop.body.block.args[0], lower)
+        Rewriter.insert_op(steps, InsertPoint.at_start(loop.body.block))
+        _named(steps.result, "step")
+        for count in counts:
+            count.set(steps.result)
     OperandRef(loop, "lb").set(lower)
     OperandRef(loop, "ub").set(upper)
 
@@ -526,7 +537,8 @@ def _index_tiles_by_position(
     """The loop index is a position in the block lists: every kv row the body computes
     from it, `BN * (j + d)`, becomes `BN * tile_at(j + d)` (d = 1: sm80's K prefetch,
     and the row the lifted producer carries to its next step).
-    Step tests and the mask branches' `position_tests` compare positions and stay as they are."""
+    Step tests, end tests, step counts and the mask branches' `position_tests` read positions and stay as they
+    are."""
     position = loop.body.block.args[0]
     rows = [kv_column(m) for s in found.sites if s.kv_loop is loop for m in s.score_maps]
     rows += [row for row in found.next_kv_rows if row.op.parent_op() is loop]
@@ -558,6 +570,8 @@ def _index_tiles_by_position(
         if op.parent is not None and not any(r.uses for r in op.results):
             Rewriter.erase_op(op)
     expected = insert.inserted | position_tests | {test.compare for test in found.step_tests}
+    expected |= {count.value.owner for count in found.step_counts}
+    expected |= {op for end in found.end_tests for op in arith_slice(end.op.result)}  # j + 1 < end
     other = next((use.operation for use in position.uses if use.operation not in expected), None)
     if other is not None:  # it would still be read as a tile index
         raise CuBridgeError(

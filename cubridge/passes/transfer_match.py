@@ -25,7 +25,8 @@ Starting from each `cuir.row_reduce max` of a kernel:
 - tensors: Q, K and V are the global tensors copied into the shared buffers
   the Q K^T gemm reads A and B from and the P V gemm reads B from.
 - kv loops: the `scf.for` around a score map, and every `scf.for` that copies
-  into the shared buffer the Q K^T gemm reads B from (the producer's loads).
+  into the shared buffers the Q K^T gemm reads B from and the P V gemm reads
+  B from (the producer's loads, sm80's prefetch of the next K and V tiles).
   A kv operand outside these loops that is the constant 0 is the first kv
   tile (a prefetch before the loop, or a peeled first iteration), and so is
   the initial value of a kv row a loop carries (the lifted producer looks the
@@ -35,7 +36,12 @@ Starting from each `cuir.row_reduce max` of a kernel:
   earlier step ran (`j > lb`, `j != lb`) or whether this is the first step
   (`j == lb`): sm90's `j > 1` and `n > 1`, which guard the release of the V
   tile an in-flight P V read. They move with the loop bounds; any other
-  comparison of the index with the lower bound is an error.
+  comparison of the index with the lower bound is an error. The comparisons
+  in a mask branch's condition (`position < full_begin`) are not step tests:
+  the transfer replaces that condition. In a kv loop's body, a comparison
+  with the loop's upper bound asks whether a next step runs (end test), and
+  the index modulo a constant is a pipeline stage (step count): they move
+  with the loop bounds too.
 - output normalization: tile maps of the loop result that carries the row sum,
   or of a row map of it (the lifted kernel multiplies by 1 / sum).
 - LSE scales: where the scores stay unscaled, the `arith.mulf` of the row max
@@ -173,6 +179,8 @@ class AttentionMatch:
     output_normalizations: list[MapOp] = field(default_factory=list)
     lse_scales: list[arith.MulfOp] = field(default_factory=list)
     step_tests: list[StepTest] = field(default_factory=list)
+    end_tests: list[OperandRef] = field(default_factory=list)  # a kv loop's upper bound in its body (has next)
+    step_counts: list[OperandRef] = field(default_factory=list)  # a kv loop's index in its body's `j rem S`
 
     @property
     def folded(self) -> bool:
@@ -484,6 +492,7 @@ def _match_kv_loops(found: AttentionMatch) -> None:
             raise _fail("a score map outside a kv loop must start at kv column 0", site.score_map)
         found.first_kv_rows.append(kv_column(site.score_map))
     buffers = {_shared_buffer(site.score_gemm.rhs) for site in found.sites}
+    buffers |= {_shared_buffer(site.pv_gemm.rhs) for site in found.sites}
     for op in _copies_into(found.kernel, buffers):
         loop = enclosing(op, scf.ForOp, stop=ForEachTileOp)
         if loop is not None:
@@ -491,13 +500,17 @@ def _match_kv_loops(found: AttentionMatch) -> None:
             _match_carried_row(found, loop, copy_row(op))
             continue
         if not is_constant(copy_row(op).value, 0):
-            raise _fail("a K load outside the kv loop must load kv tile 0", op)
+            raise _fail("a K or V load outside the kv loop must load kv tile 0", op)
         found.first_kv_rows.append(copy_row(op))
+    mask_tests = {op for site in found.sites if site.mask_branch is not None
+                  for op in arith_slice(site.mask_branch.cond)}
     for loop in loops:
         lower = 1 if found.peeled and any(s.kv_loop is loop for s in found.sites) else 0
         if not is_constant(loop.lb, lower):
             raise _fail(f"the kv loop must start at tile {lower}", loop)
-        found.step_tests += _step_tests(loop, lower)
+        found.step_tests += _step_tests(loop, lower, mask_tests)
+        found.end_tests += _end_tests(loop)
+        found.step_counts += _step_counts(loop)
     found.kv_loops = list(loops)
 
 
@@ -521,15 +534,28 @@ def _match_carried_row(found: AttentionMatch, loop: scf.ForOp, row: OperandRef) 
 _STEP_PREDICATES = {"lhs": {"eq", "ne", "sgt", "ugt"}, "rhs": {"eq", "ne", "slt", "ult"}}
 
 
-def _step_tests(loop: scf.ForOp, lower: int) -> list[StepTest]:
+def arith_slice(value: SSAValue) -> set[Operation]:
+    """The arith ops `value` is computed with (a mask branch's `needs_mask(position)` test)."""
+    found: set[Operation] = set()
+    pending = [value]
+    while pending:
+        op = pending.pop().owner
+        if isinstance(op, Operation) and op.dialect_name() == "arith" and op not in found:
+            found.add(op)
+            pending += op.operands
+    return found
+
+
+def _step_tests(loop: scf.ForOp, lower: int, mask_tests: set[Operation]) -> list[StepTest]:
     """Comparisons of the loop's index (in its body), or of its upper bound after the loop,
-    with its lower bound: whether an earlier step ran, or whether this is the first step."""
+    with its lower bound: whether an earlier step ran, or whether this is the first step. The
+    comparisons of a mask branch's test (`position < full_begin`, which the transfer replaces) are not."""
     index = loop.body.block.args[0]
     tests: list[StepTest] = []
     for subject in (index, loop.ub):
         for use in list(subject.uses):
             compare = use.operation
-            if not isinstance(compare, arith.CmpiOp):
+            if not isinstance(compare, arith.CmpiOp) or compare in mask_tests:
                 continue
             side, other = ("lhs", "rhs") if use.index == 0 else ("rhs", "lhs")
             bound = getattr(compare, other)
@@ -546,6 +572,29 @@ def _step_tests(loop: scf.ForOp, lower: int) -> list[StepTest]:
             upper = OperandRef(compare, side) if subject is loop.ub else None
             tests.append(StepTest(compare, loop, OperandRef(compare, other), upper))
     return tests
+
+
+def _end_tests(loop: scf.ForOp) -> list[OperandRef]:
+    """The loop's upper bound where a comparison in its body reads it: whether a next step runs (sm80's
+    `j + 1 < end`, which guards the prefetch of the next kv tile). It moves with the loop's bounds."""
+    return [
+        OperandRef(use.operation, "lhs" if use.index == 0 else "rhs")
+        for use in loop.ub.uses
+        if isinstance(use.operation, arith.CmpiOp) and use.operation.parent_op() is loop
+    ]
+
+
+def _step_counts(loop: scf.ForOp) -> list[OperandRef]:
+    """The loop's index where its body takes it modulo a constant: a pipeline stage, `(j - lb) rem S` with the
+    lower bound 0 of the reference (sm80's K/V double buffer). The transfer makes it count from the new lower
+    bound, so that the first visited tile reads the stage the prologue loaded."""
+    index = loop.body.block.args[0]
+    return [
+        OperandRef(use.operation, "lhs")
+        for use in index.uses
+        if isinstance(use.operation, arith.RemSIOp | arith.RemUIOp) and use.index == 0
+        and use.operation.parent_op() is loop and isinstance(use.operation.rhs.owner, arith.ConstantOp)
+    ]
 
 
 def _after(op: Operation, later: Operation) -> bool:
@@ -589,11 +638,12 @@ def softmax_scale_of(scale_log2: SSAValue) -> SSAValue | None:
 
 
 def _lse_scales(site: ScoreSite, loop: scf.ForOp, scale: SSAValue | None) -> list[arith.MulfOp]:
-    """`max * scale` in row maps of the loop's final row max: the LSE of unscaled row maxes."""
+    """`max * scale` in row maps of the loop's final row max: the LSE of unscaled row maxes. The loop carries
+    the row max, or the running max a row map makes of it (sm80: max(previous, tile max))."""
     terminator = loop.body.block.last_op
     found = []
     for index, value in enumerate(terminator.operands):
-        if value != site.row_max.result:
+        if not _of_row_max(value, site.row_max):
             continue
         for use in loop.results[index].uses:
             op = use.operation
