@@ -84,3 +84,25 @@ def test_window_starts_its_loop_and_its_stages_at_the_first_visited_tile():
     assert tuple(stage.lhs.owner.operands) == (loop.body.block.args[0], loop.lb)
     has_next = next(op for op in loop.body.block.ops if isinstance(op, arith.CmpiOp) and loop.ub in op.operands)
     assert has_next.rhs is loop.ub
+
+
+WINDOW_50 = '''
+def mask_mod(b, h, q_idx, kv_idx):
+    return (q_idx >= kv_idx) & (q_idx - kv_idx < 50)
+'''
+
+
+def test_window_from_an_odd_tile_verifies_and_needs_its_stage_count(tmp_path):
+    """A 50-key window starts query tile t at kv tile 2t - 1: with the stage `j rem 2` instead of
+    `(j - kv_lo) rem 2`, the first prefetch would overwrite the stage the prologue is still loading."""
+    spec = tmp_path / "window_50.py"
+    spec.write_text(WINDOW_50)
+    module = lift_cuda_file(KERNEL, ENTRY).module
+    TransferPass(str(spec)).apply(cuir_context(), module)
+    shapes = [ProblemShape(1, 2, 1, 300, 300, 128)]
+    assert verify(module, load_spec(str(spec)), shapes=shapes, schedules=1).ok
+    loop = next(op for op in _kernel(module).walk() if op.name == "scf.for")
+    stage = next(op for op in loop.body.block.ops if isinstance(op, arith.RemSIOp))
+    stage.operands[0] = loop.body.block.args[0]
+    result = verify(module, load_spec(str(spec)), shapes=shapes, schedules=1)
+    assert not result.ok and "race" in result.summary()
