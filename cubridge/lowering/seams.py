@@ -600,6 +600,7 @@ class SeamFinder:
         variant's, and return the reference ops that computed the reference's (a block-list variant replaces
         them)."""
         refs = [kv_column(m.site.score_map) for m in maps] + self.reference_match.first_kv_rows
+        refs += [row for row, _ in self.reference_match.later_first_kv_rows]
         refs += self.reference_match.next_kv_rows
         sources = (self.reference_match.k, self.reference_match.v)
         for loop in self.reference_match.kv_loops:
