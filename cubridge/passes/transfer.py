@@ -330,7 +330,8 @@ def _scale_scores_by_constant(found: AttentionMatch) -> None:
         block.add_ops([scale, product, YieldOp(product.result)])
         scaled_map = MapOp([tile], list(site.score_map.origin), tile.type, Region(block))
         Rewriter.insert_op(scaled_map, InsertPoint.before(site.anchor))
-        tile.replace_uses_with_if(_named(scaled_map.result, "scaled"), lambda use: site.anchor.is_ancestor(use.operation))
+        in_anchor = site.anchor.is_ancestor
+        tile.replace_uses_with_if(_named(scaled_map.result, "scaled"), lambda use: in_anchor(use.operation))
         site.scaled = product.result
         site.score_maps.append(scaled_map)
         region = site.kv_loop if site.kv_loop is not None else site.tile_loop
@@ -382,8 +383,9 @@ def _replace_normalization(found: AttentionMatch, normalization: str) -> None:
     """
     for site in found.sites:
         if site.twin_probabilities:
-            raise CuBridgeError(f"transfer: a {normalization} normalization replaces the probability map, and this "
-                                "kernel computes the probabilities twice", describe_location(site.twin_probabilities[0]))
+            raise CuBridgeError(f"transfer: a {normalization} normalization replaces the probability map, and "
+                                "this kernel computes the probabilities twice",
+                                describe_location(site.twin_probabilities[0]))
         old = site.probabilities
         score = site.score
         tile_type = old.result.type
