@@ -13,7 +13,9 @@ Every difference must belong to one seam of the reference source:
 - `Args`: kernel arguments appended after the reference's (captured tensors,
   block lists); the `schedule` is a launch parameter;
 - `kv_range`: the kv loops' bounds, their split into masked and mask-free
-  parts, the step tests that compare a loop index with its first position;
+  parts, the step tests that compare a loop index with its first position,
+  the end tests and step counts that read them (sm80's `j + 1 < range.end`,
+  `(j - range.begin) % kStages`);
 - `kv_tile`: the kv rows of the K/V loads and score maps, when the loop index
   is a position in block lists;
 - `modify_score` / `keep`: the score map's code between the scale and the
@@ -581,14 +583,24 @@ class SeamFinder:
                 self.claimed_slots |= {(copy, 0), (copy, 1)}
                 for operand in copy.operands:
                     self.claimed_values |= _slice(operand)
+        self._claim_moved_with_bounds()
         code = SeamCode(tuple(emitter.statements), "")
         return code, begin, end, full_begin, full_end
+
+    def _claim_moved_with_bounds(self) -> None:
+        """The end tests (`j + 1 < end`) and step counts (`(j - begin) rem S`) of the kv loops read the moved
+        bounds: the reference source computes them from `range`."""
+        for ref in self.reference_match.end_tests + self.reference_match.step_counts:
+            for copy in self.diff.copies[ref.op]:
+                self.claimed_slots.add((copy, ref.index))
+                self.claimed_values |= _slice(copy.operands[ref.index])
 
     def _claim_kv_rows(self, maps: list[_ScoreMap]) -> set[Operation]:
         """The kv rows of score maps and K/V loads come from the kv range and kv tile seams: claim the
         variant's, and return the reference ops that computed the reference's (a block-list variant replaces
         them)."""
         refs = [kv_column(m.site.score_map) for m in maps] + self.reference_match.first_kv_rows
+        refs += [row for row, _ in self.reference_match.later_first_kv_rows]
         refs += self.reference_match.next_kv_rows
         sources = (self.reference_match.k, self.reference_match.v)
         for loop in self.reference_match.kv_loops:

@@ -1,6 +1,7 @@
 """transfer: rewrite a reference attention kernel into the variant of a spec file.
 
-1. match the kernel by dataflow (`transfer_match`);
+1. match the kernel by dataflow (`transfer_match`), after giving a row max
+   that reduces the Q K^T tile itself a score map for the hooks;
 2. captured tensors become kernel arguments, read with `cuir.gather`;
 3. score_mod and mask_mod go into every score map, right after the score is
    scaled: after the Q K^T gemm has completed, before the row max. A kernel
@@ -16,7 +17,9 @@
    and consumers alike, so they visit the same tiles in the same order), and
    each consumer loop is split into masked / mask-free / masked parts (a
    kernel that masks only where `needs_mask(position)` instead tests the
-   plan's mask-free tiles there);
+   plan's mask-free tiles there; a kernel of whole kv tiles, whose loops run
+   to the tile count, keeps its loop indices, runs them over the visited
+   tiles and masks every one);
 6. any other mask (it reads captured data, b or h, or keeps several disjoint
    kv intervals per row, whose hull would visit the empty tiles between
    them) gets FlexAttention-style block lists built before the kernel
@@ -54,8 +57,20 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import IsTerminator
 
-from cubridge.dialect.attributes import Schedule, ScheduleAttr
-from cubridge.dialect.cuir import CopyAsyncOp, CopyOp, DimOp, ForEachTileOp, KernelOp, MapOp, WorkerOp, YieldOp
+from cubridge.dialect.attributes import GemmLayout, Reduction, Schedule, ScheduleAttr
+from cubridge.dialect.cuir import (
+    CopyAsyncOp,
+    CopyOp,
+    DimOp,
+    ForEachTileOp,
+    GemmAsyncOp,
+    GemmOp,
+    KernelOp,
+    MapOp,
+    RowReduceOp,
+    WorkerOp,
+    YieldOp,
+)
 from cubridge.dialect.types import GlobalTensorType
 from cubridge.diagnostics import CuBridgeError, describe_location
 from cubridge.frontends import expr as E
@@ -67,6 +82,7 @@ from cubridge.passes.transfer_match import (
     AttentionMatch,
     OperandRef,
     ScoreSite,
+    arith_slice,
     carried_copies,
     copy_row,
     enclosing,
@@ -99,6 +115,7 @@ class TransferPass(ModulePass):
 
 def transfer_kernel(kernel: KernelOp, spec: AttentionSpec) -> None:
     original = set(kernel.walk())
+    _insert_score_maps(kernel)
     found = match_attention(kernel)
     captured = _add_capture_arguments(kernel, spec)
     folded = found.folded
@@ -125,6 +142,31 @@ def transfer_kernel(kernel: KernelOp, spec: AttentionSpec) -> None:
     _specialize_kv_loops(found, plan, unmasked, block_lists)
     _schedule_unequal_tiles(kernel, plan)
     _locate_inserted_ops(kernel, spec, original)
+
+
+def _insert_score_maps(kernel: KernelOp) -> None:
+    """A row max that reduces a Q K^T result itself (ThunderKittens: neither scale nor mask before it) gets a
+    score map there for the hooks: `cuir.map` of the tile at its origin, yielding each score as it is; the
+    row max and every later reader of the tile read the map."""
+    for row_max in [op for op in kernel.walk() if isinstance(op, RowReduceOp) and op.kind.data == Reduction.MAX]:
+        tile = row_max.source
+        gemm = tile.owner
+        if not isinstance(gemm, GemmOp | GemmAsyncOp) or gemm.layout.data != GemmLayout.ABT:
+            continue
+        loop = enclosing(row_max, scf.ForOp, stop=ForEachTileOp)
+        zero = arith.ConstantOp(IntegerAttr(0, IndexType()))
+        block_n = arith.ConstantOp(IntegerAttr(tile.type.dims[1], IndexType()))
+        origin = [zero]
+        if loop is None:
+            origin.append(zero)
+        else:
+            origin.append(_named(arith.MuliOp(loop.body.block.args[0], block_n).result, "kv_row"))
+        block = Block(arg_types=[tile.type.element_type, IndexType(), IndexType()])
+        block.add_op(YieldOp(block.args[0]))
+        score_map = MapOp([tile], origin, tile.type, Region(block))
+        new_ops = [zero, block_n] + ([origin[1].owner] if loop is not None else []) + [score_map]
+        Rewriter.insert_op(new_ops, InsertPoint.before(row_max))
+        tile.replace_uses_with_if(_named(score_map.result, "scores"), lambda use: use.operation is not score_map)
 
 
 def _locate_inserted_ops(kernel: KernelOp, spec: AttentionSpec, original: set[Operation]) -> None:
@@ -198,7 +240,7 @@ def _insert_hooks(site: ScoreSite, spec: AttentionSpec, tables: dict[str, SSAVal
         scored = _replace_after(scored, _named(lowering.lower(spec.score_expr, E.FLOAT), "modified"), insert)
     if spec.mask_expr is None:
         return scored
-    if site.mask_branch is not None:
+    if site.mask_branch is not None or scored is None:  # no scaled score: the map's own element
         subject, insert = site.score_map.scalar_args[0], _Inserter(InsertPoint.at_start(site.score_map.body.block))
         lowering = _hook_lowering(insert, spec, site.score_map, tables, site, subject)
     elif lowering is None:
@@ -232,6 +274,9 @@ def _replace_after(old: SSAValue, new: SSAValue, insert: _Inserter) -> SSAValue:
 def _scale_scores(found: AttentionMatch) -> None:
     """Scores the policy reads are scaled ones: a map of score * scale before each mask branch; the exp2
     multiplies by log2 e instead of scale * log2 e, and the LSE takes the (scaled) row max as it is."""
+    if any(isinstance(site.folded_scale.owner, arith.ConstantOp) for site in found.sites):
+        _scale_scores_by_constant(found)
+        return
     log2e: dict[SSAValue, SSAValue] = {}
     scales = {softmax_scale_of(site.folded_scale) for site in found.sites}
     if None in scales or len(scales) != 1:
@@ -265,6 +310,35 @@ def _scale_scores(found: AttentionMatch) -> None:
         Rewriter.erase_op(multiply)
     found.lse_scales = []
     for site in found.sites:
+        site.folded_scale = None
+
+
+def _scale_scores_by_constant(found: AttentionMatch) -> None:
+    """`_scale_scores` for a kernel whose scale is a compile-time constant c = scale * log2 e in the maps of its
+    softmax (ThunderKittens): a map multiplies the scores by c / log2 e before the score map, and every constant
+    c of the maps in the kv loop (the exp2's, the row max's, the rescale's) becomes log2 e."""
+    values = {site.folded_scale.owner.value.value.data for site in found.sites}
+    if len(values) != 1:
+        raise CuBridgeError("transfer: the exp2's constant multipliers differ",
+                            describe_location(found.sites[0].probabilities))
+    scale_log2 = values.pop()
+    for site in found.sites:
+        tile = site.score_map.inputs[0]
+        block = Block(arg_types=[tile.type.element_type, IndexType(), IndexType()])
+        scale = arith.ConstantOp(FloatAttr(scale_log2 / math.log2(math.e), f32))
+        product = arith.MulfOp(block.args[0], scale.result)
+        block.add_ops([scale, product, YieldOp(product.result)])
+        scaled_map = MapOp([tile], list(site.score_map.origin), tile.type, Region(block))
+        Rewriter.insert_op(scaled_map, InsertPoint.before(site.anchor))
+        in_anchor = site.anchor.is_ancestor
+        tile.replace_uses_with_if(_named(scaled_map.result, "scaled"), lambda use: in_anchor(use.operation))
+        site.scaled = product.result
+        site.score_maps.append(scaled_map)
+        region = site.kv_loop if site.kv_loop is not None else site.tile_loop
+        for op in region.walk():
+            if isinstance(op, arith.ConstantOp) and isinstance(op.value, FloatAttr) and \
+                    op.value.value.data == scale_log2 and isinstance(op.parent_op(), MapOp):
+                op.value = FloatAttr(math.log2(math.e), f32)
         site.folded_scale = None
 
 
@@ -308,6 +382,10 @@ def _replace_normalization(found: AttentionMatch, normalization: str) -> None:
     next step's rescaling.
     """
     for site in found.sites:
+        if site.twin_probabilities:
+            raise CuBridgeError(f"transfer: a {normalization} normalization replaces the probability map, and "
+                                "this kernel computes the probabilities twice",
+                                describe_location(site.twin_probabilities[0]))
         old = site.probabilities
         score = site.score
         tile_type = old.result.type
@@ -417,12 +495,23 @@ def _specialize_kv_loops(
 
     for row in found.first_kv_rows:
         row.set(bounds_of(row.op).first_row)
+    for row, steps in found.later_first_kv_rows:
+        tile = bounds_of(row.op)
+        insert = _Inserter(InsertPoint.before(row.op))
+        lowering = tile.lowering.continued_at(insert)
+        lowering.leaves = tile.lowering.leaves | {"kv_lo": tile.kv_lo}
+        visited = E.binary("add", E.argument("kv_lo"), E.constant(steps))
+        kv_tile = mask_table.tile_at(visited) if tile.block_lists else visited
+        row.set(_named(lowering.lower(E.binary("mul", kv_tile, E.constant(found.block_n))), "kv_row"))
     mask_tests: set[Operation] = set()
     for site in found.sites:
         if site.mask_branch is not None:
             mask_tests |= _mask_where_needed(site, plan, bounds_of(site.mask_branch))
     for loop in found.kv_loops:
         tile = bounds_of(loop)
+        if loop in found.counted:
+            _count_from_kv_lo(found, loop, tile)
+            continue
         insert = _Inserter(InsertPoint.before(loop))
         lowering = ScalarLowering(insert, {"kv_lo": tile.kv_lo})
         starts_after_first = found.peeled and any(s.kv_loop is loop for s in found.sites)
@@ -430,13 +519,46 @@ def _specialize_kv_loops(
         _move_bounds(found, loop, lowering.lower(lower), tile.kv_hi)
         if tile.block_lists:
             _index_tiles_by_position(found, loop, tile, mask_tests)
-    if plan.full_lo == plan.full_hi or any(site.mask_branch is not None for site in found.sites):
-        return
+    if plan.full_lo == plan.full_hi or found.counted or any(site.mask_branch is not None for site in found.sites):
+        return  # counted loops mask every visited tile
     for loop in dict.fromkeys(s.kv_loop for s in found.sites if s.kv_loop is not None):
         sites = [s for s in found.sites if s.kv_loop is loop]
         tile = bounds_of(loop)
         scores = [(s.score_map, unmasked[id(s)]) for s in sites]
         _split_off_full_tiles(loop, plan, tile, scores, tail=not tile.block_lists)
+
+
+def _count_from_kv_lo(found: AttentionMatch, loop: scf.ForOp, tile: _TileBounds) -> None:
+    """A loop that runs to the kv tile count plus c (a kernel of whole kv tiles) keeps counting steps from 0, so
+    that the stages and phases its body derives from the index stay as they are: it runs to
+    `kv_hi - kv_lo + c`, and each kv row `BN * (j + d)` in it becomes that of visited tile j + d,
+    `BN * (kv_lo + j + d)` (with block lists, `BN * tile_at(j + d)`)."""
+    insert = _Inserter(InsertPoint.before(loop))
+    lowering = tile.lowering.continued_at(insert)
+    lowering.leaves = tile.lowering.leaves | {"kv_lo": tile.kv_lo, "kv_hi": tile.kv_hi}
+    steps = E.binary("add", E.binary("sub", E.argument("kv_hi"), E.argument("kv_lo")), E.constant(found.counted[loop]))
+    OperandRef(loop, "ub").set(_named(lowering.lower(steps), "kv_steps"))
+    index = loop.body.block.args[0]
+    rows = [kv_column(m) for s in found.sites if s.kv_loop is loop for m in s.score_maps]
+    rows += [
+        copy_row(op) for op in loop.body.walk()
+        if isinstance(op, CopyAsyncOp | CopyOp) and op.source in (found.k, found.v)
+    ]
+    insert = _Inserter(InsertPoint.at_start(loop.body.block))
+    lowering = tile.lowering.continued_at(insert)
+    lowering.leaves = tile.lowering.leaves | {"j": index, "kv_lo": tile.kv_lo}
+    traced: list[Operation] = []
+    for row in dict.fromkeys(rows):
+        coefficient, offset = _affine_in(row.value, index, traced)
+        if coefficient != found.block_n or offset % found.block_n:
+            raise CuBridgeError(f"transfer: a kv row in the kv loop is {coefficient} * j + {offset}, "
+                                f"not {found.block_n} * (j + d)", describe_location(row.op))
+        visited = E.binary("add", E.argument("j"), E.constant(offset // found.block_n))
+        kv_tile = mask_table.tile_at(visited) if tile.block_lists else E.binary("add", E.argument("kv_lo"), visited)
+        row.set(_named(lowering.lower(E.binary("mul", kv_tile, E.constant(found.block_n))), "kv_row"))
+    for op in reversed(traced):
+        if op.parent is not None and not any(r.uses for r in op.results):
+            Rewriter.erase_op(op)
 
 
 def _mask_where_needed(site: ScoreSite, plan: TilePlan, tile: _TileBounds) -> set[Operation]:
@@ -482,6 +604,16 @@ def _move_bounds(found: AttentionMatch, loop: scf.ForOp, lower: SSAValue, upper:
         if test.upper is not None:
             test.upper.set(upper)
         test.lower.set(lower)
+    for end in found.end_tests:
+        if end.op.parent_op() is loop:
+            end.set(upper)
+    counts = [count for count in found.step_counts if count.op.parent_op() is loop]
+    if counts:  # a stage counts the steps taken: (j - lb) rem S
+        steps = arith.SubiOp(loop.body.block.args[0], lower)
+        Rewriter.insert_op(steps, InsertPoint.at_start(loop.body.block))
+        _named(steps.result, "step")
+        for count in counts:
+            count.set(steps.result)
     OperandRef(loop, "lb").set(lower)
     OperandRef(loop, "ub").set(upper)
 
@@ -526,7 +658,8 @@ def _index_tiles_by_position(
     """The loop index is a position in the block lists: every kv row the body computes
     from it, `BN * (j + d)`, becomes `BN * tile_at(j + d)` (d = 1: sm80's K prefetch,
     and the row the lifted producer carries to its next step).
-    Step tests and the mask branches' `position_tests` compare positions and stay as they are."""
+    Step tests, end tests, step counts and the mask branches' `position_tests` read positions and stay as they
+    are."""
     position = loop.body.block.args[0]
     rows = [kv_column(m) for s in found.sites if s.kv_loop is loop for m in s.score_maps]
     rows += [row for row in found.next_kv_rows if row.op.parent_op() is loop]
@@ -558,6 +691,8 @@ def _index_tiles_by_position(
         if op.parent is not None and not any(r.uses for r in op.results):
             Rewriter.erase_op(op)
     expected = insert.inserted | position_tests | {test.compare for test in found.step_tests}
+    expected |= {count.value.owner for count in found.step_counts}
+    expected |= {op for end in found.end_tests for op in arith_slice(end.op.result)}  # j + 1 < end
     other = next((use.operation for use in position.uses if use.operation not in expected), None)
     if other is not None:  # it would still be read as a tile index
         raise CuBridgeError(

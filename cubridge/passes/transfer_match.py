@@ -25,9 +25,11 @@ Starting from each `cuir.row_reduce max` of a kernel:
 - tensors: Q, K and V are the global tensors copied into the shared buffers
   the Q K^T gemm reads A and B from and the P V gemm reads B from.
 - kv loops: the `scf.for` around a score map, and every `scf.for` that copies
-  into the shared buffer the Q K^T gemm reads B from (the producer's loads).
+  into the shared buffers the Q K^T gemm reads B from and the P V gemm reads
+  B from (the producer's loads, sm80's prefetch of the next K and V tiles).
   A kv operand outside these loops that is the constant 0 is the first kv
-  tile (a prefetch before the loop, or a peeled first iteration), and so is
+  tile (a prefetch before the loop, or a peeled first iteration; a constant
+  BN * d the tile d after it: ThunderKittens preloads three), and so is
   the initial value of a kv row a loop carries (the lifted producer looks the
   next row up one step ahead): its yielded value is the row of the next step.
 - step tests: `arith.cmpi` of a kv loop's index (in its body) or of its
@@ -35,7 +37,12 @@ Starting from each `cuir.row_reduce max` of a kernel:
   earlier step ran (`j > lb`, `j != lb`) or whether this is the first step
   (`j == lb`): sm90's `j > 1` and `n > 1`, which guard the release of the V
   tile an in-flight P V read. They move with the loop bounds; any other
-  comparison of the index with the lower bound is an error.
+  comparison of the index with the lower bound is an error. The comparisons
+  in a mask branch's condition (`position < full_begin`) are not step tests:
+  the transfer replaces that condition. In a kv loop's body, a comparison
+  with the loop's upper bound asks whether a next step runs (end test), and
+  the index modulo a constant is a pipeline stage (step count): they move
+  with the loop bounds too.
 - output normalization: tile maps of the loop result that carries the row sum,
   or of a row map of it (the lifted kernel multiplies by 1 / sum).
 - LSE scales: where the scores stay unscaled, the `arith.mulf` of the row max
@@ -52,7 +59,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, math, scf
-from xdsl.dialects.builtin import IntegerAttr
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.irdl import IRDLOperation
 
@@ -60,6 +67,7 @@ from cubridge.dialect.attributes import GemmLayout, Reduction
 from cubridge.dialect.cuir import (
     ConvertOp,
     CopyAsyncOp,
+    DimOp,
     CopyOp,
     ForEachTileOp,
     GemmAsyncOp,
@@ -133,6 +141,7 @@ class ScoreSite:
     mask_branch: scf.IfOp | None = None  # scf.if needs_mask: the score map, else the gemm result
     folded_scale: SSAValue | None = None  # the probability map's multiplier scale * log2 e, when unscaled
     score_maps: list[MapOp] = field(default_factory=list)  # maps at the score tile's origin (hooks)
+    twin_probabilities: list[MapOp] = field(default_factory=list)  # the probabilities again, for the P V gemm
 
     @property
     def score_gemm(self) -> GemmOp | GemmAsyncOp:
@@ -169,10 +178,16 @@ class AttentionMatch:
     v: SSAValue
     kv_loops: list[scf.ForOp] = field(default_factory=list)
     first_kv_rows: list[OperandRef] = field(default_factory=list)
+    # rows of the loads before the loop of the next visited tiles: (row, d) loads tile d of the sequence
+    later_first_kv_rows: list[tuple[OperandRef, int]] = field(default_factory=list)
     next_kv_rows: list[OperandRef] = field(default_factory=list)  # yielded carried rows: the next step's
     output_normalizations: list[MapOp] = field(default_factory=list)
     lse_scales: list[arith.MulfOp] = field(default_factory=list)
     step_tests: list[StepTest] = field(default_factory=list)
+    end_tests: list[OperandRef] = field(default_factory=list)  # a kv loop's upper bound in its body (has next)
+    step_counts: list[OperandRef] = field(default_factory=list)  # a kv loop's index in its body's `j rem S`
+    # kv loops of a kernel of whole kv tiles (ThunderKittens): upper bound = the tile count + this offset
+    counted: dict[scf.ForOp, int] = field(default_factory=dict)
 
     @property
     def folded(self) -> bool:
@@ -193,6 +208,8 @@ class AttentionMatch:
         self.step_tests = [
             StepTest(t.compare, new, t.lower, t.upper) if t.loop is old else t for t in self.step_tests
         ]
+        if old in self.counted:
+            self.counted[new] = self.counted.pop(old)
 
 
 def _fail(message: str, op: Operation) -> CuBridgeError:
@@ -259,16 +276,7 @@ def _match_site(row_max: RowReduceOp) -> ScoreSite:
     _check_gemm_completed(score_map, mask_branch or score_map)
     score = row_max.source
     scaled = _scaled_element(score_map)
-    probabilities = _single_user(
-        score,
-        lambda op: isinstance(op, MapOp) and isinstance(op.result.type, TileType) and op.inputs[0] == score
-        and all(_of_row_max(value, row_max) for value in op.inputs[1:]),
-        "probability map exp(score - row max)",
-        row_max,
-    )
-    exponential = probabilities.body.block.last_op.values[0].owner
-    if not isinstance(exponential, math.ExpOp | math.Exp2Op):
-        raise _fail("the probability map does not yield an exp or exp2", probabilities)
+    probabilities, twins = _probability_maps(score, row_max)
     folded_scale = None
     if scaled is None:
         folded_scale = _scaled_element(probabilities)
@@ -282,7 +290,7 @@ def _match_site(row_max: RowReduceOp) -> ScoreSite:
         "row sum of the probabilities",
         probabilities,
     )
-    factor = _rescale_factor(row_max, probabilities)
+    factor = _rescale_factor(row_max, [probabilities, *twins])
     return ScoreSite(
         score_map=score_map,
         scaled=scaled,
@@ -291,13 +299,56 @@ def _match_site(row_max: RowReduceOp) -> ScoreSite:
         rescale_factor=factor,
         rescales=_rescales(factor) if factor is not None else [],
         row_sum=row_sum,
-        pv_gemm=_pv_gemm(probabilities),
+        pv_gemm=_pv_gemm([probabilities, *twins]),
         kv_loop=enclosing(score_map, scf.ForOp, stop=ForEachTileOp),
         tile_loop=enclosing(score_map, ForEachTileOp),
         mask_branch=mask_branch,
         folded_scale=folded_scale,
         score_maps=[score_map],
+        twin_probabilities=twins,
     )
+
+
+def _probability_maps(score: SSAValue, row_max: RowReduceOp) -> tuple[MapOp, list[MapOp]]:
+    """The probability map exp(score - row max) that the row sum reduces, and its twins: maps of the same
+    inputs whose exp or exp2, maybe plus 0 (ThunderKittens' `warp::add(att_block, att_block, 0.f)`), is
+    computed again for the P V gemm."""
+    maps = [
+        use.operation for use in score.uses
+        if isinstance(use.operation, MapOp) and isinstance(use.operation.result.type, TileType)
+        and use.operation.inputs[0] == score and use.index == 0
+        and all(_of_row_max(value, row_max) for value in use.operation.inputs[1:])
+    ]
+    if not maps:
+        raise _fail("expected one probability map exp(score - row max), found 0", row_max)
+    for op in maps:
+        if not isinstance(_exponential(op), math.ExpOp | math.Exp2Op):
+            raise _fail("the probability map does not yield an exp or exp2", op)
+    summed = [op for op in maps if any(isinstance(use.operation, RowReduceOp) for use in op.result.uses)]
+    if len(summed) != 1:
+        raise _fail(f"expected one probability map that the row sum reduces, found {len(summed)}", row_max)
+    twins = [op for op in maps if op is not summed[0]]
+    for twin in twins:
+        if twin.inputs != summed[0].inputs:
+            raise _fail("a second probability map of other inputs than the one the row sum reduces", twin)
+    return summed[0], twins
+
+
+def _exponential(probabilities: MapOp) -> Operation | None:
+    """What a probability map yields: exp or exp2 of the shifted score, looking through `+ 0.0`."""
+    yielded = probabilities.body.block.last_op.values[0].owner
+    if isinstance(yielded, arith.AddfOp):
+        zero = next((v for v in yielded.operands if _is_float_constant(v, 0.0)), None)
+        if zero is not None:
+            other = yielded.rhs if yielded.lhs is zero else yielded.lhs
+            return other.owner if isinstance(other.owner, Operation) else None
+    return yielded if isinstance(yielded, Operation) else None
+
+
+def _is_float_constant(value: SSAValue, number: float) -> bool:
+    owner = value.owner
+    return isinstance(owner, arith.ConstantOp) and isinstance(owner.value, FloatAttr) and \
+        owner.value.value.data == number
 
 
 def _masked_map(branch: scf.IfOp, row_max: RowReduceOp) -> MapOp:
@@ -323,10 +374,15 @@ def _scaled_element(map_op: MapOp) -> SSAValue | None:
             for op in map_op.body.block.ops
             if isinstance(op, arith.MulfOp)
             and element in (op.lhs, op.rhs)
-            and _defined_outside(op.rhs if op.lhs == element else op.lhs, map_op)
+            and _is_scale(op.rhs if op.lhs == element else op.lhs, map_op)
         ),
         None,
     )
+
+
+def _is_scale(value: SSAValue, map_op: MapOp) -> bool:
+    """A scale: a value from outside the map (a kernel scalar), or a constant (a kernel that fixes it)."""
+    return _defined_outside(value, map_op) or isinstance(value.owner, arith.ConstantOp)
 
 
 def _multiplier(product: SSAValue) -> SSAValue:
@@ -343,7 +399,7 @@ def _of_row_max(value: SSAValue, row_max: RowReduceOp) -> bool:
     )
 
 
-def _rescale_factor(row_max: RowReduceOp, probabilities: MapOp) -> MapOp | None:
+def _rescale_factor(row_max: RowReduceOp, probabilities: list[MapOp]) -> MapOp | None:
     """The row map of the row max that, maybe carried, rescales a tile other than the probabilities (O)."""
     for use in row_max.result.uses:
         factor = use.operation
@@ -352,7 +408,7 @@ def _rescale_factor(row_max: RowReduceOp, probabilities: MapOp) -> MapOp | None:
         for value in carried_copies(factor.result):
             for later in value.uses:
                 op = later.operation
-                if isinstance(op, MapOp) and op is not probabilities and later.index > 0 and \
+                if isinstance(op, MapOp) and op not in probabilities and later.index > 0 and \
                         isinstance(op.result.type, TileType):
                     return factor
     return None
@@ -423,9 +479,9 @@ def _is_carry(op: Operation) -> bool:
     return isinstance(op, scf.ForOp)
 
 
-def _pv_gemm(probabilities: MapOp) -> GemmOp | GemmAsyncOp:
-    """The `ab` gemm whose A operand is the probability tile, converted (maybe one iteration later)."""
-    pending = [probabilities.result]
+def _pv_gemm(probabilities: list[MapOp]) -> GemmOp | GemmAsyncOp:
+    """The `ab` gemm whose A operand is a probability tile, converted (maybe one iteration later)."""
+    pending = [op.result for op in probabilities]
     while pending:
         for value in carried_copies(pending.pop()):
             for use in value.uses:
@@ -434,7 +490,7 @@ def _pv_gemm(probabilities: MapOp) -> GemmOp | GemmAsyncOp:
                     return op
                 if isinstance(op, ConvertOp):
                     pending.append(op.result)
-    raise _fail("the probabilities never reach a P V gemm", probabilities)
+    raise _fail("the probabilities never reach a P V gemm", probabilities[0])
 
 
 def _rescales(factor: MapOp) -> list[MapOp]:
@@ -484,21 +540,46 @@ def _match_kv_loops(found: AttentionMatch) -> None:
             raise _fail("a score map outside a kv loop must start at kv column 0", site.score_map)
         found.first_kv_rows.append(kv_column(site.score_map))
     buffers = {_shared_buffer(site.score_gemm.rhs) for site in found.sites}
+    buffers |= {_shared_buffer(site.pv_gemm.rhs) for site in found.sites}
     for op in _copies_into(found.kernel, buffers):
         loop = enclosing(op, scf.ForOp, stop=ForEachTileOp)
         if loop is not None:
             loops[loop] = None
             _match_carried_row(found, loop, copy_row(op))
             continue
-        if not is_constant(copy_row(op).value, 0):
-            raise _fail("a K load outside the kv loop must load kv tile 0", op)
-        found.first_kv_rows.append(copy_row(op))
+        tile = _constant_tile(copy_row(op).value, found.block_n)
+        if tile is None:
+            raise _fail(f"a K or V load outside the kv loop must load one of the first kv tiles (a row "
+                        f"{found.block_n} * d)", op)
+        if tile:
+            found.later_first_kv_rows.append((copy_row(op), tile))
+        else:
+            found.first_kv_rows.append(copy_row(op))
+    mask_tests = {op for site in found.sites if site.mask_branch is not None
+                  for op in arith_slice(site.mask_branch.cond)}
     for loop in loops:
+        offset = _tile_count_offset(loop.ub, found.k, found.block_n)
+        if offset is not None:  # it keeps its index: no bound, test or stage moves
+            found.counted[loop] = offset
+            continue
         lower = 1 if found.peeled and any(s.kv_loop is loop for s in found.sites) else 0
         if not is_constant(loop.lb, lower):
             raise _fail(f"the kv loop must start at tile {lower}", loop)
-        found.step_tests += _step_tests(loop, lower)
+        found.step_tests += _step_tests(loop, lower, mask_tests)
+        found.end_tests += _end_tests(loop)
+        found.step_counts += _step_counts(loop)
+    if found.counted and len(found.counted) != len(loops):
+        raise _fail("some kv loops run to the kv tile count and others not", next(iter(found.counted)))
     found.kv_loops = list(loops)
+
+
+def _constant_tile(row: SSAValue, block_n: int) -> int | None:
+    """d where `row` is the constant BN * d."""
+    owner = row.owner
+    if not isinstance(owner, arith.ConstantOp) or not isinstance(owner.value, IntegerAttr):
+        return None
+    tile, rest = divmod(owner.value.value.data, block_n)
+    return tile if rest == 0 and tile >= 0 else None
 
 
 def _match_carried_row(found: AttentionMatch, loop: scf.ForOp, row: OperandRef) -> None:
@@ -521,15 +602,28 @@ def _match_carried_row(found: AttentionMatch, loop: scf.ForOp, row: OperandRef) 
 _STEP_PREDICATES = {"lhs": {"eq", "ne", "sgt", "ugt"}, "rhs": {"eq", "ne", "slt", "ult"}}
 
 
-def _step_tests(loop: scf.ForOp, lower: int) -> list[StepTest]:
+def arith_slice(value: SSAValue) -> set[Operation]:
+    """The arith ops `value` is computed with (a mask branch's `needs_mask(position)` test)."""
+    found: set[Operation] = set()
+    pending = [value]
+    while pending:
+        op = pending.pop().owner
+        if isinstance(op, Operation) and op.dialect_name() == "arith" and op not in found:
+            found.add(op)
+            pending += op.operands
+    return found
+
+
+def _step_tests(loop: scf.ForOp, lower: int, mask_tests: set[Operation]) -> list[StepTest]:
     """Comparisons of the loop's index (in its body), or of its upper bound after the loop,
-    with its lower bound: whether an earlier step ran, or whether this is the first step."""
+    with its lower bound: whether an earlier step ran, or whether this is the first step. The
+    comparisons of a mask branch's test (`position < full_begin`, which the transfer replaces) are not."""
     index = loop.body.block.args[0]
     tests: list[StepTest] = []
     for subject in (index, loop.ub):
         for use in list(subject.uses):
             compare = use.operation
-            if not isinstance(compare, arith.CmpiOp):
+            if not isinstance(compare, arith.CmpiOp) or compare in mask_tests:
                 continue
             side, other = ("lhs", "rhs") if use.index == 0 else ("rhs", "lhs")
             bound = getattr(compare, other)
@@ -546,6 +640,50 @@ def _step_tests(loop: scf.ForOp, lower: int) -> list[StepTest]:
             upper = OperandRef(compare, side) if subject is loop.ub else None
             tests.append(StepTest(compare, loop, OperandRef(compare, other), upper))
     return tests
+
+
+def _tile_count_offset(bound: SSAValue, k: SSAValue, block_n: int) -> int | None:
+    """c where `bound` is `SK / BN + c` (SK: K's sequence length, a kernel of whole kv tiles), through addi and
+    subi of integer constants; None for any other bound."""
+    owner = bound.owner
+    if isinstance(owner, arith.DivSIOp | arith.DivUIOp):
+        source = owner.lhs.owner
+        whole = isinstance(source, DimOp) and source.tensor == k and source.dim.value.data == 2
+        return 0 if whole and is_constant(owner.rhs, block_n) else None
+    if not isinstance(owner, arith.AddiOp | arith.SubiOp):
+        return None
+    sign = 1 if isinstance(owner, arith.AddiOp) else -1
+    orders = [(owner.lhs, owner.rhs)] + ([(owner.rhs, owner.lhs)] if sign == 1 else [])
+    for tiles, step in orders:
+        constant = step.owner
+        if isinstance(constant, arith.ConstantOp) and isinstance(constant.value, IntegerAttr):
+            offset = _tile_count_offset(tiles, k, block_n)
+            if offset is not None:
+                return offset + sign * constant.value.value.data
+    return None
+
+
+def _end_tests(loop: scf.ForOp) -> list[OperandRef]:
+    """The loop's upper bound where a comparison in its body reads it: whether a next step runs (sm80's
+    `j + 1 < end`, which guards the prefetch of the next kv tile). It moves with the loop's bounds."""
+    return [
+        OperandRef(use.operation, "lhs" if use.index == 0 else "rhs")
+        for use in loop.ub.uses
+        if isinstance(use.operation, arith.CmpiOp) and use.operation.parent_op() is loop
+    ]
+
+
+def _step_counts(loop: scf.ForOp) -> list[OperandRef]:
+    """The loop's index where its body takes it modulo a constant: a pipeline stage, `(j - lb) rem S` with the
+    lower bound 0 of the reference (sm80's K/V double buffer). The transfer makes it count from the new lower
+    bound, so that the first visited tile reads the stage the prologue loaded."""
+    index = loop.body.block.args[0]
+    return [
+        OperandRef(use.operation, "lhs")
+        for use in index.uses
+        if isinstance(use.operation, arith.RemSIOp | arith.RemUIOp) and use.index == 0
+        and use.operation.parent_op() is loop and isinstance(use.operation.rhs.owner, arith.ConstantOp)
+    ]
 
 
 def _after(op: Operation, later: Operation) -> bool:
@@ -589,11 +727,12 @@ def softmax_scale_of(scale_log2: SSAValue) -> SSAValue | None:
 
 
 def _lse_scales(site: ScoreSite, loop: scf.ForOp, scale: SSAValue | None) -> list[arith.MulfOp]:
-    """`max * scale` in row maps of the loop's final row max: the LSE of unscaled row maxes."""
+    """`max * scale` in row maps of the loop's final row max: the LSE of unscaled row maxes. The loop carries
+    the row max, or the running max a row map makes of it (sm80: max(previous, tile max))."""
     terminator = loop.body.block.last_op
     found = []
     for index, value in enumerate(terminator.operands):
-        if value != site.row_max.result:
+        if not _of_row_max(value, site.row_max):
             continue
         for use in loop.results[index].uses:
             op = use.operation
