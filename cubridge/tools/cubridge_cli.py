@@ -96,7 +96,6 @@ def build(spec_path: str, reference: str, arch: str | None, output: str) -> None
 
     from cubridge.frontends.spec import load_spec
     from cubridge.interpreter.verify import verify
-    from cubridge.lowering import lower_module
     from cubridge.runtime.variant import build_variant
 
     start = time.perf_counter()
@@ -113,7 +112,7 @@ def build(spec_path: str, reference: str, arch: str | None, output: str) -> None
         for diagnostic in result.diagnostics:
             print(diagnostic, file=sys.stderr)
         raise BuildFailed(f"verification failed: {result.summary()}")
-    lowered = lower_module(kernel.reference_program, kernel.transferred, spec.name)
+    lowered = kernel.program().lowered(spec.name)
     files = {
         f"{spec.name}.cu": lowered.source,
         f"{spec.name}.mlir": _program_text(kernel.transferred),

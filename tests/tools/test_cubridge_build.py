@@ -31,7 +31,7 @@ def test_build_writes_the_source_program_patch_and_report(tmp_path, capsys):
     source = (output / "softcap.cu").read_text()
     assert "attention_sm90_bf16_d128_softcap" in source and "tanh" in source
     assert (output / "softcap.patch").read_text().startswith("--- a/cubridge/runtime/kernels/attention_sm90.cu")
-    assert "cuir.kernel @attention_fwd_sm90" in (output / "softcap.mlir").read_text()
+    assert "cuir.kernel @attention_sm90_bf16_d128_full" in (output / "softcap.mlir").read_text()
     report = (output / "verification.md").read_text()
     assert "- verdict: verified:" in report and "async races" in report
     assert report.count("| o |") == 48  # 12 shapes x 2 seeds x 2 schedules
