@@ -330,8 +330,10 @@ def log2e_wrong(module):
 
 def kv_bound_check_off_by_one(module):
     """The loop's bounds map keeps column seqlen_kv (a zero-filled row of K)."""
-    (bounds,) = [m for m in score_maps(loop_body(module))]
-    set_predicate(only(bounds, "arith.cmpi", "seqlen_k_1"), "sgt")
+    (bounds,) = score_maps(loop_body(module))
+    kv_idx = bounds.body.block.args[2]
+    (compare,) = [op for op in ops(bounds, "arith.cmpi") if op.operands[0] is kv_idx]
+    set_predicate(compare, "sgt")
 
 
 def gqa_head_mapping_wrong(module):
