@@ -34,7 +34,7 @@ def test_build_writes_the_source_program_patch_and_report(tmp_path, capsys):
     assert "cuir.kernel @attention_sm90_bf16_d128_full" in (output / "softcap.mlir").read_text()
     report = (output / "verification.md").read_text()
     assert "- verdict: verified:" in report and "async races" in report
-    assert report.count("| o |") == 48  # 12 shapes x 2 seeds x 2 schedules
+    assert report.count("| o |") == 52  # 13 shapes x 2 seeds x 2 schedules
     expected = "nvcc: compiled for sm_90a" if nvcc_found() else "nvcc: not found"
     assert expected in report
     assert "cubridge build: verified:" in capsys.readouterr().err
