@@ -85,8 +85,8 @@ def build(spec_path: str, reference: str, arch: str | None, output: str) -> None
     """Write the variant's files into `output` (see the module docstring); CuBridgeError on bad input,
     BuildFailed when verification or nvcc fails. Nothing is written unless everything succeeded."""
     if reference.endswith(".cu"):
-        raise CuBridgeError("--reference: a reference CUDA file must be lifted to CuIR first, and the lifter "
-                            f"(--lift) is absent; choose {' or '.join(REFERENCES)}", reference)
+        raise CuBridgeError(f"--reference: expected {' or '.join(REFERENCES)} (a CUDA file goes through "
+                            "`cuir-opt --lift --transfer=SPEC --lower FILE.cu -o OUT.cu`)", reference)
     if reference not in REFERENCES:
         raise CuBridgeError(f"--reference: expected {' or '.join(REFERENCES)}, got '{reference}'")
     arch = arch or DEFAULT_ARCH[reference]

@@ -75,7 +75,7 @@ def test_an_earlier_build_is_replaced_whole(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("arguments,message", [
-    (["build", SOFTCAP, "--reference", "kernel.cu", "-o", "x"], "kernel.cu: error: --reference: a reference CUDA file must be lifted"),
+    (["build", SOFTCAP, "--reference", "kernel.cu", "-o", "x"], "kernel.cu: error: --reference: expected sm90 or sm80 (a CUDA file goes through `cuir-opt --lift"),
     (["build", SOFTCAP, "--reference", "sm70", "-o", "x"], "error: --reference: expected sm90 or sm80, got 'sm70'"),
     (["build", SOFTCAP, "--arch", "sm_86", "-o", "x"], "error: --arch: the sm90 reference needs sm_90a (wgmma, setmaxnreg), got sm_86"),
     (["build", SOFTCAP, "--reference", "sm80", "--arch", "sm_75", "-o", "x"], "error: --arch: CuBridge kernels need sm_80"),
