@@ -52,6 +52,7 @@ import warnings
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -63,6 +64,9 @@ from cubridge.runtime.kernel_inputs import TABLES
 from cubridge.reference import attention_reference
 from cubridge.runtime.compiler import cache_dir
 from cubridge.runtime.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
 
 FALLBACK_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
 PLAIN = ""  # the variant name of attention without hooks
@@ -97,9 +101,7 @@ class _Variant:
             from cubridge.runtime.variant import build_variant
 
             with _progress(f"building the {self.spec.name} variant on the {reference} reference"):
-                kernel = build_variant(self.spec, reference)
-            with _progress(f"verifying the {self.spec.name} variant in the executor"):
-                quick_verify(kernel)
+                kernel = build_variant(self.spec, reference, verify=_announced_quick_verify)
             self.kernels[reference] = kernel
         return kernel
 
@@ -276,29 +278,33 @@ def _progress(step: str):
             print(f"cubridge: {step}: done in {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
 
 
-def quick_verify(kernel) -> None:
-    """Execute the transferred program on the CPU on the largest of the default shapes (past a tile edge, as
-    far into the captured tensors as they reach; one seed with widened scores, one schedule) against the spec's float64 reference (from the traced hooks
-    on CPU copies of the captured tensors); a failure is a CuBridgeError. A verified program is
-    recorded on disk by its text and spec, so each variant is checked once per machine."""
+def _announced_quick_verify(spec: AttentionSpec, program: ModuleOp) -> None:
+    with _progress(f"verifying the {spec.name} variant in the executor"):
+        quick_verify(spec, program)
+
+
+def quick_verify(spec: AttentionSpec, program: ModuleOp) -> None:
+    """Execute `program` (the spec transferred onto one reference program) on the CPU on the largest of the
+    default shapes (past a tile edge, as far into the captured tensors as they reach; one seed with widened
+    scores, one schedule) against the spec's float64 reference (from the traced hooks on CPU copies of the
+    captured tensors); a failure is a CuBridgeError. A verified program is recorded on disk by its text and
+    spec, so each variant is checked once per machine."""
     from cubridge.interpreter.executor import KernelPlan, find_kernel
     from cubridge.interpreter.shapes import default_shapes
     from cubridge.interpreter.verify import verify
 
-    program = str(kernel.transferred)
-    marker = cache_dir() / "verified" / hashlib.sha256(
-        (program + _spec_identity(kernel.spec)).encode()).hexdigest()
+    marker = cache_dir() / "verified" / hashlib.sha256((str(program) + _spec_identity(spec)).encode()).hexdigest()
     if marker.is_file():
         return
-    spec = kernel.spec.with_traced_hooks("cpu")  # the user's hooks may read GPU tensors
-    plan = KernelPlan(find_kernel(kernel.transferred))
-    shapes = default_shapes(plan.kernel, spec, plan.head_dim)
+    traced = spec.with_traced_hooks("cpu")  # the user's hooks may read GPU tensors
+    plan = KernelPlan(find_kernel(program))
+    shapes = default_shapes(plan.kernel, traced, plan.head_dim)
     if not shapes:
         raise CuBridgeError(f"{spec.name}: no verification shape fits the captured tensors")
     largest = max(shapes, key=lambda shape: (shape.seqlen_q * shape.seqlen_kv, shape.heads_q != shape.heads_kv))
-    result = verify(kernel.transferred, spec=spec, shapes=[largest], seeds=(1,), schedules=1)
+    result = verify(program, spec=traced, shapes=[largest], seeds=(1,), schedules=1)
     if not result.ok:
-        raise CuBridgeError(f"{kernel.spec.name}: the transferred kernel failed its quick verification: "
+        raise CuBridgeError(f"{spec.name}: the transferred kernel failed its quick verification: "
                             f"{result.summary()}")
     try:
         write_atomically(marker, result.summary(), make_directories=True)

@@ -1,5 +1,6 @@
-"""Attention variants on the GPU: a spec transferred onto a reference program, lowered to CUDA, compiled per
-(dtype, head dim) instance on first use and launched on torch tensors.
+"""Attention variants on the GPU: a spec transferred onto a reference program (sm90: lifted from
+kernels/attention_sm90.cu, once per process), lowered to CUDA, compiled per (dtype, head dim) instance on first use
+and launched on torch tensors.
 
     kernel = build_variant("examples/specs/softcap.py", reference="sm90")
     out = kernel(q, k, v)                        # captured tensors come from the spec
@@ -18,39 +19,62 @@ import ctypes
 import functools
 import hashlib
 import math
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation
 
 from cubridge.diagnostics import CuBridgeError, parse_module
 from cubridge.files import write_atomically
 from cubridge.frontends.spec import AttentionSpec, load_spec
-from cubridge.lowering import LoweredKernel, lower_module
+from cubridge.lowering import REFERENCES, LoweredKernel, ReferenceSource, cloned_pairs, lower_module
 from cubridge.passes.transfer import transfer_kernel
 import cubridge.runtime.attention as sm80_host
 from cubridge.runtime.attention_sm90 import Sm90Params, head_chunk, tensor_maps
 from cubridge.runtime.attention_sm90 import shared_bytes as sm90_shared_bytes
 from cubridge.runtime.attention import DTYPE_NAMES, empty_outputs, prepare_launch
-from cubridge.runtime.compiler import CompiledKernel, cache_dir, compile_cubin
+from cubridge.runtime.compiler import KERNELS_DIR, CompiledKernel, cache_dir, compile_cubin
 from cubridge.runtime.driver import launch, load_function
 from cubridge.runtime.errors import InvalidInputError, UnsupportedArchError
 from cubridge.runtime.kernel_inputs import TABLES, build_block_lists, captured_table
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-REFERENCE_PROGRAMS = {
-    "sm90": REPOSITORY / "examples" / "ir" / "attention_sm90.mlir",
-    "sm80": REPOSITORY / "examples" / "ir" / "attention_sm80.mlir",
+# Where each reference's CuIR comes from. Head dims that share a kv tile share one transferred program, which the
+# lowering instantiates for each of them; a reference has one program per kv tile size (keys). sm90's are lifts of
+# its CUDA source (`cuir-opt --lift=ENTRY`), one entry point per kv tile; sm80's is its checked-in program.
+LIFTED_PROGRAMS = {
+    "sm90": (KERNELS_DIR / "attention_sm90.cu", {128: "attention_sm90_bf16_d128_full",
+                                                 80: "attention_sm90_bf16_d256_full"}),
 }
+PROGRAM_FILES = {"sm80": REPOSITORY / "examples" / "ir" / "attention_sm80.mlir"}
+REFERENCE_NAMES = ("sm90", "sm80")
 _LOG2_E = 1.4426950408889634
+_TRANSFER_LOCK = threading.Lock()  # programs are lifted and transferred once, also when instances compile in threads
 
 
-def reference_module(reference: str) -> ModuleOp:
-    """The parsed reference program (`sm90` or `sm80`), every op located in its file."""
-    path = REFERENCE_PROGRAMS.get(reference)
-    if path is None:
-        raise InvalidInputError(f"unknown reference '{reference}': choose {' or '.join(REFERENCE_PROGRAMS)}")
+def reference_source(reference: str) -> ReferenceSource:
+    """The CUDA source the `reference` kernel (`sm90` or `sm80`) patches."""
+    if reference not in REFERENCE_NAMES:
+        raise InvalidInputError(f"unknown reference '{reference}': choose {' or '.join(REFERENCE_NAMES)}")
+    return REFERENCES[f"attention_{reference}.cu"]
+
+
+def reference_module(reference: str, head_dim: int = 128) -> ModuleOp:
+    """The reference program (`sm90` or `sm80`) for `head_dim`'s kv tile (sm80: its one program), every op
+    located in its source. Lifts are made once per process: the module returned by a lifted reference is shared
+    and must not be changed (clone it)."""
+    source = reference_source(reference)
+    if reference in LIFTED_PROGRAMS:
+        kernel, entries = LIFTED_PROGRAMS[reference]
+        entry = entries.get(source.kv_tiles.get(head_dim))
+        if entry is None:
+            raise InvalidInputError(f"the {reference} reference has no program for head dim {head_dim}")
+        return _lifted(kernel, entry)
+    path = PROGRAM_FILES[reference]
     if not path.is_file():
         raise CuBridgeError("the reference program is missing (CuBridge runs from its source tree)", str(path))
     from cubridge.tools.cuir_opt import CuirOptMain
@@ -58,10 +82,40 @@ def reference_module(reference: str) -> ModuleOp:
     return parse_module(CuirOptMain(args=["-"]).ctx, path.read_text(), str(path))
 
 
+@functools.cache
+def _lifted(kernel: Path, entry: str) -> ModuleOp:
+    from cubridge.frontends.cuda import lift_cuda_file
+
+    return lift_cuda_file(kernel, entry).module
+
+
 def _kernel_of(module: ModuleOp):
     from cubridge.dialect.cuir import KernelOp
 
     return next(op for op in module.walk() if isinstance(op, KernelOp))
+
+
+@dataclass(frozen=True)
+class TransferredProgram:
+    """A spec transferred onto one reference program: the variant the executor verifies (`transferred`), and
+    what the lowering diffs it against (the reference, and each variant op -> the reference op it was cloned
+    from: a lift's ops are not told apart by location alone)."""
+
+    reference: ModuleOp
+    transferred: ModuleOp
+    pairs: dict[Operation, Operation]
+
+    @classmethod
+    def of(cls, spec: AttentionSpec, reference: ModuleOp) -> "TransferredProgram":
+        transferred = reference.clone()
+        pairs = cloned_pairs(transferred, reference)
+        transfer_kernel(_kernel_of(transferred), spec)
+        return cls(reference, transferred, pairs)
+
+    def lowered(self, name: str, instances: tuple[tuple[str, int], ...] | None = None) -> LoweredKernel:
+        """The CUDA source of `instances` ((dtype, head dim) pairs; None: every one this program's kv tile
+        serves)."""
+        return lower_module(self.reference, self.transferred, name, instances, pairs=self.pairs)
 
 
 @functools.cache
@@ -77,16 +131,36 @@ def _table_struct(args: tuple[tuple[str, str], ...]) -> type[ctypes.Structure]:
 
 @dataclass
 class VariantKernel:
-    """A spec's variant of one reference kernel; call it on [B, H, S, D] torch tensors."""
+    """A spec's variant of one reference kernel; call it on [B, H, S, D] torch tensors.
+
+    The spec is transferred onto the reference program of each kv tile size when a head dim first needs it
+    (sm90: D 64 and 128 share the D = 128 lift, D = 256 has its own); `verify(spec, transferred module)`, when
+    given, checks each program as it is transferred, before anything is lowered from it."""
 
     spec: AttentionSpec
     reference: str
-    transferred: ModuleOp
-    reference_program: ModuleOp
+    verify: Callable[[AttentionSpec, ModuleOp], None] | None = None
+    _programs: dict[int, TransferredProgram] = field(default_factory=dict)  # by kv tile
     _instances: dict[tuple[str, int], tuple[LoweredKernel, CompiledKernel]] = field(default_factory=dict)
     _block_lists: dict[tuple, dict[str, torch.Tensor]] = field(default_factory=dict)
     _table_copies: dict[str, tuple[tuple, torch.Tensor]] = field(default_factory=dict)
     _checked_shapes: set[tuple] = field(default_factory=set)
+
+    def program(self, head_dim: int = 128) -> TransferredProgram:
+        """The spec transferred onto the reference program of `head_dim`'s kv tile (made, and verified, once)."""
+        kv_tile = reference_source(self.reference).kv_tiles.get(head_dim)
+        with _TRANSFER_LOCK:
+            if kv_tile not in self._programs:
+                program = TransferredProgram.of(self.spec, reference_module(self.reference, head_dim))
+                if self.verify is not None:
+                    self.verify(self.spec, program.transferred)
+                self._programs[kv_tile] = program
+        return self._programs[kv_tile]
+
+    @property
+    def transferred(self) -> ModuleOp:
+        """The transferred program of D = 128 (and 64)."""
+        return self.program().transferred
 
     @property
     def kernel_op(self):
@@ -94,7 +168,7 @@ class VariantKernel:
 
     def lowered(self, dtype: str = "bf16", head_dim: int = 128) -> LoweredKernel:
         """The variant's CUDA source for one instance (no compilation)."""
-        return lower_module(self.reference_program, self.transferred, self.spec.name, ((dtype, head_dim),))
+        return self.program(head_dim).lowered(self.spec.name, ((dtype, head_dim),))
 
     def compiled(self, dtype: str, head_dim: int, capability: tuple[int, int]) -> tuple[LoweredKernel, CompiledKernel]:
         """The lowered instance and its cubin, compiled once per process (and cached on disk by source text)."""
@@ -106,9 +180,13 @@ class VariantKernel:
 
     @functools.cached_property
     def head_dims(self) -> tuple[int, ...]:
-        """The head dims this variant has instances for: those whose kv tile is the transferred program's."""
-        lowered = self.lowered()
-        return tuple(d for d, block_n in lowered.reference.kv_tiles.items() if block_n == lowered.block_n)
+        """The head dims this variant has instances for: those whose kv tile has a reference program."""
+        source = reference_source(self.reference)
+        if self.reference in LIFTED_PROGRAMS:
+            kv_tiles = set(LIFTED_PROGRAMS[self.reference][1])
+        else:
+            kv_tiles = {self.lowered().block_n}
+        return tuple(d for d, block_n in source.kv_tiles.items() if block_n in kv_tiles)
 
     def __call__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None = None,
                  return_lse: bool = False, **captured: torch.Tensor):
@@ -261,13 +339,12 @@ def source_file(lowered: LoweredKernel) -> Path:
     return path
 
 
-def build_variant(spec: str | AttentionSpec, reference: str = "sm90") -> VariantKernel:
-    """The spec's variant of the `reference` kernel (`sm90` or `sm80`): transferred and lowered now, compiled
-    per (dtype, head dim) on first call."""
+def build_variant(spec: str | AttentionSpec, reference: str = "sm90",
+                  verify: Callable[[AttentionSpec, ModuleOp], None] | None = None) -> VariantKernel:
+    """The spec's variant of the `reference` kernel (`sm90` or `sm80`): transferred (and checked by `verify`)
+    and lowered now for D = 128, compiled per (dtype, head dim) on first call; other kv tiles (sm90's D = 256)
+    are transferred when first called."""
     spec = spec if isinstance(spec, AttentionSpec) else load_spec(spec)
-    program = reference_module(reference)
-    transferred = program.clone()
-    transfer_kernel(_kernel_of(transferred), spec)
-    kernel = VariantKernel(spec, reference, transferred, program)
-    kernel.lowered()  # lowering errors surface here, not at the first call
+    kernel = VariantKernel(spec, reference, verify)
+    kernel.lowered()  # transfer, verification and lowering errors surface here, not at the first call
     return kernel

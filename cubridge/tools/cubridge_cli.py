@@ -85,8 +85,8 @@ def build(spec_path: str, reference: str, arch: str | None, output: str) -> None
     """Write the variant's files into `output` (see the module docstring); CuBridgeError on bad input,
     BuildFailed when verification or nvcc fails. Nothing is written unless everything succeeded."""
     if reference.endswith(".cu"):
-        raise CuBridgeError("--reference: a reference CUDA file must be lifted to CuIR first, and the lifter "
-                            f"(--lift) is absent; choose {' or '.join(REFERENCES)}", reference)
+        raise CuBridgeError(f"--reference: expected {' or '.join(REFERENCES)} (a CUDA file goes through "
+                            "`cuir-opt --lift --transfer=SPEC --lower FILE.cu -o OUT.cu`)", reference)
     if reference not in REFERENCES:
         raise CuBridgeError(f"--reference: expected {' or '.join(REFERENCES)}, got '{reference}'")
     arch = arch or DEFAULT_ARCH[reference]
@@ -96,7 +96,6 @@ def build(spec_path: str, reference: str, arch: str | None, output: str) -> None
 
     from cubridge.frontends.spec import load_spec
     from cubridge.interpreter.verify import verify
-    from cubridge.lowering import lower_module
     from cubridge.runtime.variant import build_variant
 
     start = time.perf_counter()
@@ -113,7 +112,7 @@ def build(spec_path: str, reference: str, arch: str | None, output: str) -> None
         for diagnostic in result.diagnostics:
             print(diagnostic, file=sys.stderr)
         raise BuildFailed(f"verification failed: {result.summary()}")
-    lowered = lower_module(kernel.reference_program, kernel.transferred, spec.name)
+    lowered = kernel.program().lowered(spec.name)
     files = {
         f"{spec.name}.cu": lowered.source,
         f"{spec.name}.mlir": _program_text(kernel.transferred),

@@ -16,7 +16,7 @@
 // RUN: not cuir-opt %examples/ir/attention_sm90.mlir -p 'cuir-set-worker-regs{worker=mma regs=232}' -o %t.out
 // RUN: test ! -e %t.out
 
-// CHECK:      cuir.kernel @attention_fwd_sm90(
+// CHECK:      cuir.kernel @attention_sm90_bf16_d128_full(
 // CHECK:        cuir.worker @producer threads 0 to 128 regs 24 (%{{.+}}) {
 // CHECK:        cuir.worker @consumer threads 128 to 384 regs 232 (%{{.+}}) {
 // CHECK-NOT:    regs 240
@@ -30,13 +30,13 @@
 // 128 x 24 + 256 x 248 = 66560 registers; and 128 x 32 + 256 x 240 = 65536, the whole file but more than
 // the 168 x 384 = 64512 the block is launched with
 // OVER-NOT: Traceback
-// OVER:     {{^.*}}attention_sm90.mlir:26:3: error: worker register budgets need 66560 registers, above the 64512 a 384-thread block holds from launch (168 per thread; setmaxnreg only moves registers between its warps)
+// OVER:     {{^.*}}attention_sm90.mlir:4:3: error: worker register budgets need 66560 registers, above the 64512 a 384-thread block holds from launch (168 per thread; setmaxnreg only moves registers between its warps)
 // OVER-NOT: {{.}}
 
 // LAUNCH-NOT: Traceback
-// LAUNCH:     {{^.*}}attention_sm90.mlir:26:3: error: worker register budgets need 65536 registers, above the 64512 a 384-thread block holds from launch (168 per thread; setmaxnreg only moves registers between its warps)
+// LAUNCH:     {{^.*}}attention_sm90.mlir:4:3: error: worker register budgets need 65536 registers, above the 64512 a 384-thread block holds from launch (168 per thread; setmaxnreg only moves registers between its warps)
 // LAUNCH-NOT: {{.}}
 
 // BUDGET-NOT: Traceback
-// BUDGET:     {{^.*}}attention_sm90.mlir:44:5: error: worker @producer register budget must be a multiple of 8 in [24, 256], got 20
+// BUDGET:     {{^.*}}attention_sm90.mlir:{{[0-9]+}}:5: error: worker @producer register budget must be a multiple of 8 in [24, 256], got 20
 // BUDGET-NOT: {{.}}

@@ -24,4 +24,4 @@
 // REPAIR:     {{^}}error: llm-repair needs an OpenAI-compatible endpoint: set CUBRIDGE_LLM_BASE_URL or pass --llm-base-url (or the pass option base_url=...)
 // REPAIR-NOT: {{.}}
 
-// DETERMINISTIC: cuir.worker @producer threads 0 to 128 regs 24 (%producer_index) {
+// DETERMINISTIC: cuir.worker @producer threads 0 to 128 regs 24 (%instance) {

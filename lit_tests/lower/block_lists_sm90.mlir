@@ -19,7 +19,7 @@
 // CHECK-NEXT:     int [[KEY:v[0-9]*]];
 // CHECK-NEXT:   };
 // CHECK:        const int num_partial = static_cast<int>(v{{[0-9]*}});
-// CHECK:        return KvRange{0, kv_hi, full_begin, kv_hi{{[0-9]*}}};
+// CHECK:        return KvRange{0, kv_hi, num_partial, num_visited};
 // CHECK:        __device__ static int kv_tile(const AttentionParams& p, const Args& args, const WorkTile& tile, int position) {
 // CHECK:          gather(args.kv_indices, tile.batch, tile.head, tile.q_tile, position);
 // CHECK:          gather(args.full_kv_indices, tile.batch, tile.head, tile.q_tile, v{{[0-9]+}});

@@ -1,7 +1,8 @@
 // RUN: cuir-opt --transfer=%examples/specs/causal.py --lower %examples/ir/attention_sm90.mlir | filecheck %s
 
 // A mask: the policy derives from the reference's FullAttention and overrides the kv range (closed-form
-// bounds from the mask analysis, the peeled first tile always masked) and keep (mask_mod), each statement
+// bounds from the mask analysis; the mask-free tiles are [0, full_end), the first tile included, as in the
+// hand-written CausalAttention) and keep (mask_mod), each statement
 // naming the spec line it came from; the instances replace the reference's.
 
 // CHECK:      // [variant policy] cuir-opt --lower inserts a transferred variant's policy after this line.
@@ -12,7 +13,8 @@
 // CHECK-NEXT:   __device__ static KvRange kv_range(const AttentionParams& p, const VariantArgs& args, const WorkTile& tile, int, int) {
 // CHECK-NEXT:     static_assert(kBlockN == 128, "the transferred CuIR has 128-key kv tiles");
 // CHECK-NEXT:     const int q_first = tile.q_tile * 128;  // causal.py:{{[0-9]+}}
-// CHECK:          return KvRange{kv_lo, kv_hi, full_begin, full_end};
+// CHECK:          const int full_end = floor_div(v{{[0-9]+}}, 128);  // causal.py:{{[0-9]+}}
+// CHECK-NEXT:     return KvRange{kv_lo, kv_hi, 0, full_end};
 // CHECK:        __device__ static bool keep(int b, int h, int q_idx, int kv_idx, const Args& args) {
 // CHECK-NEXT:     const bool v = q_idx >= kv_idx;  // causal.py:{{[0-9]+}}
 // CHECK-NEXT:     return v;

@@ -1,40 +1,51 @@
 // RUN: cuir-opt --transfer=%examples/specs/document_mask.py %examples/ir/attention_sm90.mlir | filecheck %s
 
-// Block lists on the Hopper program: the producer and the consumers walk the same
-// positions [0, kv_hi) of "partial tiles, then full tiles", so the pipeline's
-// stage and phase counters stay in step. The producer runs one loop; a consumer
-// runs the peeled position 0, a masked loop up to full_begin and a mask-free loop.
-// Work tiles have block lists of their own lengths: the kernel claims tiles
-// dynamically. The tests for an in-flight P V compare positions with the
-// consumer loops' first position.
+// Block lists on the lifted Hopper program: the producer and the consumers walk the same
+// positions [0, kv_hi) of "partial tiles, then full tiles", so the pipeline's stage and
+// phase counters stay in step; the kv tile at a position is read from the lists. A
+// consumer runs position 0 before its loop and the loop from position 1; the mask code
+// stays in the lift's scf.if, whose test becomes "position outside [num_partial,
+// num_visited)": full tiles run no mask. Work tiles have block lists of their own
+// lengths: the kernel claims tiles dynamically. The tests for an in-flight P V compare
+// positions with the loop's first position.
 
-// CHECK:      cuir.kernel @attention_fwd_sm90({{.*}}) threads 384 smem 196688 cluster 1x1x1 tile_m 128 schedule dynamic longest_first source "attention_sm90.cu" {
+// CHECK:      cuir.kernel @attention_sm90_bf16_d128_full({{.*}}) threads 384 smem 196688 cluster 1x1x1 tile_m 128 schedule dynamic longest_first source "attention_sm90.cu" {
 // CHECK:      cuir.worker @producer
 // CHECK:        cuir.for_each_tile (%q_tile, %head, %batch)
 // CHECK:          %[[NP:.*]] = cuir.gather %kv_num_blocks[%batch, %head, %q_tile] : !cuir.global<3 x i32, row_major>
 // CHECK:          %[[NF:.*]] = cuir.gather %full_kv_num_blocks[%batch, %head, %q_tile] : !cuir.global<3 x i32, row_major>
 // CHECK:          %kv_hi = arith.maxsi
-// CHECK:          scf.for %[[J:.*]] = %{{.*}} to %kv_hi step
-// CHECK:            cuir.gather %kv_indices[%batch, %head, %q_tile, %[[J]]]
-// CHECK:            cuir.copy_async %k[%batch, %kv_head, %kv_row, %c0] -> %k_smem[%stage], barrier %k_full[%stage]
+// CHECK:          scf.for %[[J:[a-z0-9_]+]] = %{{.*}} to %kv_hi step
+// CHECK:            %[[NEXT:[0-9]+]] = arith.addi %[[J]], %{{.*}} : index
+// CHECK:            cuir.gather %kv_indices[%batch, %head, %q_tile, %[[NEXT]]]
+// CHECK:            cuir.copy_async %k[%batch, %kv_head, %kv_row, %c0] -> %k_tile[%stage], barrier %k_full[%stage]
 // CHECK-NOT:      scf.for
 // CHECK:      cuir.worker @consumer
+// CHECK:          %num_partial = arith.index_cast %{{.*}} : i32 to index
 // CHECK:          %num_visited = arith.addi %num_partial, %{{.*}} : index
 // CHECK-NEXT:     %{{.*}} = arith.addi
 // CHECK-NEXT:     %[[KV_HI:.*]] = arith.maxsi %num_visited, %{{.*}} : index
-// The peeled tile reads position 0 and carries the mask code.
-// CHECK:          %first_kv_row{{.*}} = arith.muli
-// CHECK:          cuir.gather %document_id
-// CHECK:          %full_begin = arith.minsi %{{.*}}, %[[KV_HI]] : index
-// Partial tiles: mask code.
-// CHECK:          scf.for %[[J1:[a-z0-9_]+]] = %[[FIRST_POS:[a-z0-9_]+]] to %full_begin step
-// CHECK:            %pv_in_flight = arith.cmpi ugt, %[[J1]], %[[FIRST_POS]] : index
-// CHECK:            cuir.gather %document_id
-// Full tiles: no mask code, no bounds check.
-// CHECK:          scf.for %[[J2:[a-z0-9_]+]] = %full_begin to %[[KV_HI]] step
-// CHECK-NOT:        document_id
-// CHECK:            %pv_in_flight_1 = arith.cmpi ugt, %[[J2]], %[[FIRST_POS]] : index
-// CHECK-NOT:        document_id
-// CHECK-NOT:        arith.cmpi ult
+// Position 0: its mask runs where the position is not a full tile.
+// CHECK:          cuir.gemm_wait %s_done
+// CHECK-NEXT:     %{{.*}} = arith.cmpi slt, %[[FIRST:[0-9]+]], %num_partial : index
+// CHECK-NEXT:     %{{.*}} = arith.cmpi sge, %[[FIRST]], %num_visited : index
+// CHECK-NEXT:     %needs_mask = arith.ori
+// CHECK-NEXT:     scf.if %needs_mask
+// CHECK-NEXT:       cuir.map %s at [%q_row, %first_kv_row_1]
+// CHECK-NEXT:         cuir.gather %document_id
+// The loop from position 1 to kv_hi looks each tile up in the partial, then the full list.
+// CHECK:          %[[SECOND:[0-9]+]] = arith.addi %[[FIRST]], %{{.*}} : index
+// CHECK-NEXT:     scf.for %[[J1:[a-z0-9_]+]] = %[[SECOND]] to %[[KV_HI]] step
+// CHECK-NEXT:       arith.cmpi slt, %[[J1]], %num_partial : index
+// CHECK-NEXT:       cuir.gather %kv_indices[%batch_1, %head_1, %q_tile_1, %[[J1]]]
+// CHECK:            cuir.gather %full_kv_indices
+// CHECK:            %kv_row_2 = arith.muli
+// CHECK:            arith.cmpi sgt, %[[J1]], %[[SECOND]] : index
+// CHECK:            %{{.*}} = arith.cmpi slt, %[[J1]], %num_partial : index
+// CHECK-NEXT:       %{{.*}} = arith.cmpi sge, %[[J1]], %num_visited : index
+// CHECK-NEXT:       %needs_mask_1 = arith.ori
+// CHECK-NEXT:       scf.if %needs_mask_1
+// CHECK-NEXT:         cuir.map %s_5 at [%q_row, %kv_row_2]
+// CHECK-NEXT:           cuir.gather %document_id
 // CHECK:          cuir.mbarrier_arrive %q_empty
-// CHECK:          %pv_last_in_flight = arith.cmpi ugt, %[[KV_HI]], %[[FIRST_POS]] : index
+// CHECK:          arith.cmpi sgt, %[[KV_HI]], %[[SECOND]] : index

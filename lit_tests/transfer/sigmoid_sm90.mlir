@@ -1,30 +1,30 @@
 // RUN: cuir-opt --transfer=%examples/specs/sigmoid.py %examples/ir/attention_sm90.mlir -o %t
 // RUN: filecheck %s --input-file %t
 // RUN: not grep alpha %t
-
-// Sigmoid normalization on the FA3-style kernel: P = sigmoid(score) elementwise,
-// as 0.5 tanh(score / 2) + 0.5.
-// The rescale factors go, and so does the loop-carried alpha that took them to
-// the next step: P V accumulates into the carried O as it is, in the loop and
-// after it, and the epilogue does not divide by the row sum.
-
-// CHECK:      %p_first = cuir.map %score_first (%{{.*}}: f32, %{{.*}}: index, %{{.*}}: index) {
+// Sigmoid normalization on the lifted Hopper program: the scores are scaled first (a
+// score_mod reads them), then P = sigmoid(score) elementwise, as 0.5 tanh(score / 2) + 0.5,
+// in place of the exp2 map. The rescale factors go, and so does the loop-carried alpha
+// that took them to the next step: P V accumulates into the carried O as it is, in the
+// loop and after it, and the epilogue does not divide by the row sum.
+// CHECK:      %scaled = cuir.map %s at
+// CHECK-NEXT:   %{{.*}} = arith.mulf %{{.*}}, %softmax_scale : f32
+// CHECK:        %modified = arith.addf
+// CHECK:      %s_1 = scf.if %needs_mask
+// CHECK-NEXT:   cuir.map %scaled at
+// CHECK:      %[[P0:s_[0-9]+]] = cuir.map %s_1 (%{{.*}}: f32, %{{.*}}: index, %{{.*}}: index) {
 // CHECK:        math.tanh
-// CHECK-NOT:    arith.divf
+// CHECK-NOT:    math.exp2
 // CHECK:      } : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
-// CHECK-NEXT: %l_first = cuir.row_reduce sum %p_first init %l_init :
-// CHECK:      %m_last, %l_last, %o_last, %p_last, %pv_last_done, %count_last = scf.for %j_1 = %{{.*}} iter_args(%m = %m_first, %l = %l_first, %acc = %o_zero, %p_prev = %p_first, %pv_prev_done = %s_first_done, %count_1 = %count_after_first) -> (!cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.token<@consumer>, index) {
-// CHECK:        %p_prev_bf16 = cuir.convert %p_prev :
-// CHECK-NEXT:   cuir.named_barrier_sync
-// CHECK-NEXT:   cuir.gemm_fence
-// CHECK-NEXT:   %s, %s_done = cuir.gemm_async abt
-// CHECK-NEXT:   %acc_pv, %pv_done = cuir.gemm_async ab %p_prev_bf16, %v_smem[%{{.*}}] acc %acc :
-// CHECK:        %p = cuir.map %score_tile (%{{.*}}: f32, %{{.*}}: index, %{{.*}}: index) {
-// CHECK:        %l_new = cuir.row_reduce sum %p init %l :
-// CHECK:        scf.yield %m_new, %l_new, %acc_pv, %p, %pv_done, %{{.*}} :
-// CHECK:      %p_last_bf16 = cuir.convert %p_last_{{[0-9]+}} :
-// CHECK-NEXT: cuir.named_barrier_sync
-// CHECK-NEXT: cuir.gemm_fence
-// CHECK-NEXT: %o_acc, %o_done = cuir.gemm_async ab %p_last_bf16, %v_smem[%last_stage] acc %o_last_{{[0-9]+}} :
-// CHECK-NOT:  arith.divf %out
-// CHECK:      %o_bf16 = cuir.convert %o_acc :
+// CHECK:      %sum = cuir.row_reduce sum %[[P0]] init
+// CHECK:      %gemm_group_end, %s_end, %o_end, %max_end, %sum_end, %count_end_3 = scf.for %j_1 = %{{.*}} iter_args(%gemm_group = %s_done, %[[P_PREV:s_[0-9]+]] = %[[P0]], %[[ACC:o_[0-9]+]] = %o_1, %max_1 = %max, %sum_1 = %sum, %{{.*}} = %{{.*}})
+// CHECK:        %s_5, %s_done_1 = cuir.gemm_async abt
+// CHECK-NEXT:   %probs = cuir.convert %[[P_PREV]] :
+// CHECK-NEXT:   %o_3, %o_done = cuir.gemm_async ab %probs, %v_tile[%{{.*}}] acc %[[ACC]] :
+// CHECK:        %[[P:s_[0-9]+]] = cuir.map %s_6 (%{{.*}}: f32, %{{.*}}: index, %{{.*}}: index) {
+// CHECK:          math.tanh
+// CHECK:        %sum_2 = cuir.row_reduce sum %[[P]] init
+// CHECK:        scf.yield %o_done, %[[P]], %o_3, %max_2, %sum_2, %{{.*}} :
+// CHECK:      %probs_1 = cuir.convert %s_end :
+// CHECK-NEXT: %o_4, %o_done_1 = cuir.gemm_async ab %probs_1, %v_tile[%{{.*}}] acc %o_end :
+// CHECK-NOT:  arith.divf
+// CHECK:      %{{.*}} = cuir.convert %o_4 :

@@ -318,12 +318,11 @@ def test_the_quick_verification_runs_the_traced_hooks_and_rejects_a_wrong_kernel
         raise RuntimeError("reads a tensor on another device")
 
     spec = spec_from_hooks(mask_mod=long_documents)
-    kernel = build_variant(dataclasses.replace(spec, mask_mod=unusable), "sm90")
-    api.quick_verify(kernel)
+    kernel = build_variant(dataclasses.replace(spec, mask_mod=unusable), "sm90", verify=api.quick_verify)
     assert len(list((tmp_path / "verified").iterdir())) == 1
-    kernel.spec = spec_from_hooks(mask_mod=later_documents)  # a kernel that does not compute its spec
+    other = spec_from_hooks(mask_mod=later_documents)  # a spec the kernel does not compute
     with pytest.raises(CuBridgeError, match="failed its quick verification: mismatch"):
-        api.quick_verify(kernel)
+        api.quick_verify(other, kernel.transferred)
 
 
 def test_the_gpu_dispatch_builds_once_and_passes_captures_and_block_lists(monkeypatch, tmp_path):
@@ -337,7 +336,8 @@ def test_the_gpu_dispatch_builds_once_and_passes_captures_and_block_lists(monkey
     monkeypatch.setattr(api, "_reference_for", lambda device: "sm90")
     builds, launches = [], []
     build_variant = variant_module.build_variant
-    monkeypatch.setattr(variant_module, "build_variant", lambda *args: builds.append(args) or build_variant(*args))
+    monkeypatch.setattr(variant_module, "build_variant",
+                        lambda *args, **kwargs: builds.append(args) or build_variant(*args, **kwargs))
 
     def launch(self, q, k, v, scale, return_lse, captured, block_lists=None, block_size=None):
         launches.append((self.reference, captured, block_lists, block_size, scale))

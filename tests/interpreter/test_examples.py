@@ -8,6 +8,7 @@ from cubridge.interpreter import KernelPlan, ProblemShape, StandardAttention, ex
 from cubridge.interpreter.executor import find_kernel
 from cubridge.interpreter.shapes import default_shapes
 from cubridge.interpreter.verify import random_inputs
+from example_programs import EXAMPLES as EXAMPLES_DIR
 
 EXAMPLES = ("attention_sm80.mlir", "attention_sm90.mlir")
 
@@ -83,8 +84,11 @@ def test_race_example_names_the_map_and_the_gemm_async(example):
     assert result.verdict == "race"
     (diagnostic,) = result.diagnostics
     text = str(diagnostic)
-    assert "race: cuir.map at " in text and "attention_sm90_race.mlir:167:11" in text
-    assert "the result of cuir.gemm_async at " in text and "attention_sm90_race.mlir:164:11" in text
+    lines = (EXAMPLES_DIR / "attention_sm90_race.mlir").read_text().splitlines()
+    map_line = next(i for i, line in enumerate(lines, 1) if "cuir.map %s_5 at" in line)
+    gemm_line = next(i for i, line in enumerate(lines, 1) if "%s_5, %s_done_1 = cuir.gemm_async" in line)
+    assert "race: cuir.map at " in text and f"attention_sm90_race.mlir:{map_line}:13" in text
+    assert "the result of cuir.gemm_async at " in text and f"attention_sm90_race.mlir:{gemm_line}:11" in text
     assert text.endswith("before its cuir.gemm_wait")
 
 

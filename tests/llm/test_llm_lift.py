@@ -14,10 +14,14 @@ pytestmark = pytest.mark.skipif(
 )
 
 LIFT = f'llm-lift{{source="{FA2_KERNEL}"}}'
+_RACE_LINES = (EXAMPLES / "ir" / "attention_sm90_race.mlir").read_text().splitlines()
+# the race example's map and gemm_async, by their lines in the reply's ```mlir block (the file as it is)
+_MAP = f"{next(i for i, line in enumerate(_RACE_LINES, 1) if 'cuir.map %s_5 at' in line)}:13"
+_GEMM = f"{next(i for i, line in enumerate(_RACE_LINES, 1) if '%s_5, %s_done_1 = cuir.gemm_async' in line)}:11"
 RACE = (
-    "llm-lift.attempt3.sample0.mlir:167:11: error: race: cuir.map at "
-    "llm-lift.attempt3.sample0.mlir:167:11 reads the result of cuir.gemm_async at "
-    "llm-lift.attempt3.sample0.mlir:164:11 before its cuir.gemm_wait"
+    f"llm-lift.attempt3.sample0.mlir:{_MAP}: error: race: cuir.map at "
+    f"llm-lift.attempt3.sample0.mlir:{_MAP} reads the result of cuir.gemm_async at "
+    f"llm-lift.attempt3.sample0.mlir:{_GEMM} before its cuir.gemm_wait"
 )
 
 
@@ -68,7 +72,7 @@ def test_the_loop_feeds_each_gate_failure_back_until_a_candidate_verifies(lifted
     feedback = [m["content"] for m in server.requests[-1]["messages"] if m["role"] == "user"][1:]
     assert "the reply has no ```mlir code blocks" in feedback[0]
     assert (
-        "llm-lift.attempt2.sample0.mlir:26:3: error: worker register budgets need 68608 registers"
+        "llm-lift.attempt2.sample0.mlir:4:3: error: worker register budgets need 68608 registers"
         in feedback[1]
     )
     assert RACE in feedback[2]
@@ -141,7 +145,7 @@ def test_best_of_n_feeds_back_the_candidate_that_got_furthest(llm_env, candidate
     assistant, feedback = server.requests[2]["messages"][-2:]
     assert assistant["content"] == candidates["race"]
     assert "failed the execute gate" in feedback["content"]
-    assert "llm-lift.attempt1.sample1.mlir:167:11: error: race" in feedback["content"]
+    assert f"llm-lift.attempt1.sample1.mlir:{_MAP}: error: race" in feedback["content"]
 
 
 def test_a_loop_without_a_passing_candidate_fails_in_one_line(llm_env, candidates, monkeypatch, capsys):

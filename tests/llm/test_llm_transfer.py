@@ -36,7 +36,7 @@ def test_the_executor_gate_checks_the_spec_and_the_transfer_keeps_the_verified_c
     assert (llm_env / "out.mlir").read_text() == deterministic.read_text()
     request = server.requests[0]["messages"][1]["content"]
     assert CAUSAL.read_text().rstrip() in request
-    assert "cuir.kernel @attention_fwd_sm90" in request
+    assert "cuir.kernel @attention_sm90_bf16_d128_full" in request
     assert "deterministic transfer rejected" not in request
 
 

@@ -1,6 +1,6 @@
 """--lift --lower: the lift of the Hopper reference lowers back to its source byte for byte, for every entry
 point; every op of a lift is located; `--lift --transfer=SPEC --lower` gives the CUDA that transferring and
-lowering the printed lift (examples/ir/lifted/attention_sm90.mlir) gives, for every example spec; that CUDA
+lowering the printed lift (examples/ir/attention_sm90.mlir) gives, for every example spec; that CUDA
 compiles, and lifted back from it, each variant whose policy needs no Args verifies against its spec."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from cubridge.tools.cuir_opt import CuirOptMain, main as cuir_opt
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 KERNEL = REPOSITORY / "cubridge" / "runtime" / "kernels" / "attention_sm90.cu"
-PRINTED_LIFT = REPOSITORY / "examples" / "ir" / "lifted" / "attention_sm90.mlir"
+PRINTED_LIFT = REPOSITORY / "examples" / "ir" / "attention_sm90.mlir"
 ENTRIES = [entry.name for entry in load_program(KERNEL, (INCLUDE_DIR,)).entry_points()]
 SPECS = sorted((REPOSITORY / "examples" / "specs").glob("*.py"))
 # specs whose policies use only the kernel's parameters (the project profile does not lift a policy's Args)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from xdsl.dialects import arith
+from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr
 from xdsl.ir import Operation, SSAValue
 
@@ -85,6 +85,11 @@ def loop_body(module: Operation, index: int = 0) -> Operation:
     return [op for op in ops(worker(module, "consumer"), "scf.for") if len(op.results) > 1][index]
 
 
+def tile_body(module: Operation, role: str = "consumer"):
+    """The block of the worker's tile loop (cuir.for_each_tile)."""
+    return only(worker(module, role), "cuir.for_each_tile").body.block
+
+
 def value(scope: Operation, hint: str) -> SSAValue:
     """The first value named `hint` under `scope` (an op result or a block argument)."""
     for op in scope.walk():
@@ -99,13 +104,30 @@ def value(scope: Operation, hint: str) -> SSAValue:
     raise LookupError(hint)
 
 
+def named(op: Operation, prefix: str) -> bool:
+    """Whether `op` defines a value named `prefix` (or `prefix_N`, the printer's numbering of repeats)."""
+    return any(r.name_hint is not None and (r.name_hint == prefix or r.name_hint.startswith(prefix + "_"))
+               for r in op.results)
+
+
 def score_maps(module: Operation) -> list[cuir.MapOp]:
-    """The maps whose first input is a score tile (S = Q K^T), in program order."""
-    return [
-        op
-        for op in module.walk()
-        if isinstance(op, cuir.MapOp) and op.results[0].name_hint in ("score_first", "score_tile", "score")
-    ]
+    """The maps over score tiles (those placed at a tile origin: score_mod and mask), in program order."""
+    return [op for op in module.walk() if isinstance(op, cuir.MapOp) and len(op.origin) > 0]
+
+
+def score_gemm(scope: Operation) -> cuir.GemmAsyncOp:
+    """The one S = Q K^T (`abt`) gemm_async directly in `scope`'s block."""
+    (gemm,) = [op for op in scope.body.block.ops if isinstance(op, cuir.GemmAsyncOp) and op.layout.data == "abt"]
+    return gemm
+
+
+def waits_for(token: SSAValue) -> cuir.GemmWaitOp:
+    (wait,) = [use.operation for use in token.uses if isinstance(use.operation, cuir.GemmWaitOp)]
+    return wait
+
+
+def is_constant(value: SSAValue, literal) -> bool:
+    return isinstance(value.owner, arith.ConstantOp) and value.owner.value.value.data == literal
 
 
 def constants(scope: Operation, literal) -> list[arith.ConstantOp]:
@@ -144,6 +166,10 @@ def replace_operand(op: Operation, hint: str, new: SSAValue) -> None:
     op.operands[index] = new
 
 
+def set_last_operand(op: Operation, new: SSAValue) -> None:
+    op.operands[len(op.operands) - 1] = new
+
+
 def replace_op(op: Operation, new: Operation) -> None:
     op.parent_block().insert_op_before(new, op)
     for old_result, new_result in zip(op.results, new.results):
@@ -174,33 +200,32 @@ def index_constant(op: Operation, literal: int) -> SSAValue:
 
 def producer_kv_counter_reset_per_tile(module):
     """The producer starts every work tile's kv loop at count 0."""
-    loop = only(worker(module, "producer"), "scf.for", "kv_count")
-    replace_operand(loop, "kv_count", index_constant(loop, 0))
+    loop = only(worker(module, "producer"), "scf.for", "count")
+    replace_operand(loop, "count", index_constant(loop, 0))
 
 
 def consumer_kv_counter_reset_per_tile(module):
     """The consumer carries count 0, not its kv count, into the next work tile."""
-    tile_loop = only(worker(module, "consumer"), "cuir.for_each_tile")
-    end = tile_loop.body.block.last_op
-    replace_operand(end, "count_last", index_constant(end, 0))
+    end = tile_body(module).last_op
+    end.operands[2] = index_constant(end, 0)  # (store group, tile count, kv count)
 
 
 def q_full_wait_constant_parity(module):
     """The consumer waits for Q with parity 0 on every work tile."""
     wait = only(worker(module, "consumer"), "cuir.mbarrier_wait", "q_full")
-    replace_operand(wait, "q_parity", index_constant(wait, 0))
+    set_last_operand(wait, index_constant(wait, 0))
 
 
 def q_empty_wait_constant_parity(module):
     """The producer waits for a free Q buffer with the first tile's parity on every tile."""
-    wait = only(worker(module, "producer"), "cuir.mbarrier_wait", "q_empty")
-    replace_operand(wait, "q_free_parity", index_constant(wait, 1))
+    wait = only_in_block(tile_body(module, "producer"), "cuir.mbarrier_wait")
+    set_last_operand(wait, index_constant(wait, 1))
 
 
 def k_full_wait_constant_parity(module):
     """The kv loop waits for K with parity 0, whatever round the stage is in."""
     wait = only(loop_body(module), "cuir.mbarrier_wait", "k_full")
-    replace_operand(wait, "parity", index_constant(wait, 0))
+    set_last_operand(wait, index_constant(wait, 0))
 
 
 def k_empty_wait_wrong_parity(module):
@@ -228,17 +253,17 @@ def k_empty_arrive_dropped(module):
 def last_v_release_before_gemm_wait(module):
     """The last kv tile's V stage is released before the P V GEMM reading it has
     completed; the producer's next work tile refills it."""
-    consumer = worker(module, "consumer")
-    move_before(
-        only(consumer, "cuir.mbarrier_arrive", "v_empty", "last_stage"),
-        only(consumer, "cuir.gemm_wait", "o_done"),
-    )
+    body = tile_body(module)
+    last_pv = [op for op in body.ops if isinstance(op, cuir.GemmAsyncOp)][-1]
+    releases = [op for op in body.ops if isinstance(op, cuir.MbarrierArriveOp) and _hint(op.operands[0]) == "v_empty"]
+    move_before(releases[-1], waits_for(last_pv.token))
 
 
 def v_empty_released_one_stage_early(module):
     """The retired V stage is computed from count - 1: the stage P V still reads."""
-    retired = only(loop_body(module), "arith.subi", "count", result="retired_count")
-    replace_operand(retired, "c2", value(worker(module, "consumer"), "c1"))
+    body = loop_body(module).body.block
+    (retired,) = [op for op in body.ops if isinstance(op, arith.SubiOp) and is_constant(op.rhs, 2)]
+    retired.operands[1] = index_constant(retired, 1)
 
 
 def q_empty_arrive_at_tile_start(module):
@@ -253,12 +278,12 @@ def q_empty_arrive_dropped(module):
 
 
 def score_gemm_wait_dropped(module):
-    erase(only(loop_body(module), "cuir.gemm_wait", "s_done"))
+    erase(waits_for(score_gemm(loop_body(module)).token))
 
 
 def store_wait_group_dropped(module):
     """The epilogue overwrites the O staging tile while the previous TMA store reads it."""
-    erase(only(worker(module, "consumer"), "cuir.wait_group", "prev_store"))
+    erase(only(worker(module, "consumer"), "cuir.wait_group", "store_group"))
 
 
 def fence_before_store_dropped(module):
@@ -271,20 +296,23 @@ def k_expect_tx_half(module):
 
 
 def score_gemm_reads_previous_stage(module):
-    """S = Q K^T reads the K stage of the previous kv tile."""
-    body = loop_body(module)
-    gemm = only(body, "cuir.gemm_async", "k_smem")
-    replace_operand(gemm, "stage", value(body, "prev_stage"))
+    """S = Q K^T reads the K stage of the previous kv tile (the one P V reads V from)."""
+    loop = loop_body(module)
+    gemm = score_gemm(loop)
+    (pv,) = [op for op in loop.body.block.ops if isinstance(op, cuir.GemmAsyncOp) and op is not gemm]
+    gemm.operands[list(gemm.operands).index(gemm.rhs_stage)] = pv.rhs_stage
 
 
 def accumulator_rescale_dropped(module):
     """O is not rescaled by exp(m_old - m_new) when the running max grows."""
-    bypass(only(loop_body(module), "cuir.map", result="acc_rescaled"))
+    (pv,) = [op for op in loop_body(module).body.block.ops
+             if isinstance(op, cuir.GemmAsyncOp) and op.layout.data == "ab"]
+    bypass(pv.acc.owner)
 
 
 def normalization_dropped(module):
     """O is stored without dividing by the row sum l."""
-    bypass(only(worker(module, "consumer"), "cuir.map", result="o_normalized"))
+    bypass(only(worker(module, "consumer"), "cuir.map", "inverse"))
 
 
 def lse_without_row_max(module):
@@ -293,25 +321,33 @@ def lse_without_row_max(module):
 
 
 def log2e_wrong(module):
-    """exp2(x * 1.4427) becomes exp2(x * 1.44): a slightly wrong softmax temperature."""
-    set_constant(only(worker(module, "consumer"), "arith.constant", result="log2e"), 1.44)
+    """exp2(x * scale * 1.4427) becomes exp2(x * scale * 1.44): a slightly wrong softmax temperature."""
+    (log2e,) = [op for op in worker(module, "consumer").walk()
+                if isinstance(op, arith.ConstantOp) and isinstance(op.value, FloatAttr)
+                and abs(op.value.value.data - 1.4426950408889634) < 1e-6]
+    set_constant(log2e, 1.44)
 
 
 def kv_bound_check_off_by_one(module):
-    """The loop's score map keeps column seqlen_kv (a zero-filled row of K)."""
-    (score_map,) = [m for m in score_maps(module) if m.results[0].name_hint == "score_tile"]
-    set_predicate(only(score_map, "arith.cmpi", result="in_bounds"), "ule")
+    """The loop's bounds map keeps column seqlen_kv (a zero-filled row of K)."""
+    (bounds,) = score_maps(loop_body(module))
+    kv_idx = bounds.body.block.args[2]
+    (compare,) = [op for op in ops(bounds, "arith.cmpi") if op.operands[0] is kv_idx]
+    set_predicate(compare, "sgt")
 
 
 def gqa_head_mapping_wrong(module):
     """kv head = head % (HQ / HKV) instead of head / (HQ / HKV), in producer."""
-    divide = only(worker(module, "producer"), "arith.divui", result="kv_head")
-    replace_op(divide, arith.RemUIOp(divide.lhs, divide.rhs))
+    divide = only(worker(module, "producer"), "arith.divsi", result="kv_head")
+    replace_op(divide, arith.RemSIOp(divide.lhs, divide.rhs))
 
 
 def softmax_scale_dropped_in_loop(module):
-    (score_map,) = [m for m in score_maps(module) if m.results[0].name_hint == "score_tile"]
-    bypass(only(score_map, "arith.mulf", result="scaled"))
+    """The loop's exp2 map forgets the folded scale: exp2(s - max * scale_log2)."""
+    (probabilities,) = [op for op in loop_body(module).body.block.ops
+                        if isinstance(op, cuir.MapOp) and any(isinstance(i, math.Exp2Op) for i in op.body.walk())
+                        and isinstance(op.inputs[0].type, cuir.TileType)]
+    bypass(only_in_block(probabilities.body.block, "arith.mulf"))
 
 
 def ping_pong_sync_dropped(module):
@@ -363,15 +399,19 @@ def prefix_kv_bound_off_by_one(module):
 
 
 def causal_mask_excludes_diagonal(module):
-    """q_idx >= kv_idx becomes q_idx > kv_idx (in the maps that apply the mask)."""
+    """q_idx >= kv_idx becomes q_idx > kv_idx (in the maps that apply the mask): the comparison of the two
+    indices becomes strict."""
+    strict = {"sle": "slt", "sge": "sgt", "ule": "ult", "uge": "ugt"}
     for score_map in score_maps(module):
-        for compare in ops(score_map, "arith.cmpi", "qi", "ki"):
-            set_predicate(compare, "sgt")
+        indices = set(score_map.body.block.args[1:])
+        for compare in ops(score_map, "arith.cmpi"):
+            if set(compare.operands) == indices:
+                set_predicate(compare, strict[arith.CMPI_COMPARISON_OPERATIONS[compare.predicate.value.data]])
 
 
 def mask_selects(module) -> list[Operation]:
     """The selects of the score maps that apply mask_mod (masked entries -inf)."""
-    return [op for m in score_maps(module) for op in ops(m, "arith.select", result="masked")]
+    return [op for m in score_maps(module) for op in ops(m, "arith.select") if named(op, "masked")]
 
 
 def sliding_window_mask_dropped(module):
@@ -387,19 +427,23 @@ def masked_value_zero(module):
 
 def sigmoid_score_mod_dropped(module):
     for score_map in score_maps(module):
-        bypass(only(score_map, "arith.addf", result="modified"))
+        for modified in [op for op in ops(score_map, "arith.addf") if named(op, "modified")]:
+            bypass(modified)
 
 
 def relu_score_mod_dropped(module):
     for score_map in score_maps(module):
-        bypass(only(score_map, "arith.subf", result="modified"))
+        for modified in [op for op in ops(score_map, "arith.subf") if named(op, "modified")]:
+            bypass(modified)
 
 
 def document_id_read_at_kv_index(module):
     """document_id[q_idx] is read as document_id[kv_idx]: every key is in the query's document."""
     for score_map in score_maps(module):
-        for gather in ops(score_map, "cuir.gather", "qi"):
-            replace_operand(gather, "qi", value(score_map, "ki"))
+        q_idx, kv_idx = score_map.body.block.args[1:]
+        for gather in ops(score_map, "cuir.gather"):
+            if q_idx in gather.operands:
+                gather.operands[list(gather.operands).index(q_idx)] = kv_idx
 
 
 def alibi_slope_of_head_zero(module):
@@ -411,8 +455,8 @@ def alibi_slope_of_head_zero(module):
 
 def empty_row_guard_dropped(module):
     """O = acc / l without the l == 0 guard: rows a score_mod masks fully become NaN."""
-    normalized = only(worker(module, "consumer"), "cuir.map", result="o_normalized").body.block
-    bypass(only_in_block(normalized, "arith.select"), 2)
+    inverse = only(worker(module, "consumer"), "cuir.map", result="inverse").body.block
+    bypass(only_in_block(inverse, "arith.select"), 1)
 
 
 MUTANTS = (

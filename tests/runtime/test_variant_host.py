@@ -3,11 +3,14 @@ calls."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 import torch
 
+from cubridge.runtime.compiler import INCLUDE_DIR
 from cubridge.runtime.errors import InvalidInputError
 from cubridge.runtime.variant import build_variant
 
@@ -55,3 +58,45 @@ def test_captured_tensor_copies_are_made_once_per_version():
     ids[0] = 7
     changed = kernel._table_copy("document_id", ids, device)
     assert changed is not first and changed[0] == 7
+
+
+def test_sm90_variants_come_from_the_lifts_one_program_per_kv_tile():
+    """D 64 and 128 share the transferred D = 128 lift; D = 256 (80-key kv tiles) is transferred onto the D = 256
+    lift when first needed, and each program is verified once, before it is lowered."""
+    verified = []
+    kernel = build_variant(str(SPECS / "softcap.py"), "sm90", verify=lambda spec, program: verified.append(program))
+    assert kernel.head_dims == (64, 128, 256)
+    assert [_kernel_name(program) for program in verified] == ["attention_sm90_bf16_d128_full"]
+    assert kernel.lowered("fp16", 64).block_n == 128
+    wide = kernel.lowered("bf16", 256)
+    assert [instance.name for instance in wide.instances] == ["attention_sm90_bf16_d256_softcap"]
+    assert wide.block_n == 80 and 'static_assert(kBlockN == 80, "the transferred CuIR has 80-key kv tiles");' in wide.source
+    kernel.lowered("fp16", 256)
+    assert [_kernel_name(program) for program in verified] == ["attention_sm90_bf16_d128_full",
+                                                                "attention_sm90_bf16_d256_full"]
+    assert verified[1] is kernel.program(256).transferred
+
+
+def test_sm80_serves_its_program_head_dims_only():
+    kernel = build_variant(str(SPECS / "causal.py"), "sm80")
+    assert kernel.head_dims == (64, 128)
+
+
+def _kernel_name(program) -> str:
+    from cubridge.dialect.cuir import KernelOp
+
+    return next(op for op in program.walk() if isinstance(op, KernelOp)).sym_name.data
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed: the lowered sources are not compiled")
+@pytest.mark.parametrize("spec, dtype", [("sliding_window.py", "bf16"), ("softcap.py", "fp16"),
+                                         ("document_mask.py", "bf16")], ids=["mask", "score_mod", "captured"])
+def test_head_dim_256_sources_compile_for_sm90a(spec, dtype, tmp_path):
+    """A mask, a score_mod and a captured tensor with block lists, at D = 256 (compiled, not run)."""
+    lowered = build_variant(str(SPECS / spec), "sm90").lowered(dtype, 256)
+    path = tmp_path / f"{lowered.variant}.cu"
+    path.write_text(lowered.source)
+    result = subprocess.run(["nvcc", "-cubin", "-O3", "-std=c++17", "-gencode=arch=compute_90a,code=sm_90a",
+                             f"-I{INCLUDE_DIR}", str(path), "-o", str(path.with_suffix(".cubin"))],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]

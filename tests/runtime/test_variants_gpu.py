@@ -1,6 +1,7 @@
 """Every example spec, and one written here, lowered onto both reference kernels and run on the GPU: FlashAttention's
 criterion against float64 on lengths 1 to 4099 (tails on both sides, SQ != SKV both ways, GQA, B > 1), bf16 and
-fp16, head dims 64 and 128; the LSE of softmax specs too."""
+fp16, head dims 64 and 128, and 256 on sm90 (transferred onto the lift of its D = 256 entry point); the LSE of
+softmax specs too."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ OWN_SPEC = Path(__file__).resolve().parent / "specs" / "head_bias_batch_mask.py"
 SHAPES = [(2, 4, 1, 1, 1), (2, 4, 2, 17, 17), (1, 4, 4, 127, 129), (2, 4, 2, 129, 127), (1, 4, 1, 333, 1999),
           (1, 4, 2, 1999, 333), (1, 2, 1, 4099, 4099)]
 INSTANCES = [(torch.bfloat16, 128), (torch.float16, 128), (torch.bfloat16, 64)]
+HEAD_DIM_256 = [(torch.bfloat16, 256), (torch.float16, 256)]  # sm90 only: 80-key kv tiles, from the D = 256 lift
 REFERENCES = ("sm90", "sm80")
 
 
@@ -53,7 +55,8 @@ def kernels():
              for spec in SPECS for reference in REFERENCES}
     built |= {("own", reference): build_variant(str(OWN_SPEC), reference) for reference in REFERENCES}
     names = {torch.bfloat16: "bf16", torch.float16: "fp16"}
-    jobs = [(kernel, names[dtype], head_dim) for kernel in built.values() for dtype, head_dim in INSTANCES]
+    jobs = [(kernel, names[dtype], head_dim) for kernel in built.values()
+            for dtype, head_dim in INSTANCES + (HEAD_DIM_256 if kernel.reference == "sm90" else [])]
     with concurrent.futures.ThreadPoolExecutor(max_workers=16) as pool:
         list(pool.map(lambda job: job[0].compiled(job[1], job[2], (9, 0)), jobs))
     return built
@@ -96,6 +99,16 @@ def test_variant_matches_reference(kernels, spec_name, reference):
     for dtype, head_dim in INSTANCES:
         for shape in SHAPES:
             failures += _check(kernel, kernel.spec, shape, dtype, head_dim)
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("dtype", [dtype for dtype, _ in HEAD_DIM_256], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("spec_name", [*SPECS, "own"])
+def test_sm90_head_dim_256_variant_matches_reference(kernels, spec_name, dtype):
+    kernel = kernels[(spec_name, "sm90")]
+    failures = []
+    for shape in SHAPES:
+        failures += _check(kernel, kernel.spec, shape, dtype, 256)
     assert not failures, "\n".join(failures)
 
 

@@ -31,10 +31,10 @@ def test_build_writes_the_source_program_patch_and_report(tmp_path, capsys):
     source = (output / "softcap.cu").read_text()
     assert "attention_sm90_bf16_d128_softcap" in source and "tanh" in source
     assert (output / "softcap.patch").read_text().startswith("--- a/cubridge/runtime/kernels/attention_sm90.cu")
-    assert "cuir.kernel @attention_fwd_sm90" in (output / "softcap.mlir").read_text()
+    assert "cuir.kernel @attention_sm90_bf16_d128_full" in (output / "softcap.mlir").read_text()
     report = (output / "verification.md").read_text()
     assert "- verdict: verified:" in report and "async races" in report
-    assert report.count("| o |") == 48  # 12 shapes x 2 seeds x 2 schedules
+    assert report.count("| o |") == 52  # 13 shapes x 2 seeds x 2 schedules
     expected = "nvcc: compiled for sm_90a" if nvcc_found() else "nvcc: not found"
     assert expected in report
     assert "cubridge build: verified:" in capsys.readouterr().err
@@ -75,7 +75,7 @@ def test_an_earlier_build_is_replaced_whole(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("arguments,message", [
-    (["build", SOFTCAP, "--reference", "kernel.cu", "-o", "x"], "kernel.cu: error: --reference: a reference CUDA file must be lifted"),
+    (["build", SOFTCAP, "--reference", "kernel.cu", "-o", "x"], "kernel.cu: error: --reference: expected sm90 or sm80 (a CUDA file goes through `cuir-opt --lift"),
     (["build", SOFTCAP, "--reference", "sm70", "-o", "x"], "error: --reference: expected sm90 or sm80, got 'sm70'"),
     (["build", SOFTCAP, "--arch", "sm_86", "-o", "x"], "error: --arch: the sm90 reference needs sm_90a (wgmma, setmaxnreg), got sm_86"),
     (["build", SOFTCAP, "--reference", "sm80", "--arch", "sm_75", "-o", "x"], "error: --arch: CuBridge kernels need sm_80"),

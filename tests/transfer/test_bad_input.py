@@ -1,12 +1,14 @@
 """Bad specs and unrecognised kernels are one located error, and nothing is written to -o."""
 
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
 from xdsl.dialects import arith, scf
 
-from cubridge.diagnostics import CuBridgeError
+from cubridge.diagnostics import CuBridgeError, parse_module
+from cubridge.dialect import cuir_context
 from cubridge.frontends.spec import load_spec
 from cubridge.interpreter.inputs import kernel_inputs
 from cubridge.passes.transfer import TransferPass
@@ -245,13 +247,27 @@ def _sm90_error(edit) -> tuple[str, str]:
     return str(error.value), text
 
 
+# a hand-written Hopper program whose kv loop the transfer splits, moving the loop's step tests with it
+SPLIT_LOOP_PROGRAM = Path(__file__).resolve().parent / "inputs" / "split_loop_sm90.mlir"
+
+
+def _split_loop_error(edit) -> tuple[str, str]:
+    """The transfer error for SPLIT_LOOP_PROGRAM edited by `edit`, and the edited text."""
+    text = edit(SPLIT_LOOP_PROGRAM.read_text())
+    ctx = cuir_context()
+    module = parse_module(ctx, text, str(SPLIT_LOOP_PROGRAM))
+    with pytest.raises(CuBridgeError) as error:
+        TransferPass(spec_path("causal")).apply(ctx, module)
+    return str(error.value), text
+
+
 def _line_of(text: str, fragment: str) -> int:
     return next(i for i, line in enumerate(text.splitlines(), 1) if fragment in line)
 
 
 def test_rescale_factor_used_other_than_to_rescale_is_a_located_error():
-    message, text = _sm90_error(lambda t: t.replace("cuir.map %m_last, %l_last", "cuir.map %alpha_last, %l_last"))
-    assert f"attention_sm90.mlir:{_line_of(text, '%row_lse = cuir.map')}:9: error: transfer:" in message
+    message, text = _split_loop_error(lambda t: t.replace("cuir.map %m_last, %l_last", "cuir.map %alpha_last, %l_last"))
+    assert f"split_loop_sm90.mlir:{_line_of(text, '%row_lse = cuir.map')}:9: error: transfer:" in message
     assert "the rescale factor is used other than as a later input of a map" in message
 
 
@@ -262,20 +278,21 @@ def test_bound_comparison_before_the_kv_loop_is_a_located_error():
         loop = "        // kv tiles 1..n-1"
         return t.replace(test, "").replace(loop, test + loop)
 
-    message, text = _sm90_error(hoist)
-    assert f"attention_sm90.mlir:{_line_of(text, '%pv_last_in_flight = arith.cmpi')}:9: error: transfer:" in message
+    message, text = _split_loop_error(hoist)
+    assert f"split_loop_sm90.mlir:{_line_of(text, '%pv_last_in_flight = arith.cmpi')}:9: error: transfer:" in message
     assert "a comparison of the kv loop's bounds must follow the loop" in message
 
 
 def test_comparison_of_the_kv_index_with_its_lower_bound_that_is_no_step_test_is_a_located_error():
-    message, text = _sm90_error(lambda t: t.replace("arith.cmpi ugt, %j, %c1", "arith.cmpi uge, %j, %c1"))
-    assert f"attention_sm90.mlir:{_line_of(text, '%pv_in_flight = arith.cmpi')}:11: error: transfer:" in message
+    message, text = _sm90_error(lambda t: t.replace("arith.cmpi sgt, %j_1, %c1_1", "arith.cmpi sge, %j_1, %c1_1"))
+    assert f"attention_sm90.mlir:{_line_of(text, 'arith.cmpi sge, %j_1, %c1_1')}:11: error: transfer:" in message
     assert "asks neither whether an earlier step ran" in message
 
 
 def test_mirrored_step_test_moves_with_the_loop_bounds():
-    text = (ROOT / "examples" / "ir" / "attention_sm90.mlir").read_text()
-    ctx, module = load_program("sm90", text.replace("arith.cmpi ugt, %j, %c1", "arith.cmpi ult, %c1, %j"))
+    ctx = cuir_context()
+    text = SPLIT_LOOP_PROGRAM.read_text().replace("arith.cmpi ugt, %j, %c1", "arith.cmpi ult, %c1, %j")
+    module = parse_module(ctx, text, str(SPLIT_LOOP_PROGRAM))
     TransferPass(spec_path("causal")).apply(ctx, module)
     loops = [op for op in module.walk() if isinstance(op, scf.ForOp) and "cuir.row_reduce" in str(op)]
     tests = [

@@ -1,12 +1,15 @@
 """A kernel transferred with block lists visits exactly the non-empty kv tiles of each
 work tile, each once, with mask code on partial tiles and without it on full tiles.
 
-The executor's step for `cuir.map` is wrapped to record, for every executed score
-map, its (query row, kv row) origin and whether it still holds mask code.
+The executor's steps for `cuir.map` and `scf.if` are wrapped to record, for every executed
+score map, its (query row, kv row) origin and whether it still holds mask code, and for every
+mask branch around a score map (the lifted Hopper program's), the same origin and whether
+the branch runs the mask.
 """
 
 import numpy as np
 import pytest
+from xdsl.dialects import scf
 
 from cubridge.dialect.cuir import GatherOp, GemmAsyncOp, GemmOp, MapOp
 from cubridge.frontends.spec import load_spec
@@ -31,15 +34,23 @@ def is_score_map(op) -> bool:
     )
 
 
+def masked_score_map(op) -> MapOp | None:
+    """The score map an scf.if runs on the tiles that need a mask (the lifted Hopper program's branch)."""
+    if not isinstance(op, scf.IfOp):
+        return None
+    return next((inner for inner in op.true_region.block.ops if is_score_map(inner)), None)
+
+
 @pytest.fixture
 def visits(monkeypatch):
-    """(q tile, kv tile, masked) of each executed score map."""
+    """(q tile, kv tile, masked) of each executed score map, and of each mask branch (scf.if around a score
+    map, masked when it runs the map)."""
     recorded = []
-    build = HANDLERS[MapOp]
+    build_map, build_if = HANDLERS[MapOp], HANDLERS[scf.IfOp]
 
     def recording(op, compiler):
-        step = build(op, compiler)
-        if not is_score_map(op):
+        step = build_map(op, compiler)
+        if not is_score_map(op) or isinstance(op.parent_op(), scf.IfOp):
             return step
         masked = any(isinstance(inner, GatherOp) for inner in op.body.walk())
         q_row, kv_row = op.origin
@@ -50,7 +61,22 @@ def visits(monkeypatch):
 
         return Step(run, step.suspends)
 
+    def recording_branch(op, compiler):
+        step = build_if(op, compiler)
+        score_map = masked_score_map(op)
+        if score_map is None:
+            return step
+        q_row, kv_row = score_map.origin
+
+        def run(frame):
+            masked = bool(frame.values[op.cond])
+            recorded.append((int(frame.values[q_row]) // Q_TILE, int(frame.values[kv_row]), masked))
+            return step.run(frame)
+
+        return Step(run, step.suspends)
+
     monkeypatch.setitem(HANDLERS, MapOp, recording)
+    monkeypatch.setitem(HANDLERS, scf.IfOp, recording_branch)
     return recorded
 
 
@@ -85,7 +111,7 @@ def test_visits_exactly_the_nonempty_tiles(program, name, shape, visits):
             assert expected[(q_tile, kv_row)], "mask-free body on a partial tile"
     assert set(counts) == set(expected)
     assert set(counts.values()) == {shape.batch * shape.heads_q * MAPS_PER_TILE[program]}
-    # mask code is dropped on full tiles (the peeled first tile of sm90 keeps it)
+    # mask code is dropped on full tiles
     assert any(not masked for *_, masked in visits)
 
 

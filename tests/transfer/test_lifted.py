@@ -114,7 +114,7 @@ def test_lifted_kernel_is_unchanged_by_matching():
 
 
 def _printed_lift(text_change):
-    path = ROOT / "examples" / "ir" / "lifted" / "attention_sm90.mlir"
+    path = ROOT / "examples" / "ir" / "attention_sm90.mlir"
     text = text_change(path.read_text())
     context = cuir_context()
     return context, parse_module(context, text, str(path)), text
@@ -129,7 +129,7 @@ def test_lifted_kernel_without_a_scale_is_a_located_error():
     with pytest.raises(CuBridgeError) as error:
         TransferPass(spec_path("causal")).apply(context, module)
     assert str(error.value) == (
-        f"{ROOT}/examples/ir/lifted/attention_sm90.mlir:{line}:11: error: transfer: the score map does not multiply "
+        f"{ROOT}/examples/ir/attention_sm90.mlir:{line}:11: error: transfer: the score map does not multiply "
         "the score by a scale from outside the map, and the probability map folds none into its exp2")
 
 
@@ -144,5 +144,5 @@ def test_mask_branch_of_other_values_is_a_located_error():
     with pytest.raises(CuBridgeError) as error:
         TransferPass(spec_path("causal")).apply(context, module)
     assert str(error.value) == (
-        f"{ROOT}/examples/ir/lifted/attention_sm90.mlir:{line}:9: error: transfer: the row max reduces an scf.if "
+        f"{ROOT}/examples/ir/attention_sm90.mlir:{line}:9: error: transfer: the row max reduces an scf.if "
         "that does not choose between a map of the score tile (masked) and the tile itself")
