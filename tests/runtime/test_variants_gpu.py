@@ -6,6 +6,7 @@ softmax specs too."""
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import math
 from pathlib import Path
 
@@ -49,17 +50,24 @@ def long_captures(spec, length: int) -> dict[str, torch.Tensor]:
 
 @pytest.fixture(scope="module")
 def kernels():
+    """(spec name, reference) -> its VariantKernel, built when a test first asks for it (so that a `-k` subset
+    builds and compiles only what it runs)."""
     if not _on_hopper():
         pytest.skip("needs an sm_90 GPU (the sm80 kernels run on it too)")
-    built = {(spec, reference): build_variant(str(REPOSITORY / "examples" / "specs" / f"{spec}.py"), reference)
-             for spec in SPECS for reference in REFERENCES}
-    built |= {("own", reference): build_variant(str(OWN_SPEC), reference) for reference in REFERENCES}
+
+    @functools.cache
+    def variant(spec_name: str, reference: str):
+        path = OWN_SPEC if spec_name == "own" else REPOSITORY / "examples" / "specs" / f"{spec_name}.py"
+        return build_variant(str(path), reference)
+
+    return variant
+
+
+def _compiled(kernel, instances) -> None:
+    """Compile `instances` ((dtype, head dim) pairs) of `kernel` side by side: nvcc runs are independent."""
     names = {torch.bfloat16: "bf16", torch.float16: "fp16"}
-    jobs = [(kernel, names[dtype], head_dim) for kernel in built.values()
-            for dtype, head_dim in INSTANCES + (HEAD_DIM_256 if kernel.reference == "sm90" else [])]
-    with concurrent.futures.ThreadPoolExecutor(max_workers=16) as pool:
-        list(pool.map(lambda job: job[0].compiled(job[1], job[2], (9, 0)), jobs))
-    return built
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(instances)) as pool:
+        list(pool.map(lambda instance: kernel.compiled(names[instance[0]], instance[1], (9, 0)), instances))
 
 
 def _check(kernel, spec, shape, dtype, head_dim) -> list[str]:
@@ -94,7 +102,8 @@ def _check(kernel, spec, shape, dtype, head_dim) -> list[str]:
 @pytest.mark.parametrize("reference", REFERENCES)
 @pytest.mark.parametrize("spec_name", [*SPECS, "own"])
 def test_variant_matches_reference(kernels, spec_name, reference):
-    kernel = kernels[(spec_name, reference)]
+    kernel = kernels(spec_name, reference)
+    _compiled(kernel, INSTANCES)
     failures = []
     for dtype, head_dim in INSTANCES:
         for shape in SHAPES:
@@ -105,7 +114,7 @@ def test_variant_matches_reference(kernels, spec_name, reference):
 @pytest.mark.parametrize("dtype", [dtype for dtype, _ in HEAD_DIM_256], ids=["bf16", "fp16"])
 @pytest.mark.parametrize("spec_name", [*SPECS, "own"])
 def test_sm90_head_dim_256_variant_matches_reference(kernels, spec_name, dtype):
-    kernel = kernels[(spec_name, "sm90")]
+    kernel = kernels(spec_name, "sm90")
     failures = []
     for shape in SHAPES:
         failures += _check(kernel, kernel.spec, shape, dtype, 256)
@@ -113,7 +122,7 @@ def test_sm90_head_dim_256_variant_matches_reference(kernels, spec_name, dtype):
 
 
 def test_captured_values_do_not_recompile(kernels):
-    kernel = kernels[("document_mask", "sm90")]
+    kernel = kernels("document_mask", "sm90")
     q = torch.randn(1, 4, 600, 128, device="cuda", dtype=torch.bfloat16)
     first = long_captures(kernel.spec, 600)
     kernel(q, q, q, **first)
