@@ -1,5 +1,5 @@
-"""Attention variants on the GPU: a spec transferred onto a reference program (sm90: lifted from
-kernels/attention_sm90.cu, once per process), lowered to CUDA, compiled per (dtype, head dim) instance on first use
+"""Attention variants on the GPU: a spec transferred onto a reference program (lifted from
+kernels/attention_sm90.cu or attention_sm80.cu, once per process), lowered to CUDA, compiled per (dtype, head dim) instance on first use
 and launched on torch tensors.
 
     kernel = build_variant("examples/specs/softcap.py", reference="sm90")
@@ -28,7 +28,7 @@ import torch
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
-from cubridge.diagnostics import CuBridgeError, parse_module
+from cubridge.diagnostics import CuBridgeError
 from cubridge.files import write_atomically
 from cubridge.frontends.spec import AttentionSpec, load_spec
 from cubridge.lowering import REFERENCES, LoweredKernel, ReferenceSource, cloned_pairs, lower_module
@@ -42,15 +42,14 @@ from cubridge.runtime.driver import launch, load_function
 from cubridge.runtime.errors import InvalidInputError, UnsupportedArchError
 from cubridge.runtime.kernel_inputs import TABLES, build_block_lists, captured_table
 
-REPOSITORY = Path(__file__).resolve().parents[2]
-# Where each reference's CuIR comes from. Head dims that share a kv tile share one transferred program, which the
-# lowering instantiates for each of them; a reference has one program per kv tile size (keys). sm90's are lifts of
-# its CUDA source (`cuir-opt --lift=ENTRY`), one entry point per kv tile; sm80's is its checked-in program.
+# Where each reference's CuIR comes from: the lift of its CUDA source (`cuir-opt --lift=ENTRY`), one entry point
+# per kv tile size (keys). Head dims that share a kv tile share one transferred program, which the lowering
+# instantiates for each of them.
 LIFTED_PROGRAMS = {
     "sm90": (KERNELS_DIR / "attention_sm90.cu", {128: "attention_sm90_bf16_d128_full",
                                                  80: "attention_sm90_bf16_d256_full"}),
+    "sm80": (KERNELS_DIR / "attention_sm80.cu", {64: "attention_sm80_bf16_d128_full"}),
 }
-PROGRAM_FILES = {"sm80": REPOSITORY / "examples" / "ir" / "attention_sm80.mlir"}
 REFERENCE_NAMES = ("sm90", "sm80")
 _LOG2_E = 1.4426950408889634
 _TRANSFER_LOCK = threading.Lock()  # programs are lifted and transferred once, also when instances compile in threads
@@ -64,22 +63,15 @@ def reference_source(reference: str) -> ReferenceSource:
 
 
 def reference_module(reference: str, head_dim: int = 128) -> ModuleOp:
-    """The reference program (`sm90` or `sm80`) for `head_dim`'s kv tile (sm80: its one program), every op
-    located in its source. Lifts are made once per process: the module returned by a lifted reference is shared
-    and must not be changed (clone it)."""
+    """The reference program (`sm90` or `sm80`) for `head_dim`'s kv tile, lifted from its CUDA source, every op
+    located there. Lifts are made once per process: the module returned is shared and must not be changed
+    (clone it)."""
     source = reference_source(reference)
-    if reference in LIFTED_PROGRAMS:
-        kernel, entries = LIFTED_PROGRAMS[reference]
-        entry = entries.get(source.kv_tiles.get(head_dim))
-        if entry is None:
-            raise InvalidInputError(f"the {reference} reference has no program for head dim {head_dim}")
-        return _lifted(kernel, entry)
-    path = PROGRAM_FILES[reference]
-    if not path.is_file():
-        raise CuBridgeError("the reference program is missing (CuBridge runs from its source tree)", str(path))
-    from cubridge.tools.cuir_opt import CuirOptMain
-
-    return parse_module(CuirOptMain(args=["-"]).ctx, path.read_text(), str(path))
+    kernel, entries = LIFTED_PROGRAMS[reference]
+    entry = entries.get(source.kv_tiles.get(head_dim))
+    if entry is None:
+        raise InvalidInputError(f"the {reference} reference has no program for head dim {head_dim}")
+    return _lifted(kernel, entry)
 
 
 @functools.cache
@@ -182,10 +174,7 @@ class VariantKernel:
     def head_dims(self) -> tuple[int, ...]:
         """The head dims this variant has instances for: those whose kv tile has a reference program."""
         source = reference_source(self.reference)
-        if self.reference in LIFTED_PROGRAMS:
-            kv_tiles = set(LIFTED_PROGRAMS[self.reference][1])
-        else:
-            kv_tiles = {self.lowered().block_n}
+        kv_tiles = set(LIFTED_PROGRAMS[self.reference][1])
         return tuple(d for d, block_n in source.kv_tiles.items() if block_n in kv_tiles)
 
     def __call__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None = None,
