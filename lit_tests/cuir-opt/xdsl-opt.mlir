@@ -11,9 +11,9 @@
 // The CuIR verifiers run under xdsl-opt too (reported in xDSL's own format).
 // RUN: not xdsl-opt %S/inputs/bad-threads.mlir 2>&1 | filecheck %s --check-prefix=VERIFY
 
-// CHECK:      cuir.kernel @attention_fwd_sm80({{.*}}) threads 128 smem 65536 cluster 1x1x1 tile_m 128 schedule grid source "attention_sm80.cu" {
+// CHECK:      cuir.kernel @attention_sm80_bf16_d128_full({{.*}}) threads 128 smem 98304 cluster 1x1x1 tile_m 128 schedule grid longest_first source "attention_sm80.cu" {
 // CHECK:        cuir.worker @mma threads 0 to 128 (%group) {
-// CHECK:          %s = cuir.gemm abt %q_regs, %k_regs : !cuir.tile<128x128xbf16, @mma>, !cuir.tile<64x128xbf16, @mma> -> !cuir.tile<128x64xf32, @mma>
+// CHECK:          %scores = cuir.gemm abt %q_tile_regs, %k_tiles_regs : !cuir.tile<128x128xbf16, @mma>, !cuir.tile<64x128xbf16, @mma> -> !cuir.tile<128x64xf32, @mma>
 
 // REGS: cuir.worker @consumer threads 128 to 384 regs 232 (%group) {
 

@@ -17,16 +17,16 @@
 // RUN: cuir-opt %examples/ir/attention_sm90_race.mlir --print-op-generic | cuir-opt | diff %t.race -
 
 // Ampere: one 128-thread worker, cp.async copies, mma.sync gemms on register tiles.
-// SM80:      cuir.kernel @attention_fwd_sm80(%q: !cuir.global<4 x bf16, strided>, %k: !cuir.global<4 x bf16, strided>, %v: !cuir.global<4 x bf16, strided>, %o: !cuir.global<4 x bf16, strided>, %lse: !cuir.global<3 x f32, strided>, %softmax_scale: f32) threads 128 smem 65536 cluster 1x1x1 tile_m 128 schedule grid source "attention_sm80.cu" {
+// SM80:      cuir.kernel @attention_sm80_bf16_d128_full(%q: !cuir.global<4 x bf16, strided>, %k: !cuir.global<4 x bf16, strided>, %v: !cuir.global<4 x bf16, strided>, %o: !cuir.global<4 x bf16, strided>, %lse: !cuir.global<3 x f32, strided>, %softmax_scale: f32) threads 128 smem 98304 cluster 1x1x1 tile_m 128 schedule grid longest_first source "attention_sm80.cu" {
 // SM80-NEXT:   %[[Q_SMEM:.+]] = cuir.alloc : !cuir.smem<128x128xbf16, swizzle 128>
-// SM80-NEXT:   %[[K_SMEM:.+]] = cuir.alloc : !cuir.smem<64x128xbf16, swizzle 128>
-// SM80-NEXT:   %[[V_SMEM:.+]] = cuir.alloc : !cuir.smem<64x128xbf16, swizzle 128>
+// SM80-NEXT:   %[[K_SMEM:.+]] = cuir.alloc : !cuir.smem<64x128xbf16, stages 2, swizzle 128>
+// SM80-NEXT:   %[[V_SMEM:.+]] = cuir.alloc : !cuir.smem<64x128xbf16, stages 2, swizzle 128>
 // SM80-NEXT:   cuir.worker @mma threads 0 to 128 (%{{.+}}) {
 // SM80-NOT:    cuir.worker
 // SM80:          cuir.for_each_tile (%{{.+}}, %{{.+}}, %{{.+}}) {
 // SM80:          cuir.copy_async %q[{{.+}}] -> %[[Q_SMEM]] : !cuir.global<4 x bf16, strided>, !cuir.smem<128x128xbf16, swizzle 128>
 // SM80:          %[[Q_REGS:.+]] = cuir.load %[[Q_SMEM]] : !cuir.smem<128x128xbf16, swizzle 128> -> !cuir.tile<128x128xbf16, @mma>
-// SM80-NEXT:     %[[K_REGS:.+]] = cuir.load %[[K_SMEM]] : !cuir.smem<64x128xbf16, swizzle 128> -> !cuir.tile<64x128xbf16, @mma>
+// SM80-NEXT:     %[[K_REGS:.+]] = cuir.load %[[K_SMEM]][%{{.+}}] : !cuir.smem<64x128xbf16, stages 2, swizzle 128> -> !cuir.tile<64x128xbf16, @mma>
 // SM80-NEXT:     %{{.+}} = cuir.gemm abt %[[Q_REGS]], %[[K_REGS]] : !cuir.tile<128x128xbf16, @mma>, !cuir.tile<64x128xbf16, @mma> -> !cuir.tile<128x64xf32, @mma>
 // SM80:          %{{.+}} = cuir.gemm ab %{{.+}}, %{{.+}} acc %{{.+}} : !cuir.tile<128x64xbf16, @mma>, !cuir.tile<64x128xbf16, @mma>, !cuir.tile<128x128xf32, @mma> -> !cuir.tile<128x128xf32, @mma>
 // SM80-NOT:    cuir.gemm_async

@@ -1,5 +1,5 @@
 """The generated example programs (scripts/lift_examples.py) are current: examples/ir/attention_sm90.mlir and
-examples/ir/lifted/attention_sm80.mlir are the lifts of the reference kernels, and
+examples/ir/attention_sm80.mlir are the lifts of the reference kernels, and
 examples/ir/attention_sm90_race.mlir is the Hopper lift with its one documented mutation."""
 
 import importlib.util

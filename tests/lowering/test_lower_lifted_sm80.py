@@ -1,7 +1,8 @@
 """--lift --transfer --lower on the Ampere reference: `cuir-opt --lift --lower attention_sm80.cu` is the source
 byte for byte; `--lift --transfer=SPEC --lower` gives the CUDA that transferring and lowering the printed lift
-(examples/ir/lifted/attention_sm80.mlir) gives, and that of the hand-kept examples/ir/attention_sm80.mlir but for
-the body of kv_range, for every example spec; lifted back, the variants whose policies need no Args verify.
+(examples/ir/attention_sm80.mlir) gives, and that of the formerly hand-kept program (tests/transfer/inputs/
+split_loop_sm80.mlir, which the sm80 runtime built from before the lift) but for the body of kv_range, for every
+example spec; lifted back, the variants whose policies need no Args verify.
 
 Why kv_range differs: the hand-kept program has no mask branch, so the transfer splits its kv loop and the mask-free
 positions are that split's bounds, clamped into [begin, end); the lift tests `needs_mask(position)`, whose bounds the
@@ -27,8 +28,8 @@ from cubridge.tools.cuir_opt import CuirOptMain, main as cuir_opt
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 KERNEL = REPOSITORY / "cubridge" / "runtime" / "kernels" / "attention_sm80.cu"
-PRINTED_LIFT = REPOSITORY / "examples" / "ir" / "lifted" / "attention_sm80.mlir"
-HAND_KEPT = REPOSITORY / "examples" / "ir" / "attention_sm80.mlir"
+PRINTED_LIFT = REPOSITORY / "examples" / "ir" / "attention_sm80.mlir"
+HAND_KEPT = REPOSITORY / "tests" / "transfer" / "inputs" / "split_loop_sm80.mlir"
 ENTRIES = [entry.name for entry in load_program(KERNEL, (INCLUDE_DIR,)).entry_points()]
 SPECS = sorted((REPOSITORY / "examples" / "specs").glob("*.py"))
 # specs whose policies use only the kernel's parameters (the project profile does not lift a policy's Args)
