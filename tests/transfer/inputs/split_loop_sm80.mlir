@@ -1,8 +1,8 @@
 // A TEST INPUT, not a mirror of attention_sm80.cu: the Ampere program as it was written by hand before
-// examples/ir/attention_sm80.mlir became the lift. Its kv loop has no mask branch, so the transfer splits it into
-// masked and mask-free parts, which the lift (masks in an scf.if on needs_mask) never needs: tests keep that path
-// and its diagnostics covered with it, and tests/lowering/test_lower_lifted_sm80.py compares the lift's CUDA with
-// this program's (the sm80 runtime built from it until it built from the lift).
+// examples/ir/attention_sm80.mlir became the lift (the sm80 runtime built its variants from it until then). Its kv
+// loop has no mask branch, so the transfer splits it into masked and mask-free parts, which the lift (masks in an
+// scf.if on needs_mask) never needs. tests/lowering/test_lower_lifted_sm80.py checks that every example spec lowers
+// from the lift to this program's CUDA but for the body of kv_range.
 // FlashAttention-2-style attention forward for Ampere-class GPUs (sm_80+), bf16, head dim 128.
 //
 // Work: one program per 128-row query tile (q_tile, head, batch).
