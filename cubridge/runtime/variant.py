@@ -1,6 +1,6 @@
 """Attention variants on the GPU: a spec transferred onto a reference program (lifted from
-kernels/attention_sm90.cu or attention_sm80.cu, once per process), lowered to CUDA, compiled per (dtype, head dim) instance on first use
-and launched on torch tensors.
+kernels/attention_sm90.cu or attention_sm80.cu, once per process), lowered to CUDA, compiled per (dtype, head
+dim) instance on first use and launched on torch tensors.
 
     kernel = build_variant("examples/specs/softcap.py", reference="sm90")
     out = kernel(q, k, v)                        # captured tensors come from the spec
