@@ -77,9 +77,18 @@ def test_sm90_variants_come_from_the_lifts_one_program_per_kv_tile():
     assert verified[1] is kernel.program(256).transferred
 
 
-def test_sm80_serves_its_program_head_dims_only():
-    kernel = build_variant(str(SPECS / "causal.py"), "sm80")
+def test_sm80_variants_come_from_its_lift_one_program_for_both_head_dims():
+    """D 64 and 128 share sm80's 64-key kv tile, so both lower from the one transferred lift of the D = 128 entry
+    point, verified once; D = 256 has no sm80 program."""
+    verified = []
+    kernel = build_variant(str(SPECS / "causal.py"), "sm80", verify=lambda spec, program: verified.append(program))
     assert kernel.head_dims == (64, 128)
+    small, large = kernel.lowered("fp16", 64), kernel.lowered("bf16", 128)
+    assert [_kernel_name(program) for program in verified] == ["attention_sm80_bf16_d128_full"]
+    assert small.block_n == large.block_n == 64
+    assert [instance.name for instance in small.instances] == ["attention_sm80_fp16_d64_causal"]
+    with pytest.raises(InvalidInputError, match="the sm80 reference has no program for head dim 256"):
+        kernel.program(256)
 
 
 def _kernel_name(program) -> str:
