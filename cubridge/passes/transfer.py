@@ -271,6 +271,22 @@ def _replace_after(old: SSAValue, new: SSAValue, insert: _Inserter) -> SSAValue:
     return new
 
 
+def _insert_scaled_map(site: ScoreSite, scale: SSAValue, scale_ops: tuple[Operation, ...] = ()) -> MapOp:
+    """A map of score * `scale` (made by `scale_ops` inside the map's body, if given) inserted before the site's
+    mask branch, which then reads it instead of the score tile; recorded among the site's score maps."""
+    tile = site.score_map.inputs[0]
+    block = Block(arg_types=[tile.type.element_type, IndexType(), IndexType()])
+    product = arith.MulfOp(block.args[0], scale)
+    block.add_ops([*scale_ops, product, YieldOp(product.result)])
+    scaled_map = MapOp([tile], list(site.score_map.origin), tile.type, Region(block))
+    Rewriter.insert_op(scaled_map, InsertPoint.before(site.anchor))
+    in_branch = site.anchor.is_ancestor
+    tile.replace_uses_with_if(_named(scaled_map.result, "scaled"), lambda use: in_branch(use.operation))
+    site.scaled = product.result
+    site.score_maps.append(scaled_map)
+    return scaled_map
+
+
 def _scale_scores(found: AttentionMatch) -> None:
     """Scores the policy reads are scaled ones: a map of score * scale before each mask branch; the exp2
     multiplies by log2 e instead of scale * log2 e, and the LSE takes the (scaled) row max as it is."""
@@ -284,16 +300,7 @@ def _scale_scores(found: AttentionMatch) -> None:
                             describe_location(found.sites[0].probabilities))
     scale = scales.pop()
     for site in found.sites:
-        tile = site.score_map.inputs[0]
-        block = Block(arg_types=[tile.type.element_type, IndexType(), IndexType()])
-        product = arith.MulfOp(block.args[0], scale)
-        block.add_ops([product, YieldOp(product.result)])
-        scaled_map = MapOp([tile], list(site.score_map.origin), tile.type, Region(block))
-        Rewriter.insert_op(scaled_map, InsertPoint.before(site.anchor))
-        in_branch = site.anchor.is_ancestor
-        tile.replace_uses_with_if(_named(scaled_map.result, "scaled"), lambda use: in_branch(use.operation))
-        site.scaled = product.result
-        site.score_maps.append(scaled_map)
+        scaled_map = _insert_scaled_map(site, scale)
         if site.kv_loop is None:
             found.first_kv_rows.append(kv_column(scaled_map))
         if site.folded_scale not in log2e:
@@ -323,17 +330,8 @@ def _scale_scores_by_constant(found: AttentionMatch) -> None:
                             describe_location(found.sites[0].probabilities))
     scale_log2 = values.pop()
     for site in found.sites:
-        tile = site.score_map.inputs[0]
-        block = Block(arg_types=[tile.type.element_type, IndexType(), IndexType()])
         scale = arith.ConstantOp(FloatAttr(scale_log2 / math.log2(math.e), f32))
-        product = arith.MulfOp(block.args[0], scale.result)
-        block.add_ops([scale, product, YieldOp(product.result)])
-        scaled_map = MapOp([tile], list(site.score_map.origin), tile.type, Region(block))
-        Rewriter.insert_op(scaled_map, InsertPoint.before(site.anchor))
-        in_anchor = site.anchor.is_ancestor
-        tile.replace_uses_with_if(_named(scaled_map.result, "scaled"), lambda use: in_anchor(use.operation))
-        site.scaled = product.result
-        site.score_maps.append(scaled_map)
+        _insert_scaled_map(site, scale.result, (scale,))
         region = site.kv_loop if site.kv_loop is not None else site.tile_loop
         for op in region.walk():
             if isinstance(op, arith.ConstantOp) and isinstance(op.value, FloatAttr) and \

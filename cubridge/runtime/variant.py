@@ -32,6 +32,7 @@ from cubridge.diagnostics import CuBridgeError
 from cubridge.files import write_atomically
 from cubridge.frontends.spec import AttentionSpec, load_spec
 from cubridge.lowering import REFERENCES, LoweredKernel, ReferenceSource, cloned_pairs, lower_module
+from cubridge.interpreter.executor import find_kernel
 from cubridge.passes.transfer import transfer_kernel
 import cubridge.runtime.attention as sm80_host
 from cubridge.runtime.attention_sm90 import Sm90Params, head_chunk, tensor_maps
@@ -81,12 +82,6 @@ def _lifted(kernel: Path, entry: str) -> ModuleOp:
     return lift_cuda_file(kernel, entry).module
 
 
-def _kernel_of(module: ModuleOp):
-    from cubridge.dialect.cuir import KernelOp
-
-    return next(op for op in module.walk() if isinstance(op, KernelOp))
-
-
 @dataclass(frozen=True)
 class TransferredProgram:
     """A spec transferred onto one reference program: the variant the executor verifies (`transferred`), and
@@ -101,7 +96,7 @@ class TransferredProgram:
     def of(cls, spec: AttentionSpec, reference: ModuleOp) -> "TransferredProgram":
         transferred = reference.clone()
         pairs = cloned_pairs(transferred, reference)
-        transfer_kernel(_kernel_of(transferred), spec)
+        transfer_kernel(find_kernel(transferred), spec)
         return cls(reference, transferred, pairs)
 
     def lowered(self, name: str, instances: tuple[tuple[str, int], ...] | None = None) -> LoweredKernel:
@@ -156,7 +151,7 @@ class VariantKernel:
 
     @property
     def kernel_op(self):
-        return _kernel_of(self.transferred)
+        return find_kernel(self.transferred)
 
     def lowered(self, dtype: str = "bf16", head_dim: int = 128) -> LoweredKernel:
         """The variant's CUDA source for one instance (no compilation)."""

@@ -4,7 +4,6 @@
 The lifted kernel masks only the kv tiles whose `needs_mask(position)` holds and folds the softmax scale into
 its exp2; the transfer keeps that fold unless a score_mod or an activation reads the score."""
 
-import dataclasses
 from functools import cache
 
 import pytest
@@ -19,9 +18,9 @@ from cubridge.interpreter import ProblemShape, verify
 from cubridge.passes.transfer import TransferPass
 from cubridge.passes.transfer_match import match_attention
 
-from transfer_helpers import ROOT, SPECS, spec_path
+from transfer_helpers import KERNELS, ROOT, SPECS, lifted_transferred, shapes_for_entry, spec_path
 
-KERNEL = ROOT / "cubridge" / "runtime" / "kernels" / "attention_sm90.cu"
+KERNEL = KERNELS / "attention_sm90.cu"
 DEFAULT_ENTRY = "attention_sm90_bf16_d128_full"
 OTHER_ENTRIES = ("attention_sm90_fp16_d128_full", "attention_sm90_bf16_d64_full", "attention_sm90_fp16_d256_full")
 SHAPES = (
@@ -35,27 +34,16 @@ def _lifted_text(entry: str) -> str:
     return str(lift_cuda_file(KERNEL, entry).module)
 
 
-def _transferred(entry: str, name: str):
-    module = lift_cuda_file(KERNEL, entry).module
-    TransferPass(spec_path(name)).apply(cuir_context(), module)
-    return module
-
-
-def _shapes(entry: str):
-    head_dim = int(entry.split("_d")[1].split("_")[0])
-    return [dataclasses.replace(shape, head_dim=head_dim) for shape in SHAPES]
-
-
 @pytest.mark.parametrize("name", SPECS)
 def test_spec_on_lifted_kernel_verifies(name):
-    result = verify(_transferred(DEFAULT_ENTRY, name), load_spec(spec_path(name)), shapes=SHAPES, schedules=1)
+    result = verify(lifted_transferred(KERNEL, DEFAULT_ENTRY, name), load_spec(spec_path(name)), shapes=SHAPES, schedules=1)
     assert result.ok, result.summary()
 
 
 @pytest.mark.parametrize("entry", OTHER_ENTRIES)
 @pytest.mark.parametrize("name", ["causal", "softcap", "document_mask", "sigmoid"])
 def test_spec_on_other_instances_verifies(entry, name):
-    result = verify(_transferred(entry, name), load_spec(spec_path(name)), shapes=_shapes(entry), schedules=1)
+    result = verify(lifted_transferred(KERNEL, entry, name), load_spec(spec_path(name)), shapes=shapes_for_entry(SHAPES, entry), schedules=1)
     assert result.ok, result.summary()
 
 

@@ -6,7 +6,6 @@ the Ampere lift starts its kv loop at tile 0, so that its mask test `j < full_be
 lower bound; it prefetches the next K and V tiles under `j + 1 < end` into the stage `j rem 2`, and carries a
 running max that a row map makes of each tile's row max."""
 
-import dataclasses
 
 import pytest
 from xdsl.dialects import arith
@@ -19,9 +18,9 @@ from cubridge.interpreter import ProblemShape, verify
 from cubridge.passes.transfer import TransferPass
 from cubridge.passes.transfer_match import match_attention
 
-from transfer_helpers import ROOT, SPECS, spec_path
+from transfer_helpers import KERNELS, SPECS, lifted_transferred, shapes_for_entry, spec_path
 
-KERNEL = ROOT / "cubridge" / "runtime" / "kernels" / "attention_sm80.cu"
+KERNEL = KERNELS / "attention_sm80.cu"
 ENTRY = "attention_sm80_bf16_d128_full"  # the instance examples/ir/attention_sm80.mlir describes
 OTHER_ENTRIES = ("attention_sm80_bf16_d64_full", "attention_sm80_fp16_d128_full")
 SHAPES = (
@@ -30,27 +29,16 @@ SHAPES = (
 )
 
 
-def _transferred(entry: str, name: str):
-    module = lift_cuda_file(KERNEL, entry).module
-    TransferPass(spec_path(name)).apply(cuir_context(), module)
-    return module
-
-
-def _shapes(entry: str):
-    head_dim = int(entry.split("_d")[1].split("_")[0])
-    return [dataclasses.replace(shape, head_dim=head_dim) for shape in SHAPES]
-
-
 @pytest.mark.parametrize("name", SPECS)
 def test_spec_on_lifted_sm80_verifies(name):
-    result = verify(_transferred(ENTRY, name), load_spec(spec_path(name)), shapes=SHAPES, schedules=1)
+    result = verify(lifted_transferred(KERNEL, ENTRY, name), load_spec(spec_path(name)), shapes=SHAPES, schedules=1)
     assert result.ok, result.summary()
 
 
 @pytest.mark.parametrize("entry", OTHER_ENTRIES)
 @pytest.mark.parametrize("name", ["sliding_window", "softcap", "document_mask", "sigmoid"])
 def test_spec_on_other_sm80_instances_verifies(entry, name):
-    result = verify(_transferred(entry, name), load_spec(spec_path(name)), shapes=_shapes(entry), schedules=1)
+    result = verify(lifted_transferred(KERNEL, entry, name), load_spec(spec_path(name)), shapes=shapes_for_entry(SHAPES, entry), schedules=1)
     assert result.ok, result.summary()
 
 
@@ -73,7 +61,7 @@ def test_match_finds_the_pipeline_of_the_lift():
 def test_window_starts_its_loop_and_its_stages_at_the_first_visited_tile():
     """A sliding window skips the first tiles of late query tiles: the prologue loads the first visited tile
     into stage 0, the loop's stage counts steps from kv_lo, and the prefetch stops at kv_hi."""
-    kernel = _kernel(_transferred(ENTRY, "sliding_window"))
+    kernel = _kernel(lifted_transferred(KERNEL, ENTRY, "sliding_window"))
     prologue = [op for op in kernel.walk() if isinstance(op, CopyAsyncOp) and op.source.name_hint in ("k", "v")
                 and op.parent_op().name == "cuir.for_each_tile"]
     assert {op.source_indices[2].name_hint for op in prologue} == {"first_kv_row"}

@@ -9,7 +9,6 @@ probabilities twice (`+ 0.f` for the P V gemm), and its loops run to the kv tile
 from constant starts, with its stages and phases derived from the index: they keep counting from there, and the
 kv rows become those of the visited tiles."""
 
-from pathlib import Path
 
 import pytest
 from xdsl.dialects import arith

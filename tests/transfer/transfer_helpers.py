@@ -1,7 +1,9 @@
-"""Shared helpers of the transfer tests: load a reference program and transfer it."""
+"""Shared helpers of the transfer tests: load a reference program (checked in, or lifted from its CUDA) and
+transfer it."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from xdsl.context import Context
@@ -9,9 +11,12 @@ from xdsl.dialects.builtin import ModuleOp
 
 from cubridge.dialect import cuir_context
 from cubridge.diagnostics import parse_module
+from cubridge.frontends.cuda import lift_cuda_file
+from cubridge.interpreter import ProblemShape
 from cubridge.passes.transfer import TransferPass
 
 ROOT = Path(__file__).resolve().parents[2]
+KERNELS = ROOT / "cubridge" / "runtime" / "kernels"
 PROGRAMS = ("sm80", "sm90")
 SPECS = sorted(p.stem for p in (ROOT / "examples" / "specs").glob("*.py"))
 
@@ -30,3 +35,16 @@ def transferred(program: str, spec: str) -> ModuleOp:
     ctx, module = load_program(program)
     TransferPass(spec).apply(ctx, module)
     return module
+
+
+def lifted_transferred(kernel: Path, entry: str, spec: str) -> ModuleOp:
+    """The lift of `entry` of the CUDA file `kernel`, with `spec` (a name in examples/specs) transferred onto it."""
+    module = lift_cuda_file(kernel, entry).module
+    TransferPass(spec_path(spec)).apply(cuir_context(), module)
+    return module
+
+
+def shapes_for_entry(shapes: tuple[ProblemShape, ...], entry: str) -> list[ProblemShape]:
+    """`shapes` at the head dim of the entry point `entry` (named ..._d<D>_...)."""
+    head_dim = int(entry.split("_d")[1].split("_")[0])
+    return [dataclasses.replace(shape, head_dim=head_dim) for shape in shapes]
