@@ -19,14 +19,17 @@ from cubridge.tools.bench import PROVIDERS, write_results  # noqa: E402
 
 
 def load_records(directories: list[Path]) -> list[dict]:
-    """Every record of every run, in the order given; a directory without results.json is an error."""
-    records = []
+    """Every record of every run, in the order given; a case (spec, config, length) measured again in a later
+    directory replaces the earlier record in its place, so `merge_bench.py docs/bench NEW_RUN -o docs/bench`
+    updates the published results. A directory without results.json is an error."""
+    records: dict[tuple, dict] = {}
     for directory in directories:
         path = directory / "results.json"
         if not path.is_file():
             raise SystemExit(f"{path}: no such file (not a cubridge bench output directory)")
-        records += json.loads(path.read_text())
-    return records
+        for record in json.loads(path.read_text()):
+            records[(record["spec"], record["config"], record["seqlen"])] = record
+    return list(records.values())
 
 
 def summary(records: list[dict], providers: list[str]) -> str:

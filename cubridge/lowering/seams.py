@@ -88,6 +88,7 @@ class VariantSeams:
     kv_range: tuple[SeamCode, str, str, str, str] | None = None  # code, begin, end, full_begin, full_end
     kv_tile: SeamCode | None = None
     modify_score: SeamCode | None = None
+    position_slope: SeamCode | None = None  # modify_score is score + position_slope(b, h) * (q_idx - kv_idx)
     keep: SeamCode | None = None
     mask_columns: MaskColumns | None = None  # keep() then takes `const Columns& columns`
     activate: SeamCode | None = None
@@ -235,6 +236,7 @@ class SeamFinder:
             return seams
         score_maps = self._score_maps()
         seams.modify_score, mask = self._score_seams(score_maps)
+        seams.position_slope = self._position_slope(score_maps) if seams.modify_score is not None else None
         seams.keep, seams.mask_columns = mask if mask is not None else (None, None)
         seams.activate = self._activation()
         seams.kv_tile = self._kv_tile()
@@ -398,6 +400,22 @@ class SeamFinder:
         if keep and len(keep) != len(masked):
             raise _fail("some masked score maps apply the mask and others not", masked[0].op)
         return self._agreed("modify_score", modify), self._agreed("keep", keep)
+
+    def _position_slope(self, maps: list[_ScoreMap]) -> SeamCode | None:
+        """The slope of a score_mod that adds slope(b, h) * (q_idx - kv_idx) to the score (relative position,
+        ALiBi), as code of b and h (negated for kv_idx - q_idx); None for any other score_mod. The modify_score
+        member stays the definition; this one lets a kernel evaluate the same sum reassociated."""
+        codes = []
+        for found in maps:
+            leaves = self._hook_leaves(found.modify_op, found.scaled)
+            match = _position_bias(found.modified, found.scaled, {name: value for value, name in leaves.items()})
+            if match is None:
+                return None
+            slope, sign = match
+            code, _ = self._emit("position_slope", {v: n for v, n in leaves.items() if n in ("b", "h")}, slope)
+            result = code.result if sign > 0 else f"-{code.result}"
+            codes.append((SeamCode(code.statements, result, code.reads_tables), found.op))
+        return self._agreed("position_slope", codes)
 
     # -- normalization -------------------------------------------------------------
 
@@ -695,6 +713,38 @@ class SeamFinder:
                 f"{describe_value(after)}), and no seam covers it",
                 copy,
             )
+
+
+def _position_bias(modified: SSAValue, scaled: SSAValue, leaves: dict[str, SSAValue]) -> tuple[SSAValue, int] | None:
+    """(slope, sign) when `modified` is `scaled + slope * float(sign * (q_idx - kv_idx))` (either operand
+    order, through index casts) with a slope computed from b, h and constants alone; else None."""
+    add = modified.owner if not isinstance(modified, BlockArgument) else None
+    if not isinstance(add, arith.AddfOp) or scaled not in add.operands:
+        return None
+    bias = add.rhs if add.lhs is scaled else add.lhs
+    multiply = bias.owner if not isinstance(bias, BlockArgument) else None
+    if not isinstance(multiply, arith.MulfOp):
+        return None
+    for slope, converted in ((multiply.lhs, multiply.rhs), (multiply.rhs, multiply.lhs)):
+        sign = _index_difference_sign(converted, leaves["q_idx"], leaves["kv_idx"])
+        outside = {leaves["q_idx"], leaves["kv_idx"], scaled}
+        if sign is not None and not _slice(slope) & outside:
+            return slope, sign
+    return None
+
+
+def _index_difference_sign(value: SSAValue, q_idx: SSAValue, kv_idx: SSAValue) -> int | None:
+    """1 when `value` is float(q_idx - kv_idx), -1 for float(kv_idx - q_idx) (index casts between), else None."""
+    convert = value.owner if not isinstance(value, BlockArgument) else None
+    if not isinstance(convert, arith.SIToFPOp):
+        return None
+    difference = convert.input
+    while not isinstance(difference, BlockArgument) and isinstance(difference.owner, arith.IndexCastOp):
+        difference = difference.owner.input
+    subtract = difference.owner if not isinstance(difference, BlockArgument) else None
+    if not isinstance(subtract, arith.SubiOp):
+        return None
+    return {(q_idx, kv_idx): 1, (kv_idx, q_idx): -1}.get((subtract.lhs, subtract.rhs))
 
 
 def describe_value(value: SSAValue) -> str:

@@ -275,6 +275,8 @@ def render_policy(seams: VariantSeams, policy: str, variant: str) -> str:
         lines.append("  };")
     if seams.modify_score is not None:
         lines.append("  static constexpr bool kModifiesScores = true;")
+    if seams.position_slope is not None:
+        lines.append("  static constexpr bool kPositionBias = true;")
     if seams.activate is not None:
         lines.append("  static constexpr bool kSoftmax = false;")
     if seams.keep is not None and seams.keep.reads_tables:
@@ -309,6 +311,9 @@ def render_policy(seams: VariantSeams, policy: str, variant: str) -> str:
             seams.modify_score.statements,
             seams.modify_score.result,
         )
+    if seams.position_slope is not None:
+        lines += _function("__device__ static float position_slope(int b, int h, const Args& args)",
+                           seams.position_slope.statements, seams.position_slope.result)
     if seams.mask_columns is not None:
         fields = ", ".join(name for _, name in seams.mask_columns.fields)
         lines += _function("__device__ static Columns columns(int b, int h, int kv_idx, const Args& args)",

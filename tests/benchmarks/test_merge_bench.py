@@ -45,3 +45,15 @@ def test_the_command_writes_every_file(tmp_path, monkeypatch):
 def test_a_directory_without_results_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="no such file"):
         merge_bench.load_records([tmp_path])
+
+
+def test_a_case_measured_again_replaces_the_earlier_record_in_place(tmp_path):
+    first = [record("softcap", 4096, {"cubridge": {"ms": 1.0, "tflops": 500.0, "max_error": 1e-3}}),
+             record("alibi", 4096, {"cubridge": {"ms": 1.0, "tflops": 520.0, "max_error": 1e-3}})]
+    again = [record("softcap", 4096, {"cubridge": {"ms": 0.9, "tflops": 560.0, "max_error": 1e-3}}),
+             record("softcap", 16384, {"cubridge": {"ms": 9.0, "tflops": 545.0, "max_error": 1e-3}})]
+    bench.write_results(first, ["cubridge"], tmp_path / "old")
+    bench.write_results(again, ["cubridge"], tmp_path / "new")
+    records = merge_bench.load_records([tmp_path / "old", tmp_path / "new"])
+    assert [(r["spec"], r["seqlen"], r["providers"]["cubridge"]["tflops"]) for r in records] == [
+        ("softcap", 4096, 560.0), ("alibi", 4096, 520.0), ("softcap", 16384, 545.0)]

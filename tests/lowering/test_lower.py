@@ -196,3 +196,24 @@ def test_references_table_names_the_kernels():
     assert set(REFERENCES) == {"attention_sm90.cu", "attention_sm80.cu"}
     for reference in REFERENCES.values():
         assert reference.path.is_file()
+
+
+def test_a_linear_position_bias_gets_its_slope(tmp_path):
+    """A score_mod that adds slope(b, h) * (q_idx - kv_idx) gets kPositionBias and position_slope (negated for
+    kv_idx - q_idx), which the Hopper kernel evaluates reassociated; modify_score stays its definition. Any other
+    score_mod (a slope of the query, a bias of |q_idx - kv_idx|, a product with the score) keeps the default."""
+    relative = _policy(tmp_path, "relative", "def score_mod(score, b, h, q_idx, kv_idx):\n"
+                       "    return score + 0.02 * (q_idx - kv_idx)\n")
+    assert "static constexpr bool kPositionBias = true;" in relative and "static float modify_score(" in relative
+    assert re.search(r"static float position_slope\(int b, int h, const Args& args\) \{\n"
+                     r"    return 0\.019999999552965164f;\n  \}", relative)
+    per_head = _policy(tmp_path, "per_head", "import torch\nslopes = torch.rand(16)\n"
+                       "def score_mod(score, b, h, q_idx, kv_idx):\n    return (kv_idx - q_idx) * slopes[h] + score\n")
+    assert "static constexpr bool kPositionBias = true;" in per_head
+    slope = per_head[per_head.index("position_slope("):]
+    assert re.search(r"const float (\w+) = gather\(args\.slopes, h\);\s+// per_head\.py:4\n    return -\1;", slope)
+    for name, expression in (("by_query", "score + q_idx * 0.001 * (q_idx - kv_idx)"),
+                             ("distance", "score - 0.05 * (q_idx - kv_idx).abs()"),
+                             ("scaled", "score * (1.0 + 0.001 * (q_idx - kv_idx))")):
+        policy = _policy(tmp_path, name, f"def score_mod(score, b, h, q_idx, kv_idx):\n    return {expression}\n")
+        assert "static float modify_score(" in policy and "kPositionBias" not in policy, name

@@ -337,15 +337,24 @@ __device__ __forceinline__ KeptScores<kCount> kept_scores(const AttentionParams&
 }
 
 // The variant's scores of one kv tile starting at key n0, for the rows row0 and row0 + 8 of this thread:
-// modify_score on every tile (after the scale, when kScaled), then, only where `masked`, -inf for the keys
-// past seqlen_k and those mask_mod drops (read from `kept` when the policy's mask loads from tables).
+// modify_score on every tile (after the scale, when kScaled; a position bias reassociated), then, only where
+// `masked`, -inf for the keys past seqlen_k and those mask_mod drops (from `kept` where the mask loads tables).
 template <typename Policy, bool kScaled, int kCount>
 __device__ __forceinline__ void score_tile(float (&s)[kCount], const AttentionParams& p,
                                            const typename Policy::Args& args, const WorkTile& tile, int row0,
                                            int n0, bool masked, int t, const KeptScores<kCount>& kept) {
   auto row_of = [&](int e) { return fragment_row(row0, e); };
   auto col_of = [&](int e) { return fragment_col(n0, t, e); };
-  if constexpr (Policy::kModifiesScores) {
+  if constexpr (Policy::kPositionBias) {
+    // score + slope (q_idx - kv_idx), the difference split into a row part (two conversions per tile) and the
+    // fragment column's offset from the thread's first key (a constant): one FFMA per score after the scale's.
+    const float slope = Policy::position_slope(tile.batch, tile.head, args);
+    const float row_bias[2] = {slope * static_cast<float>(row_of(0) - col_of(0)),
+                               slope * static_cast<float>(row_of(2) - col_of(0))};
+#pragma unroll
+    for (int e = 0; e < kCount; ++e)
+      s[e] = fmaf(s[e], p.scale, fmaf(-slope, static_cast<float>(col_of(e) - col_of(0)), row_bias[(e >> 1) & 1]));
+  } else if constexpr (Policy::kModifiesScores) {
 #pragma unroll
     for (int e = 0; e < kCount; ++e)
       s[e] = Policy::modify_score(s[e] * p.scale, tile.batch, tile.head, row_of(e), col_of(e), args);

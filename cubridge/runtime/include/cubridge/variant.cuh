@@ -80,6 +80,10 @@ struct FullAttention {
   // Whether the variant has a score_mod, `static float modify_score(float score, int b, int h, int q_idx,
   // int kv_idx, const Args&)` of a scaled score; then the exp2 FFMA no longer folds the scale.
   static constexpr bool kModifiesScores = false;
+  // Whether modify_score is score + slope * (q_idx - kv_idx), with `static float position_slope(int b, int h,
+  // const Args&)`: the Hopper kernel then evaluates it reassociated, the index difference split into a part per
+  // row and a constant per fragment column, where a conversion and two FP32 operations per score were.
+  static constexpr bool kPositionBias = false;
   // Softmax normalization; false: P = activate(score), `static float activate(float score)`, with no row max,
   // rescaling or division by row sums.
   static constexpr bool kSoftmax = true;
