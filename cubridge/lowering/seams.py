@@ -716,20 +716,24 @@ class SeamFinder:
 
 
 def _position_bias(modified: SSAValue, scaled: SSAValue, leaves: dict[str, SSAValue]) -> tuple[SSAValue, int] | None:
-    """(slope, sign) when `modified` is `scaled + slope * float(sign * (q_idx - kv_idx))` (either operand
-    order, through index casts) with a slope computed from b, h and constants alone; else None."""
-    add = modified.owner if not isinstance(modified, BlockArgument) else None
-    if not isinstance(add, arith.AddfOp) or scaled not in add.operands:
+    """(slope, sign) when `modified` is `scaled ± slope * float(q_idx - kv_idx)` or the same with `kv_idx -
+    q_idx` (a sum in either operand order, through index casts), with a slope computed from b, h, constants and
+    tables alone; else None."""
+    combine = modified.owner if not isinstance(modified, BlockArgument) else None
+    if isinstance(combine, arith.AddfOp) and scaled in combine.operands:
+        bias, sign = (combine.rhs if combine.lhs is scaled else combine.lhs), 1
+    elif isinstance(combine, arith.SubfOp) and combine.lhs is scaled:
+        bias, sign = combine.rhs, -1
+    else:
         return None
-    bias = add.rhs if add.lhs is scaled else add.lhs
     multiply = bias.owner if not isinstance(bias, BlockArgument) else None
     if not isinstance(multiply, arith.MulfOp):
         return None
+    outside = {leaves["q_idx"], leaves["kv_idx"], scaled}
     for slope, converted in ((multiply.lhs, multiply.rhs), (multiply.rhs, multiply.lhs)):
-        sign = _index_difference_sign(converted, leaves["q_idx"], leaves["kv_idx"])
-        outside = {leaves["q_idx"], leaves["kv_idx"], scaled}
-        if sign is not None and not _slice(slope) & outside:
-            return slope, sign
+        direction = _index_difference_sign(converted, leaves["q_idx"], leaves["kv_idx"])
+        if direction is not None and not _slice(slope) & outside:
+            return slope, sign * direction
     return None
 
 

@@ -212,6 +212,10 @@ def test_a_linear_position_bias_gets_its_slope(tmp_path):
     assert "static constexpr bool kPositionBias = true;" in per_head
     slope = per_head[per_head.index("position_slope("):]
     assert re.search(r"const float (\w+) = gather\(args\.slopes, h\);\s+// per_head\.py:4\n    return -\1;", slope)
+    subtracted = _policy(tmp_path, "subtracted", "def score_mod(score, b, h, q_idx, kv_idx):\n"
+                         "    return score - 0.5 * (h + 1) * (kv_idx - q_idx)\n")
+    assert "static constexpr bool kPositionBias = true;" in subtracted
+    assert re.search(r"position_slope\(int b, int h, const Args& args\) \{\n(    .*\n)*    return (\w+);\n", subtracted)
     for name, expression in (("by_query", "score + q_idx * 0.001 * (q_idx - kv_idx)"),
                              ("distance", "score - 0.05 * (q_idx - kv_idx).abs()"),
                              ("scaled", "score * (1.0 + 0.001 * (q_idx - kv_idx))")):
