@@ -1,5 +1,6 @@
-"""Small launches of four variant kernels (document mask with block lists, softcap, sigmoid, prefix LM) on both
-references, for compute-sanitizer: `compute-sanitizer --tool memcheck python3 benchmarks/sanitize_variants.py`."""
+"""Small launches of five variant kernels (document mask with block lists, softcap, sigmoid, prefix LM, ALiBi with
+its position bias and captured slopes) on both references, for compute-sanitizer:
+`compute-sanitizer --tool memcheck python3 benchmarks/sanitize_variants.py` (and --tool racecheck)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cubridge.runtime.variant import build_variant  # noqa: E402
 
-SPECS = ("document_mask", "softcap", "sigmoid", "prefix_lm")
+SPECS = ("document_mask", "softcap", "sigmoid", "prefix_lm", "alibi")
 
 
 def main() -> None:
