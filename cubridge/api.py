@@ -379,21 +379,27 @@ def _run(query, key, value, captures: list[torch.Tensor], block_lists: list[torc
     if reference is None:
         return _fallback(variant, query, key, value, captures, scale, return_lse)
     if variant is None:
-        from cubridge.runtime import attention_sm80, attention_sm90
-
-        entry = attention_sm90 if reference == "sm90" else attention_sm80
-        result = entry(query, key, value, scale=scale, return_lse=return_lse)
+        result = _plain_entry(reference)(query, key, value, scale=scale, return_lse=return_lse)
+        return result if return_lse else (result, None)
+    kernel = variant.kernel(reference)
+    lists, block_size = _given_lists(block_lists, block_shape, query, key)
+    arguments = (query, key, value, scale, return_lse, dict(zip(variant.capture_names, captures)), lists, block_size)
+    instance = (reference, query.dtype, query.shape[3])
+    if instance in variant.launched:
+        result = kernel.launch(*arguments)
     else:
-        kernel = variant.kernel(reference)
-        lists, block_size = _given_lists(block_lists, block_shape, query, key)
-        instance = (reference, query.dtype, query.shape[3])
-        compiling = contextlib.nullcontext() if instance in variant.launched else _progress(
-            f"compiling the {variant.spec.name} variant for {query.dtype} D={query.shape[3]} with nvcc")
-        with compiling:
-            result = kernel.launch(query, key, value, scale, return_lse,
-                                   dict(zip(variant.capture_names, captures)), lists, block_size)
+        with _progress(f"compiling the {variant.spec.name} variant for {query.dtype} D={query.shape[3]} with nvcc"):
+            result = kernel.launch(*arguments)
         variant.launched.add(instance)
     return result if return_lse else (result, None)
+
+
+@functools.cache
+def _plain_entry(reference: str) -> Callable:
+    """The reference kernel's entry point (`attention_sm90` or `attention_sm80`), imported once."""
+    from cubridge.runtime import attention_sm80, attention_sm90
+
+    return attention_sm90 if reference == "sm90" else attention_sm80
 
 
 @torch.library.custom_op("cubridge::attention", mutates_args=())
@@ -505,6 +511,42 @@ def _check(query, key, value, score_mod, mask_mod, scale, enable_gqa: bool, retu
     for name, tensor in (("query", query), ("key", key), ("value", value)):
         if not isinstance(tensor, torch.Tensor):
             raise AttentionError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
+    layout = (query.shape, key.shape, value.shape, query.dtype, key.dtype, value.dtype, query.device, key.device,
+              value.device, enable_gqa)
+    if layout not in _CHECKED_LAYOUTS:
+        _check_layout(query, key, value, enable_gqa)
+        if len(_CHECKED_LAYOUTS) >= _CHECKED_LAYOUTS_LIMIT:
+            _CHECKED_LAYOUTS.clear()
+        _CHECKED_LAYOUTS.add(layout)
+    if score_mod is not None and not callable(score_mod):
+        raise AttentionError(f"score_mod must be a function, got {type(score_mod).__name__}")
+    if mask_mod is not None and not callable(mask_mod):
+        raise AttentionError(f"mask_mod must be a function, got {type(mask_mod).__name__}")
+    if normalization not in NORMALIZATIONS:
+        raise AttentionError(f"normalization must be one of {', '.join(NORMALIZATIONS)}; got {normalization!r}")
+    if return_lse and normalization != "softmax":
+        raise AttentionError(f"return_lse: the {normalization} normalization has no log-sum-exp")
+    if (query.requires_grad or key.requires_grad or value.requires_grad) and torch.is_grad_enabled():
+        raise AttentionError("cubridge.attention computes the forward pass only (no backward): call it under "
+                             "torch.no_grad() or torch.inference_mode(), or detach the inputs")
+    if scale is None:
+        return 1.0 / math.sqrt(query.shape[3])
+    if not isinstance(scale, int | float) or not scale > 0:
+        raise AttentionError(f"scale must be a positive number (masked scores are -inf); got {scale!r}")
+    return float(scale)
+
+
+# (shapes, dtypes, devices, enable_gqa) of the query, key and value that _check_layout accepted: a repeated
+# call skips those checks (host time per call matters for short kernels; the runtime's own checks run once per
+# launch plan).
+_CHECKED_LAYOUTS: set[tuple] = set()
+_CHECKED_LAYOUTS_LIMIT = 1024
+
+
+def _check_layout(query, key, value, enable_gqa: bool) -> None:
+    """One-line AttentionErrors unless query, key and value are 4-D floating tensors of one dtype and device
+    with matching shapes (grouped-query heads only with enable_gqa)."""
+    for name, tensor in (("query", query), ("key", key), ("value", value)):
         if tensor.dim() != 4:
             raise AttentionError(f"{name} must be 4-D [B, H, S, D]; got shape {tuple(tensor.shape)}")
         if tensor.dtype not in FALLBACK_DTYPES:
@@ -528,19 +570,3 @@ def _check(query, key, value, score_mod, mask_mod, scale, enable_gqa: bool, retu
         if heads_q % key_shape[1]:
             raise AttentionError(f"enable_gqa: query heads ({heads_q}) must be a multiple of key/value "
                                  f"heads ({key_shape[1]})")
-    if score_mod is not None and not callable(score_mod):
-        raise AttentionError(f"score_mod must be a function, got {type(score_mod).__name__}")
-    if mask_mod is not None and not callable(mask_mod):
-        raise AttentionError(f"mask_mod must be a function, got {type(mask_mod).__name__}")
-    if normalization not in NORMALIZATIONS:
-        raise AttentionError(f"normalization must be one of {', '.join(NORMALIZATIONS)}; got {normalization!r}")
-    if return_lse and normalization != "softmax":
-        raise AttentionError(f"return_lse: the {normalization} normalization has no log-sum-exp")
-    if (query.requires_grad or key.requires_grad or value.requires_grad) and torch.is_grad_enabled():
-        raise AttentionError("cubridge.attention computes the forward pass only (no backward): call it under "
-                             "torch.no_grad() or torch.inference_mode(), or detach the inputs")
-    if scale is None:
-        return 1.0 / math.sqrt(head_dim)
-    if not isinstance(scale, int | float) or not scale > 0:
-        raise AttentionError(f"scale must be a positive number (masked scores are -inf); got {scale!r}")
-    return float(scale)

@@ -89,8 +89,10 @@ def current_stream(device_index: int) -> int:
 def stream_capturing(stream: int) -> bool:
     """Whether `stream` is being captured into a CUDA graph."""
     driver = cuda_driver()
-    status = check("cuStreamIsCapturing", driver.cuStreamIsCapturing(stream))
-    return status != driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
+    result = driver.cuStreamIsCapturing(stream)
+    if result[0] != driver.CUresult.CUDA_SUCCESS:
+        check("cuStreamIsCapturing", result)
+    return result[1] != driver.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
 
 
 def pointer_fields(structure: ctypes.Structure, names) -> tuple[ctypes.c_void_p, ...]:
