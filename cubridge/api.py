@@ -179,14 +179,21 @@ def _binding(score_mod, mask_mod, normalization: str) -> tuple[_Binding, list[to
     binding = _BINDINGS.get(index)
     if binding is not None:
         captures = [_resolve(hooks, path) for path in binding.capture_paths]
-        unchanged = all(_resolve(hooks, path) is value or _resolve(hooks, path) == value
-                        for path, value in binding.guards)
-        if unchanged and all((t.dtype, t.shape) == s for t, s in zip(captures, binding.signature)):
+        if _unchanged(hooks, binding.guards) and tuple([(t.dtype, t.shape) for t in captures]) == binding.signature:
             return binding, captures
     if len(_BINDINGS) >= _BINDINGS_LIMIT:
         _BINDINGS.clear()
     binding = _BINDINGS[index] = _bind(score_mod, mask_mod, normalization)
     return binding, [_resolve(hooks, path) for path in binding.capture_paths]
+
+
+def _unchanged(hooks: tuple, guards: tuple[tuple[tuple, object], ...]) -> bool:
+    """Whether every Python value the hooks read still equals the value they were traced with."""
+    for path, value in guards:
+        now = _resolve(hooks, path)
+        if now is not value and now != value:
+            return False
+    return True
 
 
 def _paths(hooks: tuple) -> tuple[tuple[tuple[str, tuple], ...], tuple[tuple[tuple, object], ...]]:

@@ -6,7 +6,6 @@ cuda.bindings is imported on first use, so importing cubridge.runtime needs neit
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import functools
 import threading
@@ -125,11 +124,15 @@ class LaunchPlan:
     def launch(self, stream: int) -> None:
         """Enqueues the kernel on `stream` (a handle of the plan's device) with the parameters' current values,
         in torch's context of the plan's device (made current for the call when another one is)."""
-        driver = self._driver
-        on_device = int(driver.cuCtxGetCurrent()[1]) == self._context  # switching costs two driver calls
-        with contextlib.nullcontext() if on_device else torch.cuda.device(self.device_index):
-            result = driver.cuLaunchKernel(self.function, *self.grid, *self.block, self.dynamic_shared_bytes,
-                                           stream, self._pointer_array, 0)
+        if int(self._driver.cuCtxGetCurrent()[1]) == self._context:  # switching costs two driver calls
+            self._enqueue(stream)
+            return
+        with torch.cuda.device(self.device_index):
+            self._enqueue(stream)
+
+    def _enqueue(self, stream: int) -> None:
+        result = self._driver.cuLaunchKernel(self.function, *self.grid, *self.block, self.dynamic_shared_bytes,
+                                             stream, self._pointer_array, 0)
         if result[0] != self._success:
             check("cuLaunchKernel", result)
 

@@ -117,12 +117,12 @@ def _table_struct(args: tuple[tuple[str, str], ...]) -> type[ctypes.Structure]:
 
 @dataclass(frozen=True)
 class _VariantPlan:
-    """A variant's launch for one problem layout (see VariantKernel.launch): the kernel's launch plan, and where
-    each Args table comes from, in Args order (an int: the captured tensor at that index of the spec's
-    captures; a name: that block list)."""
+    """A variant's launch for one problem layout (see VariantKernel.launch): the kernel's launch plan, and the
+    Args tables in Args order, each (name, index of the captured tensor in the spec's captures; -1 for a block
+    list)."""
 
     kernel: AttentionLaunch
-    sources: tuple[int | str, ...]
+    sources: tuple[tuple[str, int], ...]
     has_block_lists: bool
     uses_given_lists: bool  # the BlockMask's lists fit the kernel's tiles
     shape: tuple[int, int, int, int]  # (B, HQ, SQ, SKV)
@@ -214,7 +214,7 @@ class VariantKernel:
                                         f"{self.spec.captures[name].dim()}-D tensor")
         check_tensors(q, k, v)
         given = None if block_lists is None else tuple((name, t.shape) for name, t in block_lists.items())
-        key = (layout_key(q, k, v), scale, return_lse, block_size, given, tuple(t.shape for t in captures))
+        key = (layout_key(q, k, v), scale, return_lse, block_size, given, tuple([t.shape for t in captures]))
         plan = self._plans.get(key)
         if plan is None:
             plan = remember(self._plans, key, self._plan(q, k, v, scale, return_lse, captures, block_size, given))
@@ -246,11 +246,9 @@ class VariantKernel:
         list_shapes = dict(given) if uses_given_lists else block_list_shapes(shape, lowered.tile_m, lowered.block_n)
         capture_names = list(self.spec.captures)
         args = _table_struct(lowered.args)()
-        sources = []
-        for name, _ in lowered.args:
-            source = name if name in TABLES else capture_names.index(name)
-            getattr(args, f"{name}_dims")[:] = list(list_shapes[name] if name in TABLES else captures[source].shape)
-            sources.append(source)
+        sources = [(name, -1 if name in TABLES else capture_names.index(name)) for name, _ in lowered.args]
+        for name, index in sources:
+            getattr(args, f"{name}_dims")[:] = list(list_shapes[name] if index < 0 else captures[index].shape)
         fields = tuple(f"{name}_data" for name, _ in lowered.args)
         head_dim = q.shape[3]
         if self.reference == "sm90":
@@ -263,7 +261,7 @@ class VariantKernel:
                                      sm80_host.shared_bytes(head_dim))
             kernel = Sm80Launch(function, q, k, v, scale, return_lse, lowered.tile_m, lowered.threads, args, fields,
                                 device_index)
-        has_block_lists = any(source in TABLES for source in sources)
+        has_block_lists = any(index < 0 for _, index in sources)
         return _VariantPlan(kernel, tuple(sources), has_block_lists, uses_given_lists, shape, lowered,
                             bool(sources) or kernel.dynamic)
 
@@ -285,10 +283,8 @@ class VariantKernel:
             lists = block_lists
         elif plan.has_block_lists:
             lists = self._block_list_tables(plan, captures, capturing)
-        names = list(self.spec.captures)
-        return tuple(lists[source] if isinstance(source, str)
-                     else self._table_copy(names[source], captures[source], device, capturing)
-                     for source in plan.sources)
+        return tuple([lists[name] if index < 0 else self._table_copy(name, captures[index], device, capturing)
+                      for name, index in plan.sources])
 
     def _table_copy(self, name: str, tensor: torch.Tensor, device: torch.device, capturing: bool) -> torch.Tensor:
         """The kernel's copy of a captured tensor, made again only when the tensor (the object, its data or its
@@ -308,7 +304,7 @@ class VariantKernel:
                            capturing: bool) -> dict[str, torch.Tensor]:
         """The kernel's block lists for the plan's shape and these captured tensors, built again only when one of
         the tensors (object, data, version) changed: the entry keeps the tensors, so their ids stay theirs."""
-        key = (plan.shape, plan.kernel.device, tuple((id(t), t._version, t.data_ptr()) for t in captures))
+        key = (plan.shape, plan.kernel.device, tuple([(id(t), t._version, t.data_ptr()) for t in captures]))
         # while a CUDA graph is captured, the lists are built inside it: a replay rebuilds them from the
         # captured tensors' values at that time (a list cached before the capture would be frozen into it)
         cached = None if capturing else self._block_lists.get(key)
