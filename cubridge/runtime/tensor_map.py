@@ -67,10 +67,13 @@ class TensorMapSlots:
         self._views = [driver.CUtensorMap(_ptr=ctypes.addressof(tensor_map)) for tensor_map in self.maps]
         self._addresses = [tensor.data_ptr() for tensor in tensors]
         self._replace = driver.cuTensorMapReplaceAddress
+        self._success = driver.CUresult.CUDA_SUCCESS
 
     def point_at(self, addresses: tuple[int, ...]) -> None:
         """Makes map i address `addresses[i]` (same alignment as the tensor it was encoded for)."""
         for index, address in enumerate(addresses):
             if address != self._addresses[index]:
-                check("cuTensorMapReplaceAddress", self._replace(self._views[index], address))
+                result = self._replace(self._views[index], address)
+                if result[0] != self._success:
+                    check("cuTensorMapReplaceAddress", result)
                 self._addresses[index] = address
