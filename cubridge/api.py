@@ -447,8 +447,8 @@ def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, score
         if getattr(return_aux, "max_scores", False):
             raise AttentionError("return_aux: max_scores is not computed by CuBridge kernels; request lse only")
         return_lse = bool(getattr(return_aux, "lse", False))
-    scale = _check(query, key, value, score_mod, mask_mod, scale, enable_gqa, return_lse, normalization)
     compiling = torch.compiler.is_compiling()
+    scale = _check(query, key, value, score_mod, mask_mod, scale, enable_gqa, return_lse, normalization, compiling)
     if score_mod is None and mask_mod is None and normalization == "softmax":
         variant_key, captures = PLAIN, []
     elif compiling:
@@ -512,19 +512,17 @@ def _given_lists(block_lists: list[torch.Tensor], block_shape: list[int], query,
     return tables, (block_shape[0], block_shape[1])
 
 
-def _check(query, key, value, score_mod, mask_mod, scale, enable_gqa: bool, return_lse: bool,
-           normalization: str) -> float:
-    """One-line AttentionErrors naming the argument; returns the scale (default 1/sqrt(D))."""
+def _check(query, key, value, score_mod, mask_mod, scale, enable_gqa: bool, return_lse: bool, normalization: str,
+           compiling: bool) -> float:
+    """One-line AttentionErrors naming the argument; returns the scale (default 1/sqrt(D)). While torch.compile
+    traces (`compiling`: symbolic shapes, no Python state to keep) the tensor checks run without the cache."""
     for name, tensor in (("query", query), ("key", key), ("value", value)):
         if not isinstance(tensor, torch.Tensor):
             raise AttentionError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
-    layout = (query.shape, key.shape, value.shape, query.dtype, key.dtype, value.dtype, query.device, key.device,
-              value.device, enable_gqa)
-    if layout not in _CHECKED_LAYOUTS:
+    if compiling:
         _check_layout(query, key, value, enable_gqa)
-        if len(_CHECKED_LAYOUTS) >= _CHECKED_LAYOUTS_LIMIT:
-            _CHECKED_LAYOUTS.clear()
-        _CHECKED_LAYOUTS.add(layout)
+    else:
+        _check_layout_once(query, key, value, enable_gqa)
     if score_mod is not None and not callable(score_mod):
         raise AttentionError(f"score_mod must be a function, got {type(score_mod).__name__}")
     if mask_mod is not None and not callable(mask_mod):
@@ -548,6 +546,18 @@ def _check(query, key, value, score_mod, mask_mod, scale, enable_gqa: bool, retu
 # launch plan).
 _CHECKED_LAYOUTS: set[tuple] = set()
 _CHECKED_LAYOUTS_LIMIT = 1024
+
+
+def _check_layout_once(query, key, value, enable_gqa: bool) -> None:
+    """_check_layout, skipped for a layout it accepted before."""
+    layout = (query.shape, key.shape, value.shape, query.dtype, key.dtype, value.dtype, query.device, key.device,
+              value.device, enable_gqa)
+    if layout in _CHECKED_LAYOUTS:
+        return
+    _check_layout(query, key, value, enable_gqa)
+    if len(_CHECKED_LAYOUTS) >= _CHECKED_LAYOUTS_LIMIT:
+        _CHECKED_LAYOUTS.clear()
+    _CHECKED_LAYOUTS.add(layout)
 
 
 def _check_layout(query, key, value, enable_gqa: bool) -> None:
