@@ -507,9 +507,22 @@ def _given_lists(block_lists: list[torch.Tensor], block_shape: list[int], query,
     if any(t.device != query.device or t.shape[0] not in (1, batch) or t.shape[1] not in (1, heads)
            for t in block_lists):
         return None, None
-    tables = {name: t.expand(batch, heads, *t.shape[2:]).to(torch.int32).contiguous()
-              for name, t in zip(TABLES, block_lists)}
-    return tables, (block_shape[0], block_shape[1])
+    identity = (batch, heads, tuple([(id(t), t._version, t.data_ptr()) for t in block_lists]))
+    # while a CUDA graph is captured the lists are expanded inside it, so that replays follow the BlockMask's
+    # tensors; otherwise the expansion of the latest lists is reused while they are unchanged (the entry keeps
+    # the tensors, so their ids stay theirs)
+    capturing = query.is_cuda and torch.cuda.is_current_stream_capturing()
+    cached = None if capturing else _EXPANDED_LISTS.get(identity)
+    if cached is None:
+        cached = (block_lists, {name: t.expand(batch, heads, *t.shape[2:]).to(torch.int32).contiguous()
+                                for name, t in zip(TABLES, block_lists)})
+        if not capturing:
+            _EXPANDED_LISTS.clear()
+            _EXPANDED_LISTS[identity] = cached
+    return cached[1], (block_shape[0], block_shape[1])
+
+
+_EXPANDED_LISTS: dict[tuple, tuple[list[torch.Tensor], dict[str, torch.Tensor]]] = {}  # the latest BlockMask's
 
 
 def _check(query, key, value, score_mod, mask_mod, scale, enable_gqa: bool, return_lse: bool, normalization: str,
