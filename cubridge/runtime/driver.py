@@ -106,8 +106,8 @@ class LaunchPlan:
     parameters at the launch, so they may change right after it.
 
     The launch goes through cuda-python's cuLaunchKernel: its Cython binding costs about 0.5 us per call on the
-    host, no more than a ctypes prototype of libcuda's (0.4-1.4 us, measured with a stub driver); the time a
-    launch took was the per-call pointer array, the device query and the result's unpacking."""
+    host, no more than a ctypes prototype of libcuda's (0.4-1.4 us, measured with a stub driver); what a launch
+    cost before plans was the pointer array built per call, the device query and the result's unpacking."""
 
     def __init__(self, function, grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared_bytes: int,
                  parameters: list[ctypes._SimpleCData | ctypes.Structure | ctypes.Array], device_index: int):
@@ -155,8 +155,8 @@ _counter_slabs: dict[tuple[int, int], list] = {}
 
 
 def tile_counter(device: torch.device, device_index: int, stream: int, capturing: bool) -> tuple[int, object]:
-    """(address, owner) of a zeroed int32 tile counter for one launch on `stream`; the caller keeps `owner`
-    until the launch is enqueued. While a CUDA graph is captured the counter is a fresh tensor zeroed inside
+    """(address, owner) of a zeroed int32 tile counter for one launch on `stream`, torch's current stream of
+    `device` (index `device_index`); the caller keeps `owner` until the launch is enqueued. While a CUDA graph is captured the counter is a fresh tensor zeroed inside
     the graph, which owns it (each replay zeroes it again)."""
     if capturing:
         counter = torch.zeros(1, dtype=torch.int32, device=device)

@@ -128,7 +128,8 @@ def test_a_variant_checks_once_per_layout_and_writes_only_each_calls_pointers(re
     counters = [params.tile_counter for params, _ in calls]
     slab = driver._counter_slabs[0, 5][0]
     assert counters == [slab.data_ptr() + 4 * i for i in range(3)]  # one zeroed counter per launch
-    assert [(p.batch, p.num_heads_q, p.num_heads_kv, p.seqlen_q, p.seqlen_k) for p, _ in calls] == [(1, 2, 2, 200, 300)] * 3
+    sizes = [(p.batch, p.num_heads_q, p.num_heads_kv, p.seqlen_q, p.seqlen_k) for p, _ in calls]
+    assert sizes == [(1, 2, 2, 200, 300)] * 3
     copies = [args.document_id_data for _, args in calls]
     assert copies[0] == copies[1] != copies[2]
     assert list(calls[0][1].document_id_dims) == [300]
