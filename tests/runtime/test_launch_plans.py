@@ -94,13 +94,17 @@ def recorded(monkeypatch):
     monkeypatch.setattr(variant, "current_stream", lambda index: 5)
     monkeypatch.setattr(variant, "stream_capturing", lambda stream: False)
     monkeypatch.setattr(sm90, "LaunchPlan", RecordedLaunch)
+    monkeypatch.setattr(host, "LaunchPlan", RecordedLaunch)
     monkeypatch.setattr(sm90, "tensor_map_slots", RecordedMaps)
     monkeypatch.setattr(sm90, "_sm_count", lambda index: 132)
     monkeypatch.setattr(driver, "_counter_slabs", {})
     monkeypatch.setattr(RecordedLaunch, "made", [])
-    kernel = build_variant(str(SPECS / "document_mask.py"), "sm90")
-    kernel._instances[("bf16", 128)] = (kernel.lowered(), None)  # no nvcc: the launch is recorded
-    return kernel, checks
+    def build(spec: str = "document_mask.py", reference: str = "sm90"):
+        kernel = build_variant(str(SPECS / spec), reference)
+        kernel._instances[("bf16", 128)] = (kernel.lowered(), None)  # no nvcc: the launch is recorded
+        return kernel
+
+    return build, checks
 
 
 def _args(kernel, raw: bytes):
@@ -112,7 +116,8 @@ def _args(kernel, raw: bytes):
 def test_a_variant_checks_once_per_layout_and_writes_only_each_calls_pointers(recorded):
     from cubridge.runtime.attention_sm90 import Sm90Params
 
-    kernel, checks = recorded
+    build, checks = recorded
+    kernel = build()
     q = torch.randn(1, 2, 200, 128, dtype=torch.bfloat16)
     k, v = torch.randn(2, 1, 2, 300, 128, dtype=torch.bfloat16)
     ids = torch.repeat_interleave(torch.arange(3), torch.tensor([100, 150, 50]))
@@ -140,7 +145,8 @@ def test_a_variant_checks_once_per_layout_and_writes_only_each_calls_pointers(re
 
 
 def test_a_new_layout_makes_a_new_plan_and_bad_inputs_still_fail_each_call(recorded):
-    kernel, checks = recorded
+    build, checks = recorded
+    kernel = build()
     q = torch.randn(1, 2, 64, 128, dtype=torch.bfloat16)
     kernel(q, q, q)
     kernel(q[:, :, :32], q[:, :, :32], q[:, :, :32])
@@ -153,3 +159,20 @@ def test_a_new_layout_makes_a_new_plan_and_bad_inputs_still_fail_each_call(recor
     with pytest.raises(InvalidInputError, match="captured tensor 'document_id' must be a 1-D tensor"):
         kernel(q, q, q, document_id=[0] * 64)
     assert len(checks) == 5 and set(TABLES) <= {name for name, _ in kernel.lowered().args}
+
+
+def test_an_sm80_plan_points_each_launch_at_its_own_tensors(recorded):
+    from cubridge.runtime.attention import AttentionParams
+
+    build, checks = recorded
+    kernel = build("causal.py", "sm80")
+    inputs = [torch.randn(3, 2, 4, 130, 128, dtype=torch.bfloat16) for _ in range(2)]
+    outputs = [kernel(*call, return_lse=True) for call in inputs]
+    assert len(checks) == 1 and len(RecordedLaunch.made) == 1
+    plan = RecordedLaunch.made[0]
+    assert plan.grid == (2, 4, 2) and plan.block == (kernel.lowered().threads, 1, 1)
+    for (q, k, v), (out, lse), (raw, _) in zip(inputs, outputs, plan.launches):
+        params = AttentionParams.from_buffer_copy(raw)
+        assert (params.q, params.k, params.v) == (q.data_ptr(), k.data_ptr(), v.data_ptr())
+        assert (params.o, params.lse) == (out.data_ptr(), lse.data_ptr())
+        assert (params.q_stride_b, params.o_stride_h, params.seqlen_k) == (4 * 130 * 128, 130 * 128, 130)
