@@ -246,6 +246,7 @@ def main() -> int:
 
                 def launch():
                     host._compiled = lambda capability, kernel=compiled[name]: kernel
+                    host._PLANS.clear()  # a launch plan holds the function it was made with
                     if host_variants:
                         host._sm_count = sm_count if grid is None else lambda index: grid(tiles, sm_count(index))
                     return run(*(inputs or next(rotation)), causal=causal)

@@ -4,8 +4,10 @@ call in a fresh process with an empty cache and with a warm one (GPU-only).
 Per-call time on a [1, 1, 64, 128] bf16 problem after a warm-up: the host's time to enqueue a call (bursts
 of calls too short to fill the launch queue) and the time per call of a long back-to-back run, for SDPA
 (default backend and cuDNN), the plain Hopper entry, and cubridge.attention without hooks, with a score_mod
-(softcap) and with a captured-tensor mask (documents: block lists cached across calls). The first-call times
-run `python3 benchmarks/api_overhead.py --first-call` in subprocesses.
+(softcap), with a captured-tensor mask (documents: block lists cached across calls), with that mask given as a
+BlockMask (its lists reused), and with the captured document ids changed in place before every call (each call
+then copies the ids and builds new block lists on the GPU; the in-place change is part of the time). The
+first-call times run `python3 benchmarks/api_overhead.py --first-call` in subprocesses.
 
   python3 benchmarks/api_overhead.py
 """
@@ -78,6 +80,14 @@ def overheads() -> None:
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
             return scaled_dot_product_attention(q, k, v)
 
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    block_mask = create_block_mask(documents, None, None, TINY_SEQLEN, TINY_SEQLEN)
+
+    def new_documents():
+        document[0] = 0  # an in-place write: a new version of the captured tensor
+        return cubridge.attention(q, k, v, mask_mod=documents)
+
     calls = {
         "sdpa (default backend)": lambda: scaled_dot_product_attention(q, k, v),
         "sdpa cudnn": cudnn,
@@ -85,6 +95,8 @@ def overheads() -> None:
         "cubridge.attention (no hooks)": lambda: cubridge.attention(q, k, v),
         "cubridge.attention (score_mod softcap)": lambda: cubridge.attention(q, k, v, softcap),
         "cubridge.attention (mask_mod documents)": lambda: cubridge.attention(q, k, v, mask_mod=documents),
+        "cubridge.attention (BlockMask documents)": lambda: cubridge.attention(q, k, v, block_mask=block_mask),
+        "cubridge.attention (documents, new ids each call)": new_documents,
     }
     for name, call in calls.items():
         host, sustained = per_call_us(call)

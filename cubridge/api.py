@@ -179,14 +179,21 @@ def _binding(score_mod, mask_mod, normalization: str) -> tuple[_Binding, list[to
     binding = _BINDINGS.get(index)
     if binding is not None:
         captures = [_resolve(hooks, path) for path in binding.capture_paths]
-        unchanged = all(_resolve(hooks, path) is value or _resolve(hooks, path) == value
-                        for path, value in binding.guards)
-        if unchanged and all((t.dtype, t.shape) == s for t, s in zip(captures, binding.signature)):
+        if _unchanged(hooks, binding.guards) and tuple([(t.dtype, t.shape) for t in captures]) == binding.signature:
             return binding, captures
     if len(_BINDINGS) >= _BINDINGS_LIMIT:
         _BINDINGS.clear()
     binding = _BINDINGS[index] = _bind(score_mod, mask_mod, normalization)
     return binding, [_resolve(hooks, path) for path in binding.capture_paths]
+
+
+def _unchanged(hooks: tuple, guards: tuple[tuple[tuple, object], ...]) -> bool:
+    """Whether every Python value the hooks read still equals the value they were traced with."""
+    for path, value in guards:
+        now = _resolve(hooks, path)
+        if now is not value and now != value:
+            return False
+    return True
 
 
 def _paths(hooks: tuple) -> tuple[tuple[tuple[str, tuple], ...], tuple[tuple[tuple, object], ...]]:
@@ -379,21 +386,27 @@ def _run(query, key, value, captures: list[torch.Tensor], block_lists: list[torc
     if reference is None:
         return _fallback(variant, query, key, value, captures, scale, return_lse)
     if variant is None:
-        from cubridge.runtime import attention_sm80, attention_sm90
-
-        entry = attention_sm90 if reference == "sm90" else attention_sm80
-        result = entry(query, key, value, scale=scale, return_lse=return_lse)
+        result = _plain_entry(reference)(query, key, value, scale=scale, return_lse=return_lse)
+        return result if return_lse else (result, None)
+    kernel = variant.kernel(reference)
+    lists, block_size = _given_lists(block_lists, block_shape, query, key)
+    arguments = (query, key, value, scale, return_lse, dict(zip(variant.capture_names, captures)), lists, block_size)
+    instance = (reference, query.dtype, query.shape[3])
+    if instance in variant.launched:
+        result = kernel.launch(*arguments)
     else:
-        kernel = variant.kernel(reference)
-        lists, block_size = _given_lists(block_lists, block_shape, query, key)
-        instance = (reference, query.dtype, query.shape[3])
-        compiling = contextlib.nullcontext() if instance in variant.launched else _progress(
-            f"compiling the {variant.spec.name} variant for {query.dtype} D={query.shape[3]} with nvcc")
-        with compiling:
-            result = kernel.launch(query, key, value, scale, return_lse,
-                                   dict(zip(variant.capture_names, captures)), lists, block_size)
+        with _progress(f"compiling the {variant.spec.name} variant for {query.dtype} D={query.shape[3]} with nvcc"):
+            result = kernel.launch(*arguments)
         variant.launched.add(instance)
     return result if return_lse else (result, None)
+
+
+@functools.cache
+def _plain_entry(reference: str) -> Callable:
+    """The reference kernel's entry point (`attention_sm90` or `attention_sm80`), imported once."""
+    from cubridge.runtime import attention_sm80, attention_sm90
+
+    return attention_sm90 if reference == "sm90" else attention_sm80
 
 
 @torch.library.custom_op("cubridge::attention", mutates_args=())
@@ -434,8 +447,8 @@ def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, score
         if getattr(return_aux, "max_scores", False):
             raise AttentionError("return_aux: max_scores is not computed by CuBridge kernels; request lse only")
         return_lse = bool(getattr(return_aux, "lse", False))
-    scale = _check(query, key, value, score_mod, mask_mod, scale, enable_gqa, return_lse, normalization)
     compiling = torch.compiler.is_compiling()
+    scale = _check(query, key, value, score_mod, mask_mod, scale, enable_gqa, return_lse, normalization, compiling)
     if score_mod is None and mask_mod is None and normalization == "softmax":
         variant_key, captures = PLAIN, []
     elif compiling:
@@ -494,17 +507,76 @@ def _given_lists(block_lists: list[torch.Tensor], block_shape: list[int], query,
     if any(t.device != query.device or t.shape[0] not in (1, batch) or t.shape[1] not in (1, heads)
            for t in block_lists):
         return None, None
-    tables = {name: t.expand(batch, heads, *t.shape[2:]).to(torch.int32).contiguous()
-              for name, t in zip(TABLES, block_lists)}
-    return tables, (block_shape[0], block_shape[1])
+    identity = (batch, heads, tuple([(id(t), t._version, t.data_ptr()) for t in block_lists]))
+    # while a CUDA graph is captured the lists are expanded inside it, so that replays follow the BlockMask's
+    # tensors; otherwise the expansion of the latest lists is reused while they are unchanged (the entry keeps
+    # the tensors, so their ids stay theirs)
+    capturing = query.is_cuda and torch.cuda.is_current_stream_capturing()
+    cached = None if capturing else _EXPANDED_LISTS.get(identity)
+    if cached is None:
+        cached = (block_lists, {name: t.expand(batch, heads, *t.shape[2:]).to(torch.int32).contiguous()
+                                for name, t in zip(TABLES, block_lists)})
+        if not capturing:
+            _EXPANDED_LISTS.clear()
+            _EXPANDED_LISTS[identity] = cached
+    return cached[1], (block_shape[0], block_shape[1])
 
 
-def _check(query, key, value, score_mod, mask_mod, scale, enable_gqa: bool, return_lse: bool,
-           normalization: str) -> float:
-    """One-line AttentionErrors naming the argument; returns the scale (default 1/sqrt(D))."""
+_EXPANDED_LISTS: dict[tuple, tuple[list[torch.Tensor], dict[str, torch.Tensor]]] = {}  # the latest BlockMask's
+
+
+def _check(query, key, value, score_mod, mask_mod, scale, enable_gqa: bool, return_lse: bool, normalization: str,
+           compiling: bool) -> float:
+    """One-line AttentionErrors naming the argument; returns the scale (default 1/sqrt(D)). While torch.compile
+    traces (`compiling`: symbolic shapes, no Python state to keep) the tensor checks run without the cache."""
     for name, tensor in (("query", query), ("key", key), ("value", value)):
         if not isinstance(tensor, torch.Tensor):
             raise AttentionError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
+    if compiling:
+        _check_layout(query, key, value, enable_gqa)
+    else:
+        _check_layout_once(query, key, value, enable_gqa)
+    if score_mod is not None and not callable(score_mod):
+        raise AttentionError(f"score_mod must be a function, got {type(score_mod).__name__}")
+    if mask_mod is not None and not callable(mask_mod):
+        raise AttentionError(f"mask_mod must be a function, got {type(mask_mod).__name__}")
+    if normalization not in NORMALIZATIONS:
+        raise AttentionError(f"normalization must be one of {', '.join(NORMALIZATIONS)}; got {normalization!r}")
+    if return_lse and normalization != "softmax":
+        raise AttentionError(f"return_lse: the {normalization} normalization has no log-sum-exp")
+    if (query.requires_grad or key.requires_grad or value.requires_grad) and torch.is_grad_enabled():
+        raise AttentionError("cubridge.attention computes the forward pass only (no backward): call it under "
+                             "torch.no_grad() or torch.inference_mode(), or detach the inputs")
+    if scale is None:
+        return 1.0 / math.sqrt(query.shape[3])
+    if not isinstance(scale, int | float) or not scale > 0:
+        raise AttentionError(f"scale must be a positive number (masked scores are -inf); got {scale!r}")
+    return float(scale)
+
+
+# (shapes, dtypes, devices, enable_gqa) of the query, key and value that _check_layout accepted: a repeated
+# call skips those checks (host time per call matters for short kernels; the runtime's own checks run once per
+# launch plan).
+_CHECKED_LAYOUTS: set[tuple] = set()
+_CHECKED_LAYOUTS_LIMIT = 1024
+
+
+def _check_layout_once(query, key, value, enable_gqa: bool) -> None:
+    """_check_layout, skipped for a layout it accepted before."""
+    layout = (query.shape, key.shape, value.shape, query.dtype, key.dtype, value.dtype, query.device, key.device,
+              value.device, enable_gqa)
+    if layout in _CHECKED_LAYOUTS:
+        return
+    _check_layout(query, key, value, enable_gqa)
+    if len(_CHECKED_LAYOUTS) >= _CHECKED_LAYOUTS_LIMIT:
+        _CHECKED_LAYOUTS.clear()
+    _CHECKED_LAYOUTS.add(layout)
+
+
+def _check_layout(query, key, value, enable_gqa: bool) -> None:
+    """One-line AttentionErrors unless query, key and value are 4-D floating tensors of one dtype and device
+    with matching shapes (grouped-query heads only with enable_gqa)."""
+    for name, tensor in (("query", query), ("key", key), ("value", value)):
         if tensor.dim() != 4:
             raise AttentionError(f"{name} must be 4-D [B, H, S, D]; got shape {tuple(tensor.shape)}")
         if tensor.dtype not in FALLBACK_DTYPES:
@@ -528,19 +600,3 @@ def _check(query, key, value, score_mod, mask_mod, scale, enable_gqa: bool, retu
         if heads_q % key_shape[1]:
             raise AttentionError(f"enable_gqa: query heads ({heads_q}) must be a multiple of key/value "
                                  f"heads ({key_shape[1]})")
-    if score_mod is not None and not callable(score_mod):
-        raise AttentionError(f"score_mod must be a function, got {type(score_mod).__name__}")
-    if mask_mod is not None and not callable(mask_mod):
-        raise AttentionError(f"mask_mod must be a function, got {type(mask_mod).__name__}")
-    if normalization not in NORMALIZATIONS:
-        raise AttentionError(f"normalization must be one of {', '.join(NORMALIZATIONS)}; got {normalization!r}")
-    if return_lse and normalization != "softmax":
-        raise AttentionError(f"return_lse: the {normalization} normalization has no log-sum-exp")
-    if (query.requires_grad or key.requires_grad or value.requires_grad) and torch.is_grad_enabled():
-        raise AttentionError("cubridge.attention computes the forward pass only (no backward): call it under "
-                             "torch.no_grad() or torch.inference_mode(), or detach the inputs")
-    if scale is None:
-        return 1.0 / math.sqrt(head_dim)
-    if not isinstance(scale, int | float) or not scale > 0:
-        raise AttentionError(f"scale must be a positive number (masked scores are -inf); got {scale!r}")
-    return float(scale)

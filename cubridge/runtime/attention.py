@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 import ctypes
 import functools
 import math
@@ -9,7 +10,8 @@ import math
 import torch
 
 from cubridge.runtime.compiler import KERNELS_DIR, CompiledKernel, compile_cubin
-from cubridge.runtime.driver import cuda_driver, launch, load_function
+from cubridge.runtime.driver import (LAUNCH_LOCK, LaunchPlan, cuda_driver, current_stream, load_function,
+                                     pointer_fields, tile_counter)
 from cubridge.runtime.errors import InvalidInputError, UnsupportedArchError
 
 BLOCK_M = 128
@@ -49,14 +51,19 @@ def kernel_name(dtype: torch.dtype, head_dim: int, causal: bool) -> str:
     return f"attention_sm80_{DTYPE_NAMES[dtype]}_d{head_dim}_{'causal' if causal else 'full'}"
 
 
-# Input layouts already validated, by everything validate_inputs reads: a repeated call with tensors of the
-# same shapes, strides, dtype and row alignment skips the checks (host time per call matters for short kernels).
-_VALID_LAYOUTS: set[tuple] = set()
-_VALID_LAYOUTS_LIMIT = 1024
+def check_tensors(q, k, v) -> None:
+    """InvalidInputError unless q, k, v are torch tensors (the per-call check before a plan is looked up)."""
+    for name, tensor in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(tensor, torch.Tensor):
+            raise InvalidInputError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
 
 
-def _layout(tensor: torch.Tensor) -> tuple:
-    return tensor.shape, tensor.stride(), tensor.dtype, tensor.data_ptr() % 16
+def layout_key(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple:
+    """Everything of q, k, v that validation and a launch plan read but the data: shapes, strides, dtypes,
+    devices, and the data pointers' offsets from 16-byte alignment (together: a plan is made only for aligned
+    ones, so any misaligned call misses and is validated)."""
+    return (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride(), q.dtype, k.dtype, v.dtype,
+            q.device, k.device, v.device, (q.data_ptr() | k.data_ptr() | v.data_ptr()) & 15)
 
 
 def validate_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kernel: str = "attention_sm80",
@@ -64,13 +71,8 @@ def validate_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kernel: s
     """InvalidInputError (one line) unless q, k, v are [B, H, S, D] bf16/fp16 tensors that the kernel takes:
     same dtype, D in `head_dims` (attention_sm80's: 64, 128), HQ a multiple of HKV, no empty dim, contiguous
     last dim, 16-byte aligned rows. `kernel` names the entry point in the messages."""
+    check_tensors(q, k, v)
     tensors = {"q": q, "k": k, "v": v}
-    for name, tensor in tensors.items():
-        if not isinstance(tensor, torch.Tensor):
-            raise InvalidInputError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
-    key = (_layout(q), _layout(k), _layout(v), head_dims)
-    if key in _VALID_LAYOUTS:
-        return
     for name, tensor in tensors.items():
         if tensor.dim() != 4:
             raise InvalidInputError(f"{name} must be 4-D [B, H, S, D]; got shape {tuple(tensor.shape)}")
@@ -103,9 +105,6 @@ def validate_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, kernel: s
                 f"{name} rows must be 16-byte aligned: data_ptr and B/H/S strides multiples of 8 elements; "
                 f"strides are {tuple(tensor.stride())}"
             )
-    if len(_VALID_LAYOUTS) >= _VALID_LAYOUTS_LIMIT:
-        _VALID_LAYOUTS.clear()
-    _VALID_LAYOUTS.add(key)
 
 
 def validate_device(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
@@ -144,13 +143,91 @@ def _capability(device_index: int) -> tuple[int, int]:
     return torch.cuda.get_device_capability(device_index)
 
 
-def empty_outputs(q: torch.Tensor, return_lse: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """The kernels' outputs, unwritten: out [B, HQ, SQ, D] contiguous in q's dtype, and the fp32 LSE [B, HQ, SQ]
-    when asked for (else None)."""
-    batch, heads_q, seqlen_q, head_dim = q.shape
-    out = q.new_empty((batch, heads_q, seqlen_q, head_dim))
-    lse = q.new_empty((batch, heads_q, seqlen_q), dtype=torch.float32) if return_lse else None
-    return out, lse
+# Launch plans by everything they depend on but data pointers (bounded: cleared when full, like the other
+# per-shape caches of the runtime).
+PLAN_LIMIT = 256
+
+
+def remember(plans: dict, key, plan):
+    """Stores `plan` under `key` in the bounded `plans` and returns it."""
+    if len(plans) >= PLAN_LIMIT:
+        plans.clear()
+    plans[key] = plan
+    return plan
+
+
+class AttentionLaunch(abc.ABC):
+    """A launch plan of an attention kernel for one (kernel, dtype, shapes, strides, scale, return_lse, device):
+    the function, grid, block, shared memory, parameter structs with their constant fields and the Args struct
+    (`args`, with its tables' dims; `table_fields` name their data pointers) are made once. A call allocates
+    the outputs, writes the data pointers (tensors, tables, a tile counter under a dynamic schedule) into the
+    parameters and enqueues the kernel. Subclasses write their parameter structs in `_point_at`."""
+
+    dynamic = False  # whether the kernel claims tiles from a zeroed counter
+
+    def __init__(self, q: torch.Tensor, return_lse: bool, args: ctypes.Structure | ctypes.c_uint8,
+                 table_fields: tuple[str, ...], device_index: int):
+        batch, heads_q, seqlen_q, _ = q.shape
+        self.out_shape = tuple(q.shape)
+        self.lse_shape = (batch, heads_q, seqlen_q) if return_lse else None
+        self.dtype, self.device, self.device_index = q.dtype, q.device, device_index
+        self.args = args
+        self._tables = pointer_fields(args, table_fields)
+        self.plan: LaunchPlan | None = None  # set by the subclass
+
+    def new_outputs(self) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """out [B, HQ, SQ, D] contiguous in q's dtype and, with return_lse, the fp32 LSE [B, HQ, SQ]; unwritten."""
+        out = torch.empty(self.out_shape, dtype=self.dtype, device=self.device)
+        if self.lse_shape is None:
+            return out, None
+        return out, torch.empty(self.lse_shape, dtype=torch.float32, device=self.device)
+
+    def __call__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, stream: int, capturing: bool = False,
+                 tables: tuple[torch.Tensor, ...] = ()) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(out, lse or None), enqueued on `stream` (`capturing`: that stream is captured into a CUDA graph);
+        `tables` are the Args tables in `table_fields` order, of the dims the plan was made for."""
+        out, lse = self.new_outputs()
+        with LAUNCH_LOCK:
+            counter = tile_counter(self.device, self.device_index, stream, capturing) if self.dynamic else (None, None)
+            for field, table in zip(self._tables, tables):
+                field.value = table.data_ptr()
+            self._point_at(q, k, v, out, lse, counter[0])
+            self.plan.launch(stream)
+        return out, lse
+
+    @abc.abstractmethod
+    def _point_at(self, q, k, v, out, lse, counter: int | None) -> None:
+        """Writes the call's data pointers into the kernel's parameter structs (`counter`: the tile counter's
+        address under a dynamic schedule, else None)."""
+
+
+class Sm80Launch(AttentionLaunch):
+    """A launch plan of an attention_sm80.cu kernel (the reference's or a variant's): one CTA per (query tile,
+    head, batch)."""
+
+    def __init__(self, function, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float,
+                 return_lse: bool, tile_m: int, threads: int, args, table_fields: tuple[str, ...],
+                 device_index: int):
+        super().__init__(q, return_lse, args, table_fields, device_index)
+        batch, heads_q, seqlen_q, head_dim = q.shape
+        heads_kv, seqlen_k = k.shape[1], k.shape[2]
+        out_strides = (heads_q * seqlen_q * head_dim, seqlen_q * head_dim, head_dim)  # contiguous
+        self.params = AttentionParams(None, None, None, None, None, *q.stride()[:3], *k.stride()[:3],
+                                      *v.stride()[:3], *out_strides, seqlen_q, seqlen_k, heads_q, heads_kv,
+                                      scale, scale * _LOG2_E)
+        self._pointers = pointer_fields(self.params, ("q", "k", "v", "o", "lse"))
+        grid = (math.ceil(seqlen_q / tile_m), heads_q, batch)
+        self.plan = LaunchPlan(function, grid, (threads, 1, 1), shared_bytes(head_dim), [self.params, args],
+                               device_index)
+
+    def _point_at(self, q, k, v, out, lse, counter) -> None:
+        q_field, k_field, v_field, out_field, lse_field = self._pointers
+        q_field.value, k_field.value, v_field.value = q.data_ptr(), k.data_ptr(), v.data_ptr()
+        out_field.value = out.data_ptr()
+        lse_field.value = None if lse is None else lse.data_ptr()
+
+
+_PLANS: dict[tuple, Sm80Launch] = {}
 
 
 def attention_sm80(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
@@ -161,23 +238,23 @@ def attention_sm80(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
     of the scaled scores, fp32 [B, HQ, SQ]. Causal is top-left aligned (query i sees keys j <= i), as torch
     SDPA's is_causal. Enqueued on torch's current stream; the tensors are ready when that stream reaches it.
     """
+    check_tensors(q, k, v)
+    key = (layout_key(q, k, v), causal, scale, return_lse)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = remember(_PLANS, key, _sm80_plan(q, k, v, causal, scale, return_lse))
+    out, lse = plan(q, k, v, current_stream(plan.device_index))
+    return (out, lse) if return_lse else out
+
+
+def _sm80_plan(q, k, v, causal: bool, scale: float | None, return_lse: bool) -> Sm80Launch:
     scale, device_index, capability = prepare_launch(q, k, v, scale, kernel="attention_sm80")
     if capability < (8, 0):
         raise UnsupportedArchError(
             f"attention_sm80 needs sm_80 or newer; {torch.cuda.get_device_name(device_index)} is "
             f"sm_{capability[0]}{capability[1]}"
         )
-    batch, heads_q, seqlen_q, head_dim = q.shape
-    heads_kv, seqlen_k = k.shape[1], k.shape[2]
-    out, lse = empty_outputs(q, return_lse)
-
-    params = AttentionParams(
-        q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), lse.data_ptr() if return_lse else None,
-        *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *out.stride()[:3],
-        seqlen_q, seqlen_k, heads_q, heads_kv, scale, scale * _LOG2_E,
-    )
-    smem = shared_bytes(head_dim)
-    function = load_function(_compiled(capability), kernel_name(q.dtype, head_dim, causal), device_index, smem)
-    grid = (math.ceil(seqlen_q / BLOCK_M), heads_q, batch)
-    launch(function, grid, (THREADS, 1, 1), smem, [params, NO_ARGS], device_index)
-    return (out, lse) if return_lse else out
+    head_dim = q.shape[3]
+    function = load_function(_compiled(capability), kernel_name(q.dtype, head_dim, causal), device_index,
+                             shared_bytes(head_dim))
+    return Sm80Launch(function, q, k, v, scale, return_lse, BLOCK_M, THREADS, NO_ARGS, (), device_index)

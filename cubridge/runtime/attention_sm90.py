@@ -9,11 +9,12 @@ import math
 
 import torch
 
-from cubridge.runtime.attention import DTYPE_NAMES, NO_ARGS, empty_outputs, prepare_launch
+from cubridge.runtime.attention import (DTYPE_NAMES, NO_ARGS, AttentionLaunch, check_tensors, layout_key,
+                                        prepare_launch, remember)
 from cubridge.runtime.compiler import KERNELS_DIR, CompiledKernel, compile_cubin
-from cubridge.runtime.driver import launch, load_function
+from cubridge.runtime.driver import LaunchPlan, current_stream, load_function, pointer_fields, stream_capturing
 from cubridge.runtime.errors import UnsupportedArchError
-from cubridge.runtime.tensor_map import encode_tiled
+from cubridge.runtime.tensor_map import TensorMapSlots
 
 SOURCE = KERNELS_DIR / "attention_sm90.cu"
 BLOCK_M = 128  # query rows per tile (two consumer warp groups of 64)
@@ -74,30 +75,39 @@ def tma_view(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.as_strided(tensor.shape, strides)
 
 
-# Encoded tensor maps by everything cuTensorMapEncodeTiled reads (address, dims, strides, dtype, box): an
-# identical key gives a byte-identical map, so reuse is exact. Encoding through cuda-python costs tens of
-# microseconds per map, which a short kernel would otherwise wait for on every call.
-_MAP_CACHE: dict[tuple, object] = {}
-_MAP_CACHE_LIMIT = 256
-
-
-def cached_map(tensor: torch.Tensor, box: tuple[int, ...]):
-    """The 128-byte-swizzled tiled tensor map of `tensor` with `box`, encoded once per distinct key."""
-    key = (tensor.data_ptr(), tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype, tensor.device, box)
-    tensor_map = _MAP_CACHE.get(key)
-    if tensor_map is None:
-        if len(_MAP_CACHE) >= _MAP_CACHE_LIMIT:
-            _MAP_CACHE.clear()
-        tensor_map = _MAP_CACHE[key] = encode_tiled(tma_view(tensor), box, swizzle_128b=True)
-    return tensor_map
-
-
-def tensor_maps(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor):
-    """Tensor maps of the kernel, in its parameter order: Q and O boxes [1, 1, 64, 64], K and V [1, 1, kv tile
+def tensor_map_slots(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor) -> TensorMapSlots:
+    """The kernel's tensor maps, in its parameter order: Q and O boxes [1, 1, 64, 64], K and V [1, 1, kv tile
     rows (BLOCK_N), 64]."""
     q_box = (1, 1, CONSUMER_ROWS, PANEL_COLS)
     kv_box = (1, 1, BLOCK_N[q.shape[3]], PANEL_COLS)
-    return [cached_map(q, q_box), cached_map(k, kv_box), cached_map(v, kv_box), cached_map(out, q_box)]
+    return TensorMapSlots([tma_view(tensor) for tensor in (q, k, v, out)], [q_box, kv_box, kv_box, q_box])
+
+
+class Sm90Launch(AttentionLaunch):
+    """A launch plan of an attention_sm90.cu kernel (the reference's or a variant's): a persistent grid of one CTA
+    per SM (at most one per work tile), tensor maps moved to each call's tensors, and under a `dynamic` schedule a
+    zeroed tile counter per launch."""
+
+    def __init__(self, function, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float,
+                 return_lse: bool, dynamic: bool, tile_m: int, threads: int, args, table_fields: tuple[str, ...],
+                 device_index: int):
+        super().__init__(q, return_lse, args, table_fields, device_index)
+        self.dynamic = dynamic
+        batch, heads_q, seqlen_q, head_dim = q.shape
+        heads_kv, seqlen_k = k.shape[1], k.shape[2]
+        self.maps = tensor_map_slots(q, k, v, self.new_outputs()[0])
+        self.params = Sm90Params(None, None, batch, heads_q, heads_kv, seqlen_q, seqlen_k,
+                                 head_chunk(seqlen_k, head_dim), scale, scale * _LOG2_E)
+        self._lse, self._counter = pointer_fields(self.params, ("lse", "tile_counter"))
+        tiles = math.ceil(seqlen_q / tile_m) * heads_q * batch
+        grid = (min(tiles, _sm_count(device_index)), 1, 1)
+        self.plan = LaunchPlan(function, grid, (threads, 1, 1), shared_bytes(head_dim),
+                               [*self.maps.maps, self.params, args], device_index)
+
+    def _point_at(self, q, k, v, out, lse, counter) -> None:
+        self.maps.point_at((q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr()))
+        self._lse.value = None if lse is None else lse.data_ptr()
+        self._counter.value = counter
 
 
 @functools.cache
@@ -110,6 +120,9 @@ def _sm_count(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
+_PLANS: dict[tuple, Sm90Launch] = {}
+
+
 def attention_sm90(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
                    scale: float | None = None, return_lse: bool = False):
     """softmax(scale * q k^T [+ top-left causal mask]) v for [B, H, S, D] tensors (GQA: HQ = g * HKV) on a
@@ -119,6 +132,17 @@ def attention_sm90(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
     q's dtype) and, with return_lse, the natural-log log-sum-exp of the scaled scores, fp32 [B, HQ, SQ]. Causal
     is top-left aligned (query i sees keys j <= i). Enqueued on torch's current stream.
     """
+    check_tensors(q, k, v)
+    key = (layout_key(q, k, v), causal, scale, return_lse)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = remember(_PLANS, key, _sm90_plan(q, k, v, causal, scale, return_lse))
+    stream = current_stream(plan.device_index)
+    out, lse = plan(q, k, v, stream, causal and stream_capturing(stream))
+    return (out, lse) if return_lse else out
+
+
+def _sm90_plan(q, k, v, causal: bool, scale: float | None, return_lse: bool) -> Sm90Launch:
     scale, device_index, capability = prepare_launch(q, k, v, scale, kernel="attention_sm90",
                                                      head_dims=tuple(BLOCK_N))
     if capability != (9, 0):
@@ -126,20 +150,9 @@ def attention_sm90(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
             f"attention_sm90 needs an sm_90 (Hopper) GPU; {torch.cuda.get_device_name(device_index)} is "
             f"sm_{capability[0]}{capability[1]} (use attention_sm80)"
         )
-    batch, heads_q, seqlen_q, head_dim = q.shape
-    heads_kv, seqlen_k = k.shape[1], k.shape[2]
-    out, lse = empty_outputs(q, return_lse)
-
+    head_dim = q.shape[3]
+    function = load_function(_compiled(capability), kernel_name(q.dtype, head_dim, causal), device_index,
+                             shared_bytes(head_dim))
     # Causal tiles differ in length: CTAs claim them from a counter (dynamic schedule). Full tiles are equal
     # and keep the static stride, with no counter to clear.
-    tile_counter = torch.zeros(1, dtype=torch.int32, device=q.device) if causal else None
-    params = Sm90Params(lse.data_ptr() if return_lse else None,
-                        tile_counter.data_ptr() if tile_counter is not None else None,
-                        batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_chunk(seqlen_k, head_dim),
-                        scale, scale * _LOG2_E)
-    smem = shared_bytes(head_dim)
-    function = load_function(_compiled(capability), kernel_name(q.dtype, head_dim, causal), device_index, smem)
-    tiles = math.ceil(seqlen_q / BLOCK_M) * heads_q * batch
-    grid = (min(tiles, _sm_count(device_index)), 1, 1)
-    launch(function, grid, (THREADS, 1, 1), smem, [*tensor_maps(q, k, v, out), params, NO_ARGS], device_index)
-    return (out, lse) if return_lse else out
+    return Sm90Launch(function, q, k, v, scale, return_lse, causal, BLOCK_M, THREADS, NO_ARGS, (), device_index)

@@ -73,6 +73,14 @@ def classify_kv_tiles(
     return (kept & ~full).expand(shape), full.expand(shape)
 
 
+def block_list_shapes(shape: tuple[int, int, int, int], block_m: int, block_n: int) -> dict[str, tuple[int, ...]]:
+    """The shapes of the four tables `build_block_lists` makes for (B, HQ, SQ, SKV) = `shape`: [B, HQ, QT] counts
+    and [B, HQ, QT, KT] indices."""
+    batch, heads, seqlen_q, seqlen_kv = shape
+    tiles = (batch, heads, -(-seqlen_q // block_m))
+    return {name: tiles if rank == 3 else (*tiles, -(-seqlen_kv // block_n)) for name, rank in TABLES.items()}
+
+
 def build_block_lists(
     mask_mod: Callable,
     shape: tuple[int, int, int, int],

@@ -54,3 +54,26 @@ def encode_tiled(tensor: torch.Tensor, box: tuple[int, ...], swizzle_128b: bool)
         ),
     )
     return TensorMapParam.from_buffer_copy(ctypes.string_at(tensor_map.getPtr(), TENSOR_MAP_BYTES))
+
+
+class TensorMapSlots:
+    """Tensor-map kernel parameters encoded once for fixed dims, strides and boxes, moved to new tensor addresses
+    in place: cuTensorMapReplaceAddress rewrites only a map's global address, so a moved map is the one
+    encoding the new address would give (a host call of well under a microsecond, where encoding costs tens)."""
+
+    def __init__(self, tensors: list[torch.Tensor], boxes: list[tuple[int, ...]]):
+        self.maps = [encode_tiled(tensor, box, swizzle_128b=True) for tensor, box in zip(tensors, boxes)]
+        driver = cuda_driver()
+        self._views = [driver.CUtensorMap(_ptr=ctypes.addressof(tensor_map)) for tensor_map in self.maps]
+        self._addresses = [tensor.data_ptr() for tensor in tensors]
+        self._replace = driver.cuTensorMapReplaceAddress
+        self._success = driver.CUresult.CUDA_SUCCESS
+
+    def point_at(self, addresses: tuple[int, ...]) -> None:
+        """Makes map i address `addresses[i]` (same alignment as the tensor it was encoded for)."""
+        for index, address in enumerate(addresses):
+            if address != self._addresses[index]:
+                result = self._replace(self._views[index], address)
+                if result[0] != self._success:
+                    check("cuTensorMapReplaceAddress", result)
+                self._addresses[index] = address

@@ -18,7 +18,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
-import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,13 +34,14 @@ from cubridge.lowering import REFERENCES, LoweredKernel, ReferenceSource, cloned
 from cubridge.interpreter.executor import find_kernel
 from cubridge.passes.transfer import transfer_kernel
 import cubridge.runtime.attention as sm80_host
-from cubridge.runtime.attention_sm90 import Sm90Params, head_chunk, tensor_maps
+from cubridge.runtime.attention_sm90 import Sm90Launch
 from cubridge.runtime.attention_sm90 import shared_bytes as sm90_shared_bytes
-from cubridge.runtime.attention import DTYPE_NAMES, empty_outputs, prepare_launch
+from cubridge.runtime.attention import (DTYPE_NAMES, AttentionLaunch, Sm80Launch, check_tensors, layout_key,
+                                        prepare_launch, remember)
 from cubridge.runtime.compiler import KERNELS_DIR, CompiledKernel, cache_dir, compile_cubin
-from cubridge.runtime.driver import launch, load_function
+from cubridge.runtime.driver import current_stream, load_function, stream_capturing
 from cubridge.runtime.errors import InvalidInputError, UnsupportedArchError
-from cubridge.runtime.kernel_inputs import TABLES, build_block_lists, captured_table
+from cubridge.runtime.kernel_inputs import TABLES, block_list_shapes, build_block_lists, captured_table
 
 # Where each reference's CuIR comes from: the lift of its CUDA source (`cuir-opt --lift=ENTRY`), one entry point
 # per kv tile size (keys). Head dims that share a kv tile share one transferred program, which the lowering
@@ -52,7 +52,6 @@ LIFTED_PROGRAMS = {
     "sm80": (KERNELS_DIR / "attention_sm80.cu", {64: "attention_sm80_bf16_d128_full"}),
 }
 REFERENCE_NAMES = ("sm90", "sm80")
-_LOG2_E = 1.4426950408889634
 _TRANSFER_LOCK = threading.Lock()  # programs are lifted and transferred once, also when instances compile in threads
 
 
@@ -116,6 +115,21 @@ def _table_struct(args: tuple[tuple[str, str], ...]) -> type[ctypes.Structure]:
     return type("VariantArgs", (ctypes.Structure,), {"_fields_": fields})
 
 
+@dataclass(frozen=True)
+class _VariantPlan:
+    """A variant's launch for one problem layout (see VariantKernel.launch): the kernel's launch plan, and the
+    Args tables in Args order, each (name, index of the captured tensor in the spec's captures; -1 for a block
+    list)."""
+
+    kernel: AttentionLaunch
+    sources: tuple[tuple[str, int], ...]
+    has_block_lists: bool
+    uses_given_lists: bool  # the BlockMask's lists fit the kernel's tiles
+    shape: tuple[int, int, int, int]  # (B, HQ, SQ, SKV)
+    lowered: LoweredKernel
+    reads_capture_state: bool  # tables or a tile counter, made differently while a CUDA graph is captured
+
+
 @dataclass
 class VariantKernel:
     """A spec's variant of one reference kernel; call it on [B, H, S, D] torch tensors.
@@ -129,9 +143,9 @@ class VariantKernel:
     verify: Callable[[AttentionSpec, ModuleOp], None] | None = None
     _programs: dict[int, TransferredProgram] = field(default_factory=dict)  # by kv tile
     _instances: dict[tuple[str, int], tuple[LoweredKernel, CompiledKernel]] = field(default_factory=dict)
-    _block_lists: dict[tuple, dict[str, torch.Tensor]] = field(default_factory=dict)
-    _table_copies: dict[str, tuple[tuple, torch.Tensor]] = field(default_factory=dict)
-    _checked_shapes: set[tuple] = field(default_factory=set)
+    _plans: dict[tuple, _VariantPlan] = field(default_factory=dict)
+    _block_lists: dict[tuple, tuple[list[torch.Tensor], dict[str, torch.Tensor]]] = field(default_factory=dict)
+    _table_copies: dict[str, tuple] = field(default_factory=dict)
 
     def program(self, head_dim: int = 128) -> TransferredProgram:
         """The spec transferred onto the reference program of `head_dim`'s kv tile (made, and verified, once)."""
@@ -186,27 +200,70 @@ class VariantKernel:
         """The call with captured tensors by name (missing ones: the spec's) and, optionally, the four block
         lists of `kernel_inputs.TABLES` for this problem, [B, HQ, ...] int32 on q's device, made for
         `block_size` = (query rows, keys) tiles: used when those are the kernel's tiles, else (and without
-        them) the kernel's own lists are built, and cached per captured tensors and shape."""
+        them) the kernel's own lists are built, and cached per captured tensors and shape.
+
+        The launch plan (checks, instance, grid, parameters, Args layout) is made once per layout of the
+        inputs, scale, return_lse and captured and block-list shapes; a call then reads only the tensors' data:
+        the captured tensors' copies and block lists are reused while the tensors and their versions are."""
         if return_lse and self.spec.normalization != "softmax":
             raise InvalidInputError(f"return_lse: the {self.spec.normalization} normalization has no log-sum-exp")
+        captures = [captured.get(name, tensor) for name, tensor in self.spec.captures.items()]
+        for name, tensor in zip(self.spec.captures, captures):
+            if not isinstance(tensor, torch.Tensor):
+                raise InvalidInputError(f"captured tensor '{name}' must be a "
+                                        f"{self.spec.captures[name].dim()}-D tensor")
+        check_tensors(q, k, v)
+        given = None if block_lists is None else tuple((name, t.shape) for name, t in block_lists.items())
+        key = (layout_key(q, k, v), scale, return_lse, block_size, given, tuple([t.shape for t in captures]))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = remember(self._plans, key, self._plan(q, k, v, scale, return_lse, captures, block_size, given))
+        stream = current_stream(plan.kernel.device_index)
+        capturing = plan.reads_capture_state and stream_capturing(stream)
+        tables = self._tables(plan, captures, block_lists, capturing) if plan.sources else ()
+        out, lse = plan.kernel(q, k, v, stream, capturing, tables)
+        return (out, lse) if return_lse else out
+
+    # -- plans and inputs ------------------------------------------------------------------------------------
+
+    def _plan(self, q, k, v, scale: float | None, return_lse: bool, captures: list[torch.Tensor],
+              block_size: tuple[int, int] | None, given: tuple | None) -> _VariantPlan:
+        """Checks the inputs and the captured tensors' reads for this layout, and makes the launch plan."""
         scale, device_index, capability = prepare_launch(q, k, v, scale, kernel=f"{self.spec.name} ({self.reference})",
                                                          head_dims=self.head_dims)
         self._check_arch(capability)
+        for (name, expected), tensor in zip(self.spec.captures.items(), captures):
+            if tensor.dim() != expected.dim():
+                raise InvalidInputError(f"captured tensor '{name}' must be a {expected.dim()}-D tensor")
+        try:
+            _with_captures(self.spec, dict(zip(self.spec.captures, captures))).check_capture_bounds(
+                tuple(q.shape), tuple(k.shape))
+        except CuBridgeError as error:
+            raise InvalidInputError(str(error)) from None
         lowered, compiled = self.compiled(DTYPE_NAMES[q.dtype], q.shape[3], capability)
-        fits = block_size == (lowered.tile_m, lowered.block_n)
-        tables = self._tables(lowered, q, k, captured, block_lists if fits else None)
+        shape = (q.shape[0], q.shape[1], q.shape[2], k.shape[2])
+        uses_given_lists = given is not None and block_size == (lowered.tile_m, lowered.block_n)
+        list_shapes = dict(given) if uses_given_lists else block_list_shapes(shape, lowered.tile_m, lowered.block_n)
+        capture_names = list(self.spec.captures)
         args = _table_struct(lowered.args)()
-        for name, tensor in tables.items():
-            setattr(args, f"{name}_data", tensor.data_ptr())
-            getattr(args, f"{name}_dims")[:] = list(tensor.shape)
-        out, lse = empty_outputs(q, return_lse)
+        sources = [(name, -1 if name in TABLES else capture_names.index(name)) for name, _ in lowered.args]
+        for name, index in sources:
+            getattr(args, f"{name}_dims")[:] = list(list_shapes[name] if index < 0 else captures[index].shape)
+        fields = tuple(f"{name}_data" for name, _ in lowered.args)
+        head_dim = q.shape[3]
         if self.reference == "sm90":
-            self._launch_sm90(lowered, compiled, q, k, v, out, lse, scale, args, device_index)
+            smem = sm90_shared_bytes(head_dim)
+            function = load_function(compiled, lowered.instances[0].name, device_index, smem)
+            kernel = Sm90Launch(function, q, k, v, scale, return_lse, lowered.schedule == "dynamic", lowered.tile_m,
+                                lowered.threads, args, fields, device_index)
         else:
-            self._launch_sm80(lowered, compiled, q, k, v, out, lse, scale, args, device_index)
-        return (out, lse) if return_lse else out
-
-    # -- inputs --------------------------------------------------------------------------------------------
+            function = load_function(compiled, lowered.instances[0].name, device_index,
+                                     sm80_host.shared_bytes(head_dim))
+            kernel = Sm80Launch(function, q, k, v, scale, return_lse, lowered.tile_m, lowered.threads, args, fields,
+                                device_index)
+        has_block_lists = any(index < 0 for _, index in sources)
+        return _VariantPlan(kernel, tuple(sources), has_block_lists, uses_given_lists, shape, lowered,
+                            bool(sources) or kernel.dynamic)
 
     def _check_arch(self, capability: tuple[int, int]) -> None:
         if self.reference == "sm90" and capability != (9, 0):
@@ -216,101 +273,56 @@ class VariantKernel:
             raise UnsupportedArchError(f"the sm80 reference needs sm_80 or newer; this GPU is "
                                        f"sm_{capability[0]}{capability[1]}")
 
-    def _tables(self, lowered: LoweredKernel, q, k, captured: dict[str, torch.Tensor],
-                block_lists: dict[str, torch.Tensor] | None) -> dict[str, torch.Tensor]:
-        """Every Args table on q's device: captured tensors (f32 / i32), then block lists."""
-        captures = {name: captured.get(name, tensor) for name, tensor in self.spec.captures.items()}
-        for name, tensor in captures.items():
-            expected = self.spec.captures[name]
-            if not isinstance(tensor, torch.Tensor) or tensor.dim() != expected.dim():
-                raise InvalidInputError(f"captured tensor '{name}' must be a {expected.dim()}-D tensor")
-        shape = (q.shape[0], q.shape[1], q.shape[2], k.shape[2])
-        bound_key = (shape, tuple((n, tuple(t.shape)) for n, t in captures.items()))
-        if bound_key not in self._checked_shapes:
-            spec = _with_captures(self.spec, captures)
-            try:
-                spec.check_capture_bounds(tuple(q.shape), tuple(k.shape))
-            except CuBridgeError as error:
-                raise InvalidInputError(str(error)) from None
-            self._checked_shapes.add(bound_key)
-        tables = {}
-        names = [name for name, _ in lowered.args]
-        for name in names:
-            if name in captures:
-                tables[name] = self._table_copy(name, captures[name], q.device)
-        if any(name in TABLES for name in names):
-            tables |= block_lists or self._block_list_tables(captures, shape, lowered, q.device)
-        return tables
+    def _tables(self, plan: _VariantPlan, captures: list[torch.Tensor], block_lists: dict[str, torch.Tensor] | None,
+                capturing: bool) -> tuple[torch.Tensor, ...]:
+        """The Args tables in Args order, on the plan's device: captured tensors' copies (f32 / i32), block
+        lists (the given ones when they fit, else the kernel's own)."""
+        device = plan.kernel.device
+        lists = None
+        if plan.uses_given_lists:
+            lists = block_lists
+        elif plan.has_block_lists:
+            lists = self._block_list_tables(plan, captures, capturing)
+        return tuple([lists[name] if index < 0 else self._table_copy(name, captures[index], device, capturing)
+                      for name, index in plan.sources])
 
-    def _table_copy(self, name: str, tensor: torch.Tensor, device) -> torch.Tensor:
-        """The kernel's copy of a captured tensor, made again only when the tensor (or its contents: its
-        version counter) changed. Converting a CPU tensor on every call would be a synchronous copy that stalls
-        the host until the GPU drains; while a CUDA graph is captured the copy is made inside the graph, so
-        that replays read the tensor's values at that time."""
-        key = (tensor.data_ptr(), tensor._version, tensor.dtype, tuple(tensor.shape), tensor.device, device)
-        if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+    def _table_copy(self, name: str, tensor: torch.Tensor, device: torch.device, capturing: bool) -> torch.Tensor:
+        """The kernel's copy of a captured tensor, made again only when the tensor (the object, its data or its
+        contents: its version counter) changed. Converting a CPU tensor on every call would be a synchronous copy
+        that stalls the host until the GPU drains; while a CUDA graph is captured (`capturing`) the copy is made
+        inside the graph, so that replays read the tensor's values at that time."""
+        if capturing:
             return captured_table(tensor, device)
         cached = self._table_copies.get(name)
-        if cached is None or cached[0] != key:
-            cached = self._table_copies[name] = (key, captured_table(tensor, device))
-        return cached[1]
+        if (cached is None or cached[0] is not tensor or cached[1] != tensor._version
+                or cached[2] != tensor.data_ptr() or cached[3] != device):
+            cached = self._table_copies[name] = (tensor, tensor._version, tensor.data_ptr(), device,
+                                                 captured_table(tensor, device))
+        return cached[4]
 
-    def _block_list_tables(self, captures, shape, lowered: LoweredKernel, device) -> dict[str, torch.Tensor]:
-        key = (shape, device, tuple((n, t.data_ptr(), t._version, tuple(t.shape)) for n, t in captures.items()))
+    def _block_list_tables(self, plan: _VariantPlan, captures: list[torch.Tensor],
+                           capturing: bool) -> dict[str, torch.Tensor]:
+        """The kernel's block lists for the plan's shape and these captured tensors, built again only when one of
+        the tensors (object, data, version) changed: the entry keeps the tensors, so their ids stay theirs."""
+        key = (plan.shape, plan.kernel.device, tuple([(id(t), t._version, t.data_ptr()) for t in captures]))
         # while a CUDA graph is captured, the lists are built inside it: a replay rebuilds them from the
         # captured tensors' values at that time (a list cached before the capture would be frozen into it)
-        capturing = device.type == "cuda" and torch.cuda.is_current_stream_capturing()
-        tables = None if capturing else self._block_lists.get(key)
-        if tables is None:
-            spec = _with_captures(self.spec, captures)
-            tables = build_block_lists(spec.mask_on(device), shape, lowered.tile_m, lowered.block_n, device,
-                                       keep_on_device=True)
-            if not capturing:
-                self._block_lists = {key: tables}  # the latest shape and captures only
+        cached = None if capturing else self._block_lists.get(key)
+        if cached is not None:
+            return cached[1]
+        spec = _with_captures(self.spec, dict(zip(self.spec.captures, captures)))
+        device = plan.kernel.device
+        tables = build_block_lists(spec.mask_on(device), plan.shape, plan.lowered.tile_m, plan.lowered.block_n,
+                                   device, keep_on_device=True)
+        if not capturing:
+            self._block_lists = {key: (captures, tables)}  # the latest shape and captures only
         return tables
-
-    # -- launches -------------------------------------------------------------------------------------------
-
-    def _launch_sm90(self, lowered, compiled, q, k, v, out, lse, scale, args, device_index) -> None:
-        batch, heads_q, seqlen_q, head_dim = q.shape
-        heads_kv, seqlen_k = k.shape[1], k.shape[2]
-        dynamic = lowered.schedule == "dynamic"
-        counter = torch.zeros(1, dtype=torch.int32, device=q.device) if dynamic else None
-        params = Sm90Params(
-            lse.data_ptr() if lse is not None else None, counter.data_ptr() if counter is not None else None,
-            batch, heads_q, heads_kv, seqlen_q, seqlen_k, head_chunk(seqlen_k, head_dim),
-            scale, scale * _LOG2_E,
-        )
-        smem = sm90_shared_bytes(head_dim)
-        function = load_function(compiled, lowered.instances[0].name, device_index, smem)
-        tiles = math.ceil(seqlen_q / lowered.tile_m) * heads_q * batch
-        grid = (min(tiles, _sm_count(device_index)), 1, 1)
-        maps = tensor_maps(q, k, v, out)
-        launch(function, grid, (lowered.threads, 1, 1), smem, [*maps, params, args], device_index)
-
-    def _launch_sm80(self, lowered, compiled, q, k, v, out, lse, scale, args, device_index) -> None:
-        batch, heads_q, seqlen_q, head_dim = q.shape
-        heads_kv, seqlen_k = k.shape[1], k.shape[2]
-        params = sm80_host.AttentionParams(
-            q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr(), lse.data_ptr() if lse is not None else None,
-            *q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *out.stride()[:3],
-            seqlen_q, seqlen_k, heads_q, heads_kv, scale, scale * _LOG2_E,
-        )
-        smem = sm80_host.shared_bytes(head_dim)
-        function = load_function(compiled, lowered.instances[0].name, device_index, smem)
-        grid = (math.ceil(seqlen_q / lowered.tile_m), heads_q, batch)
-        launch(function, grid, (lowered.threads, 1, 1), smem, [params, args], device_index)
 
 
 def _with_captures(spec: AttentionSpec, captures: dict[str, torch.Tensor]) -> AttentionSpec:
     from dataclasses import replace
 
     return replace(spec, captures=captures)
-
-
-@functools.cache
-def _sm_count(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
 def source_file(lowered: LoweredKernel) -> Path:

@@ -363,3 +363,18 @@ def test_the_gpu_dispatch_builds_once_and_passes_captures_and_block_lists(monkey
     assert torch.equal(lists["kv_num_blocks"], block_mask.kv_num_blocks.expand(2, 4, 1).int())
     assert lists["full_kv_indices"].shape == (2, 4, 1, 1) and lists["kv_indices"].is_contiguous()
     assert out.shape == q.shape and lse.shape == q.shape[:3]
+
+
+def test_a_block_masks_expanded_lists_are_reused_until_its_tensors_change():
+    """The BlockMask's lists expanded to [B, HQ, ...] are made once per BlockMask and kept while its tensors are
+    unchanged (no per-call copies); an in-place change of one of them makes them again."""
+    block_mask = create_block_mask(causal, None, None, 300, 300, device="cpu")
+    q, k = torch.empty(2, 4, 300, 64), torch.empty(2, 2, 300, 64)
+    lists, shape = api._block_mask_lists(block_mask, "variant")
+    first, block_size = api._given_lists(lists, shape, q, k)
+    again, _ = api._given_lists(lists, shape, q, k)
+    assert block_size == (128, 128) and all(again[name] is first[name] for name in first)
+    assert first["kv_indices"].shape == (2, 4, 3, 3) and first["kv_indices"].is_contiguous()
+    block_mask.kv_num_blocks[0, 0, 0] = 0
+    changed, _ = api._given_lists(lists, shape, q, k)
+    assert changed["kv_num_blocks"][1, 3, 0] == 0 and first["kv_num_blocks"][1, 3, 0] == 1

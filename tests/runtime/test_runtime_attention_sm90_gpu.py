@@ -77,3 +77,41 @@ def test_matches_attention_sm80_and_is_deterministic():
     assert torch.equal(first, second), "two runs on the same inputs differ: a race"
     ampere = attention_sm80(q, k, v, causal=True)
     assert (first.float() - ampere.float()).abs().max().item() < 2e-2
+
+
+def test_one_launch_plan_follows_new_tensors_and_its_tile_counters_wrap():
+    """Calls of one layout share a launch plan: each moves the tensor maps to its own tensors, and each causal
+    call takes a zeroed tile counter from its stream's slab, zeroed again once all were used (more calls than
+    COUNTER_SLOTS here). No output is kept, so a skipped tile would show the previous call's values, which come
+    from other inputs."""
+    from cubridge.runtime.driver import COUNTER_SLOTS
+
+    generator = torch.Generator(device="cuda").manual_seed(13)
+    sets = [random_qkv((1, 4, 2, 300, 300, 128), torch.bfloat16, generator) for _ in range(3)]
+    expected = [attention_sm90(*inputs, causal=True) for inputs in sets]
+    for inputs, out in zip(sets, expected):
+        assert_close_to_reference(*inputs, True, out, None)
+    for call in range(COUNTER_SLOTS + 10):
+        out = attention_sm90(*sets[call % 3], causal=True)
+        assert torch.equal(out, expected[call % 3]), f"call {call} differs"
+
+
+def test_causal_launches_on_a_side_stream_and_in_a_cuda_graph():
+    """A side stream takes its own tile counters; a captured launch zeroes a counter of its own in the graph, so
+    every replay claims all tiles again."""
+    generator = torch.Generator(device="cuda").manual_seed(17)
+    q, k, v = random_qkv((2, 4, 2, 500, 500, 128), torch.bfloat16, generator)
+    expected = attention_sm90(q, k, v, causal=True)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        outs = [attention_sm90(q, k, v, causal=True) for _ in range(3)]
+    torch.cuda.current_stream().wait_stream(side)
+    assert all(torch.equal(out, expected) for out in outs)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = attention_sm90(q, k, v, causal=True)
+    for _ in range(3):
+        q.copy_(torch.randn(q.shape, generator=generator, device="cuda"))
+        graph.replay()
+        assert torch.equal(captured, attention_sm90(q, k, v, causal=True))

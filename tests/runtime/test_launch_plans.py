@@ -1,0 +1,178 @@
+"""The launch path's host side without a GPU: tile counters, parameter views, block-list shapes, and a variant's
+launch plan (made once per layout, then only data pointers written per call) seen through a recording launch."""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+from pathlib import Path
+
+import pytest
+import torch
+
+from cubridge.runtime import driver
+from cubridge.runtime.errors import InvalidInputError
+from cubridge.runtime.kernel_inputs import TABLES, block_list_shapes, build_block_lists
+from cubridge.runtime.variant import build_variant
+
+SPECS = Path(__file__).resolve().parents[2] / "examples" / "specs"
+CPU = torch.device("cpu")
+
+
+def test_tile_counters_are_one_per_launch_and_zeroed_on_their_stream_when_all_were_used(monkeypatch):
+    monkeypatch.setattr(driver, "_counter_slabs", {})
+    monkeypatch.setattr(driver, "COUNTER_SLOTS", 4)
+    first = [driver.tile_counter(CPU, 0, 11, capturing=False) for _ in range(4)]
+    slab = first[0][1]
+    assert [address for address, _ in first] == [slab.data_ptr() + 4 * i for i in range(4)]
+    slab.fill_(99)  # what the kernels left in them
+    address, owner = driver.tile_counter(CPU, 0, 11, capturing=False)
+    assert owner is slab and address == slab.data_ptr() and torch.equal(slab, torch.zeros(4, dtype=torch.int32))
+    other_stream, _ = driver.tile_counter(CPU, 0, 12, capturing=False)
+    assert other_stream != slab.data_ptr()
+    address, fresh = driver.tile_counter(CPU, 0, 11, capturing=True)  # owned by the graph being captured
+    assert fresh is not slab and address == fresh.data_ptr() and fresh.item() == 0
+
+
+def test_pointer_fields_write_the_structure():
+    from cubridge.runtime.attention_sm90 import Sm90Params
+
+    params = Sm90Params(None, None, 1, 2, 3, 4, 5, 6, 0.5, 0.7)
+    lse, counter = driver.pointer_fields(params, ("lse", "tile_counter"))
+    lse.value, counter.value = 0x1000, 0x2040
+    assert (params.lse, params.tile_counter, params.num_heads_kv) == (0x1000, 0x2040, 3)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 130, 257), (1, 1, 1, 1)])
+def test_block_list_shapes_are_those_of_the_built_lists(shape):
+    def mask(b, h, q_idx, kv_idx):
+        return q_idx >= kv_idx
+
+    built = build_block_lists(mask, shape, 128, 128, device="cpu")
+    assert {name: tuple(table.shape) for name, table in built.items()} == block_list_shapes(shape, 128, 128)
+
+
+class RecordedLaunch:
+    """Stands in for driver.LaunchPlan: keeps the plan's parameters and, at each launch, their bytes."""
+
+    made: list[RecordedLaunch] = []
+
+    def __init__(self, function, grid, block, dynamic_shared_bytes, parameters, device_index):
+        self.grid, self.block, self.parameters = grid, block, parameters
+        self.launches = []
+        RecordedLaunch.made.append(self)
+
+    def launch(self, stream):
+        self.launches.append([ctypes.string_at(ctypes.addressof(p), ctypes.sizeof(p)) for p in self.parameters])
+
+
+class RecordedMaps:
+    def __init__(self, q, k, v, out):
+        self.maps = [ctypes.c_uint64(0) for _ in range(4)]
+        self.addresses = []
+
+    def point_at(self, addresses):
+        self.addresses.append(addresses)
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """The sm90 launch path on CPU tensors: the GPU checks, the function load, the stream and the launch
+    replaced, everything else (plans, tables, block lists, parameter writes) as on the GPU."""
+    sm90 = importlib.import_module("cubridge.runtime.attention_sm90")
+    host = importlib.import_module("cubridge.runtime.attention")
+    variant = importlib.import_module("cubridge.runtime.variant")
+    checks = []
+
+    def prepare_launch(q, k, v, scale, kernel, head_dims):
+        checks.append(tuple(q.shape))
+        host.validate_inputs(q, k, v, kernel=kernel, head_dims=head_dims)
+        return (0.125 if scale is None else scale), 0, (9, 0)
+
+    monkeypatch.setattr(variant, "prepare_launch", prepare_launch)
+    monkeypatch.setattr(variant, "load_function", lambda *args: "function")
+    monkeypatch.setattr(variant, "current_stream", lambda index: 5)
+    monkeypatch.setattr(variant, "stream_capturing", lambda stream: False)
+    monkeypatch.setattr(sm90, "LaunchPlan", RecordedLaunch)
+    monkeypatch.setattr(host, "LaunchPlan", RecordedLaunch)
+    monkeypatch.setattr(sm90, "tensor_map_slots", RecordedMaps)
+    monkeypatch.setattr(sm90, "_sm_count", lambda index: 132)
+    monkeypatch.setattr(driver, "_counter_slabs", {})
+    monkeypatch.setattr(RecordedLaunch, "made", [])
+    def build(spec: str = "document_mask.py", reference: str = "sm90"):
+        kernel = build_variant(str(SPECS / spec), reference)
+        kernel._instances[("bf16", 128)] = (kernel.lowered(), None)  # no nvcc: the launch is recorded
+        return kernel
+
+    return build, checks
+
+
+def _args(kernel, raw: bytes):
+    from cubridge.runtime.variant import _table_struct
+
+    return _table_struct(kernel.lowered().args).from_buffer_copy(raw)
+
+
+def test_a_variant_checks_once_per_layout_and_writes_only_each_calls_pointers(recorded):
+    from cubridge.runtime.attention_sm90 import Sm90Params
+
+    build, checks = recorded
+    kernel = build()
+    q = torch.randn(1, 2, 200, 128, dtype=torch.bfloat16)
+    k, v = torch.randn(2, 1, 2, 300, 128, dtype=torch.bfloat16)
+    ids = torch.repeat_interleave(torch.arange(3), torch.tensor([100, 150, 50]))
+    first, lse = kernel(q, k, v, return_lse=True, document_id=ids)
+    second, _ = kernel(q, k, v, return_lse=True, document_id=ids)
+    ids[:] = 0  # new values in place: a new copy and new block lists, the same plan
+    kernel(q, k, v, return_lse=True, document_id=ids)
+    assert checks == [(1, 2, 200, 128)] and len(RecordedLaunch.made) == 1
+    plan = RecordedLaunch.made[0]
+    assert plan.grid == (min(2 * 2, 132), 1, 1) and plan.block == (kernel.lowered().threads, 1, 1)
+    calls = [(Sm90Params.from_buffer_copy(params), _args(kernel, args)) for *_, params, args in plan.launches]
+    assert [params.lse for params, _ in calls][:1] == [lse.data_ptr()]
+    counters = [params.tile_counter for params, _ in calls]
+    slab = driver._counter_slabs[0, 5][0]
+    assert counters == [slab.data_ptr() + 4 * i for i in range(3)]  # one zeroed counter per launch
+    sizes = [(p.batch, p.num_heads_q, p.num_heads_kv, p.seqlen_q, p.seqlen_k) for p, _ in calls]
+    assert sizes == [(1, 2, 2, 200, 300)] * 3
+    copies = [args.document_id_data for _, args in calls]
+    assert copies[0] == copies[1] != copies[2]
+    assert list(calls[0][1].document_id_dims) == [300]
+    lists = kernel._block_lists[next(iter(kernel._block_lists))][1]
+    assert calls[2][1].kv_num_blocks_data == lists["kv_num_blocks"].data_ptr()
+    assert list(calls[2][1].full_kv_indices_dims) == [1, 2, 2, 3]
+    assert list(first.shape) == [1, 2, 200, 128] and first.is_contiguous() and second.data_ptr() != 0
+
+
+def test_a_new_layout_makes_a_new_plan_and_bad_inputs_still_fail_each_call(recorded):
+    build, checks = recorded
+    kernel = build()
+    q = torch.randn(1, 2, 64, 128, dtype=torch.bfloat16)
+    kernel(q, q, q)
+    kernel(q[:, :, :32], q[:, :, :32], q[:, :, :32])
+    kernel(q, q, q, scale=0.5)
+    assert checks == [(1, 2, 64, 128), (1, 2, 32, 128), (1, 2, 64, 128)]
+    misaligned = torch.randn(1, 2, 64 * 128 + 1, dtype=torch.bfloat16)[..., 1:].view(1, 2, 64, 128)
+    for _ in range(2):
+        with pytest.raises(InvalidInputError, match="16-byte aligned"):
+            kernel(misaligned, q, q)
+    with pytest.raises(InvalidInputError, match="captured tensor 'document_id' must be a 1-D tensor"):
+        kernel(q, q, q, document_id=[0] * 64)
+    assert len(checks) == 5 and set(TABLES) <= {name for name, _ in kernel.lowered().args}
+
+
+def test_an_sm80_plan_points_each_launch_at_its_own_tensors(recorded):
+    from cubridge.runtime.attention import AttentionParams
+
+    build, checks = recorded
+    kernel = build("causal.py", "sm80")
+    inputs = [torch.randn(3, 2, 4, 130, 128, dtype=torch.bfloat16) for _ in range(2)]
+    outputs = [kernel(*call, return_lse=True) for call in inputs]
+    assert len(checks) == 1 and len(RecordedLaunch.made) == 1
+    plan = RecordedLaunch.made[0]
+    assert plan.grid == (2, 4, 2) and plan.block == (kernel.lowered().threads, 1, 1)
+    for (q, k, v), (out, lse), (raw, _) in zip(inputs, outputs, plan.launches):
+        params = AttentionParams.from_buffer_copy(raw)
+        assert (params.q, params.k, params.v) == (q.data_ptr(), k.data_ptr(), v.data_ptr())
+        assert (params.o, params.lse) == (out.data_ptr(), lse.data_ptr())
+        assert (params.q_stride_b, params.o_stride_h, params.seqlen_k) == (4 * 130 * 128, 130 * 128, 130)
