@@ -4,7 +4,8 @@
 
 The arguments are flex_attention's, in its order (`kernel_options`, the tuning of FlexAttention's own
 kernels, is accepted and does not apply; `return_aux=AuxRequest(lse=True)` gives an `AuxOutput`);
-`mask_mod=` and `normalization=` ("softmax", "sigmoid", "relu") are keyword-only extras. A `BlockMask` contributes its `mask_mod`, which is what CuBridge compiles.
+`mask_mod=` and `normalization=` ("softmax", "sigmoid", "relu") are keyword-only extras. A `BlockMask`
+contributes its `mask_mod`, which is what CuBridge compiles.
 
 **How a call runs.** A variant is identified by its traced hooks (`spec_from_hooks`: the code the hooks can
 run, the Python values they read, their captured tensors' kinds and shapes) and the normalization. Its first

@@ -156,8 +156,9 @@ _counter_slabs: dict[tuple[int, int], list] = {}
 
 def tile_counter(device: torch.device, device_index: int, stream: int, capturing: bool) -> tuple[int, object]:
     """(address, owner) of a zeroed int32 tile counter for one launch on `stream`, torch's current stream of
-    `device` (index `device_index`); the caller keeps `owner` until the launch is enqueued. While a CUDA graph is captured the counter is a fresh tensor zeroed inside
-    the graph, which owns it (each replay zeroes it again)."""
+    `device` (index `device_index`); the caller keeps `owner` until the launch is enqueued. While a CUDA graph
+    is captured the counter is a fresh tensor zeroed inside the graph, which owns it (each replay zeroes it
+    again)."""
     if capturing:
         counter = torch.zeros(1, dtype=torch.int32, device=device)
         return counter.data_ptr(), counter
