@@ -1,6 +1,7 @@
 """Small launches of five variant kernels (document mask with block lists, softcap, sigmoid, prefix LM, ALiBi with
 its position bias and captured slopes) on both references, for compute-sanitizer:
-`compute-sanitizer --tool memcheck python3 benchmarks/sanitize_variants.py` (and --tool racecheck)."""
+`compute-sanitizer --tool memcheck --report-api-errors no python3 benchmarks/sanitize_variants.py` (and --tool
+racecheck; without --report-api-errors no, memcheck also counts the libraries' probing of cuGetProcAddress)."""
 
 from __future__ import annotations
 
