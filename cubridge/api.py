@@ -472,12 +472,19 @@ def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, score
     return (out, lse) if return_lse else out
 
 
+@functools.cache
+def _flex_block_mask_types() -> tuple[type, Callable]:
+    """FlexAttention's BlockMask class and its noop_mask, imported on the first BlockMask."""
+    from torch.nn.attention.flex_attention import BlockMask, noop_mask
+
+    return BlockMask, noop_mask
+
+
 def _mask_of(block_mask, mask_mod: Callable | None) -> Callable | None:
     """The mask_mod to compile: mask_mod=, or the BlockMask's."""
     if block_mask is None:
         return mask_mod
-    from torch.nn.attention.flex_attention import BlockMask, noop_mask
-
+    BlockMask, noop_mask = _flex_block_mask_types()
     if not isinstance(block_mask, BlockMask):
         raise AttentionError(f"block_mask must be a BlockMask (create_block_mask), got {type(block_mask).__name__}")
     if block_mask.mask_mod is noop_mask:
@@ -505,21 +512,23 @@ def _given_lists(block_lists: list[torch.Tensor], block_shape: list[int], query,
     if not block_lists or block_shape[2:] != [query.shape[2], key.shape[2]]:
         return None, None
     batch, heads = query.shape[:2]
+    # while a CUDA graph is captured the lists are expanded inside it, so that replays follow the BlockMask's
+    # tensors; otherwise the expansion of the latest lists is reused while they are unchanged (the entry keeps
+    # the tensors, so their ids stay theirs; an in-place change or `set_` bumps a version), and so are the
+    # checks that admitted them
+    identity = (batch, heads, query.get_device(), tuple([(id(t), t._version) for t in block_lists]))
+    capturing = query.is_cuda and torch.cuda.is_current_stream_capturing()
+    cached = None if capturing else _EXPANDED_LISTS.get(identity)
+    if cached is not None:
+        return cached[1], (block_shape[0], block_shape[1])
     if any(t.device != query.device or t.shape[0] not in (1, batch) or t.shape[1] not in (1, heads)
            for t in block_lists):
         return None, None
-    identity = (batch, heads, tuple([(id(t), t._version, t.data_ptr()) for t in block_lists]))
-    # while a CUDA graph is captured the lists are expanded inside it, so that replays follow the BlockMask's
-    # tensors; otherwise the expansion of the latest lists is reused while they are unchanged (the entry keeps
-    # the tensors, so their ids stay theirs)
-    capturing = query.is_cuda and torch.cuda.is_current_stream_capturing()
-    cached = None if capturing else _EXPANDED_LISTS.get(identity)
-    if cached is None:
-        cached = (block_lists, {name: t.expand(batch, heads, *t.shape[2:]).to(torch.int32).contiguous()
-                                for name, t in zip(TABLES, block_lists)})
-        if not capturing:
-            _EXPANDED_LISTS.clear()
-            _EXPANDED_LISTS[identity] = cached
+    cached = (block_lists, {name: t.expand(batch, heads, *t.shape[2:]).to(torch.int32).contiguous()
+                            for name, t in zip(TABLES, block_lists)})
+    if not capturing:
+        _EXPANDED_LISTS.clear()
+        _EXPANDED_LISTS[identity] = cached
     return cached[1], (block_shape[0], block_shape[1])
 
 
