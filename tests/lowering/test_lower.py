@@ -14,7 +14,7 @@ import pytest
 from xdsl.dialects import arith, math as mathd
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from cubridge.dialect.cuir import KernelOp, MapOp, MbarrierWaitOp
+from cubridge.dialect.cuir import KernelOp, MbarrierWaitOp
 from cubridge.diagnostics import CuBridgeError, parse_module
 from cubridge.frontends.spec import load_spec
 from cubridge.lowering import REFERENCES, lower_module

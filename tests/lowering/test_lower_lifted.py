@@ -24,6 +24,8 @@ from cubridge.passes.transfer import TransferPass
 from cubridge.runtime.compiler import INCLUDE_DIR
 from cubridge.tools.cuir_opt import CuirOptMain, main as cuir_opt
 
+from lowering_helpers import lift_transfer_lower, lowered_lift_verification
+
 REPOSITORY = Path(__file__).resolve().parents[2]
 KERNEL = REPOSITORY / "cubridge" / "runtime" / "kernels" / "attention_sm90.cu"
 PRINTED_LIFT = REPOSITORY / "examples" / "ir" / "attention_sm90.mlir"
@@ -32,11 +34,6 @@ SPECS = sorted((REPOSITORY / "examples" / "specs").glob("*.py"))
 # specs whose policies use only the kernel's parameters (the project profile does not lift a policy's Args)
 LIFTABLE_POLICIES = ["causal", "causal_softcap", "comb", "prefix_lm", "relative_position", "relu", "sigmoid",
                      "sliding_window", "sliding_window_softcap", "softcap"]
-
-
-def _lift_transfer_lower(spec: Path, output: Path) -> str:
-    assert cuir_opt(["--lift", f"--transfer={spec}", "--lower", str(KERNEL), "-o", str(output)]) == 0
-    return output.read_text()
 
 
 def _transferred_printed_lift(spec: Path):
@@ -67,18 +64,13 @@ def test_every_lifted_op_is_located(entry):
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda path: path.stem)
 def test_lift_transfer_lower_is_the_printed_lifts(spec, tmp_path):
-    lowered = _lift_transfer_lower(spec, tmp_path / "out.cu")
+    lowered = lift_transfer_lower(KERNEL, spec, tmp_path / "out.cu")
     assert lowered == lower_module(*_transferred_printed_lift(spec), spec.stem).source
 
 
 @pytest.mark.parametrize("name", LIFTABLE_POLICIES)
 def test_lowered_lift_lifts_back_and_verifies(name, tmp_path):
-    spec = REPOSITORY / "examples" / "specs" / f"{name}.py"
-    lowered = tmp_path / f"{name}.cu"
-    _lift_transfer_lower(spec, lowered)
-    module = lift_cuda_file(lowered, f"attention_sm90_bf16_d128_{name}").module
-    shapes = [(1, 2, 1, 129, 129, 128), (2, 2, 2, 65, 255, 128), (1, 2, 1, 300, 200, 128)]
-    result = verify(module, spec=load_spec(str(spec)), shapes=shapes, seeds=(0, 1), schedules=1)
+    result = lowered_lift_verification(KERNEL, name, tmp_path, "attention_sm90_bf16_d128", 128)
     assert result.ok, result.summary()
 
 

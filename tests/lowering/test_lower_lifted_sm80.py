@@ -17,14 +17,13 @@ from pathlib import Path
 import pytest
 
 from cubridge.diagnostics import parse_module
-from cubridge.frontends.cuda import lift_cuda_file
 from cubridge.frontends.cuda.program import load_program
-from cubridge.frontends.spec import load_spec
-from cubridge.interpreter.verify import verify
 from cubridge.lowering import lower_module
 from cubridge.passes.transfer import TransferPass
 from cubridge.runtime.compiler import INCLUDE_DIR
 from cubridge.tools.cuir_opt import CuirOptMain, main as cuir_opt
+
+from lowering_helpers import lift_transfer_lower, lowered_lift_verification
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 KERNEL = REPOSITORY / "cubridge" / "runtime" / "kernels" / "attention_sm80.cu"
@@ -36,16 +35,11 @@ SPECS = sorted((REPOSITORY / "examples" / "specs").glob("*.py"))
 LIFTABLE_POLICIES = ["causal", "prefix_lm", "sliding_window_softcap", "relu"]
 
 
-def _lift_transfer_lower(spec: Path, output: Path) -> str:
-    assert cuir_opt(["--lift", f"--transfer={spec}", "--lower", str(KERNEL), "-o", str(output)]) == 0
-    return output.read_text()
-
-
 @pytest.fixture(scope="module")
 def lifted_lowering(tmp_path_factory):
     """`cuir-opt --lift --transfer=SPEC --lower` of a spec, run once per spec for this module's tests."""
     directory = tmp_path_factory.mktemp("lowered")
-    return cache(lambda spec: _lift_transfer_lower(spec, directory / f"{spec.stem}.cu"))
+    return cache(lambda spec: lift_transfer_lower(KERNEL, spec, directory / f"{spec.stem}.cu"))
 
 
 def _lowered_program(program: Path, spec: Path) -> str:
@@ -83,10 +77,5 @@ def test_lift_transfer_lower_is_the_hand_kept_programs_but_for_kv_range(spec, li
 
 @pytest.mark.parametrize("name", LIFTABLE_POLICIES)
 def test_lowered_lift_lifts_back_and_verifies(name, tmp_path):
-    spec = REPOSITORY / "examples" / "specs" / f"{name}.py"
-    lowered = tmp_path / f"{name}.cu"
-    _lift_transfer_lower(spec, lowered)
-    module = lift_cuda_file(lowered, f"attention_sm80_bf16_d64_{name}").module
-    shapes = [(1, 2, 1, 129, 129, 64), (2, 2, 2, 65, 255, 64), (1, 2, 1, 300, 200, 64)]
-    result = verify(module, spec=load_spec(str(spec)), shapes=shapes, seeds=(0, 1), schedules=1)
+    result = lowered_lift_verification(KERNEL, name, tmp_path, "attention_sm80_bf16_d64", 64)
     assert result.ok, result.summary()

@@ -13,12 +13,11 @@ from cubridge.dialect import cuir_context
 from cubridge.dialect.cuir import KernelOp, StoreOp
 from cubridge.diagnostics import CuBridgeError, parse_module
 from cubridge.frontends.cuda import lift_cuda_file
-from cubridge.frontends.spec import load_spec
-from cubridge.interpreter import ProblemShape, verify
+from cubridge.interpreter import ProblemShape
 from cubridge.passes.transfer import TransferPass
 from cubridge.passes.transfer_match import match_attention
 
-from transfer_helpers import KERNELS, ROOT, SPECS, lifted_transferred, shapes_for_entry, spec_path
+from transfer_helpers import KERNELS, ROOT, SPECS, lifted_verification, spec_path
 
 KERNEL = KERNELS / "attention_sm90.cu"
 DEFAULT_ENTRY = "attention_sm90_bf16_d128_full"
@@ -36,14 +35,14 @@ def _lifted_text(entry: str) -> str:
 
 @pytest.mark.parametrize("name", SPECS)
 def test_spec_on_lifted_kernel_verifies(name):
-    result = verify(lifted_transferred(KERNEL, DEFAULT_ENTRY, name), load_spec(spec_path(name)), shapes=SHAPES, schedules=1)
+    result = lifted_verification(KERNEL, DEFAULT_ENTRY, name, SHAPES)
     assert result.ok, result.summary()
 
 
 @pytest.mark.parametrize("entry", OTHER_ENTRIES)
 @pytest.mark.parametrize("name", ["causal", "softcap", "document_mask", "sigmoid"])
 def test_spec_on_other_instances_verifies(entry, name):
-    result = verify(lifted_transferred(KERNEL, entry, name), load_spec(spec_path(name)), shapes=shapes_for_entry(SHAPES, entry), schedules=1)
+    result = lifted_verification(KERNEL, entry, name, SHAPES)
     assert result.ok, result.summary()
 
 

@@ -18,7 +18,7 @@ from cubridge.interpreter import ProblemShape, verify
 from cubridge.passes.transfer import TransferPass
 from cubridge.passes.transfer_match import match_attention
 
-from transfer_helpers import KERNELS, SPECS, lifted_transferred, shapes_for_entry, spec_path
+from transfer_helpers import KERNELS, SPECS, lifted_transferred, lifted_verification
 
 KERNEL = KERNELS / "attention_sm80.cu"
 ENTRY = "attention_sm80_bf16_d128_full"  # the instance examples/ir/attention_sm80.mlir describes
@@ -31,14 +31,14 @@ SHAPES = (
 
 @pytest.mark.parametrize("name", SPECS)
 def test_spec_on_lifted_sm80_verifies(name):
-    result = verify(lifted_transferred(KERNEL, ENTRY, name), load_spec(spec_path(name)), shapes=SHAPES, schedules=1)
+    result = lifted_verification(KERNEL, ENTRY, name, SHAPES)
     assert result.ok, result.summary()
 
 
 @pytest.mark.parametrize("entry", OTHER_ENTRIES)
 @pytest.mark.parametrize("name", ["sliding_window", "softcap", "document_mask", "sigmoid"])
 def test_spec_on_other_sm80_instances_verifies(entry, name):
-    result = verify(lifted_transferred(KERNEL, entry, name), load_spec(spec_path(name)), shapes=shapes_for_entry(SHAPES, entry), schedules=1)
+    result = lifted_verification(KERNEL, entry, name, SHAPES)
     assert result.ok, result.summary()
 
 

@@ -12,7 +12,9 @@ from xdsl.dialects.builtin import ModuleOp
 from cubridge.dialect import cuir_context
 from cubridge.diagnostics import parse_module
 from cubridge.frontends.cuda import lift_cuda_file
-from cubridge.interpreter import ProblemShape
+from cubridge.frontends.spec import load_spec
+from cubridge.interpreter import ProblemShape, verify
+from cubridge.interpreter.verify import VerificationResult
 from cubridge.passes.transfer import TransferPass
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,6 +44,12 @@ def lifted_transferred(kernel: Path, entry: str, spec: str) -> ModuleOp:
     module = lift_cuda_file(kernel, entry).module
     TransferPass(spec_path(spec)).apply(cuir_context(), module)
     return module
+
+
+def lifted_verification(kernel: Path, entry: str, spec: str, shapes: tuple[ProblemShape, ...]) -> VerificationResult:
+    """`spec` transferred onto the lift of `entry` of `kernel`, verified on `shapes` at the entry's head dim."""
+    return verify(lifted_transferred(kernel, entry, spec), load_spec(spec_path(spec)),
+                  shapes=shapes_for_entry(shapes, entry), schedules=1)
 
 
 def shapes_for_entry(shapes: tuple[ProblemShape, ...], entry: str) -> list[ProblemShape]:

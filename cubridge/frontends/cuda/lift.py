@@ -324,7 +324,7 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
             definition = self.program.structs.get(struct)
         if definition is None:
             raise self.error(scope, node, f"unknown struct `{struct}`")
-        if member in self.profile.section("policy").get("definition_flags", ()):
+        if member in self.profile.definition_flags:
             return False  # the member's definition is lifted, not the kernel's reassociated path it selects
         if member in definition.members:
             holder = definition.members[member]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,12 @@ class Profile:
 
     def section(self, name: str) -> dict:
         return self.table.get(name, {})
+
+    @functools.cached_property
+    def definition_flags(self) -> frozenset[str]:
+        """Policy flags the lift reads as false (`[policy] definition_flags`): each selects a kernel's
+        reassociated evaluation of another member's definition."""
+        return frozenset(self.section("policy").get("definition_flags", ()))
 
     @property
     def warp_group_threads(self) -> int:
