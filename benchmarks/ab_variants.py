@@ -13,6 +13,10 @@ differently.
 
 --extra adds a variant whose source is a whole file (an earlier version of the kernel, say); it is checked
 against the shipped kernel like the substitution variants.
+
+--fa4 times FlashAttention-4 (`flash_attn.cute.flash_attn_func`, installed with ../shared/gpu/fa4-wheels.sh) on
+the same problem in the same rounds, on its own [B, S, H, D] copies of the inputs; its output is compared with the
+shipped kernel's (reported, not required to match bit for bit).
 """
 
 from __future__ import annotations
@@ -191,6 +195,22 @@ def base_name(name: str) -> str:
     return name.partition("#")[0]
 
 
+def fa4_launchers(sets) -> dict[bool, object]:
+    """causal -> a function running FlashAttention-4 on one input set (its own [B, S, H, D] copies)."""
+    try:
+        from flash_attn.cute import flash_attn_func
+    except ImportError as error:
+        raise SystemExit(f"ab_variants: --fa4 needs FlashAttention-4 (flash_attn.cute): {error}") from None
+    transposed = {id(inputs): tuple(t.transpose(1, 2).contiguous() for t in inputs) for inputs in sets}
+
+    def runner(causal: bool):
+        def run(inputs):
+            result = flash_attn_func(*transposed[id(inputs)], causal=causal)
+            return result[0] if isinstance(result, tuple) else result
+        return run
+    return {causal: runner(causal) for causal in (False, True)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kernel", choices=sorted(VARIANTS), default="sm90")
@@ -203,6 +223,8 @@ def main() -> int:
                         help="comma-separated, the first is the baseline (default: all of the kernel's)")
     parser.add_argument("--extra", action="append", default=[], metavar="NAME=FILE",
                         help="a variant whose source is FILE (repeatable)")
+    parser.add_argument("--fa4", action="store_true",
+                        help="time FlashAttention-4's flash_attn_func beside the variants (sm90 only)")
     args = parser.parse_args()
     variants = dict(VARIANTS[args.kernel])
     host, run = KERNELS[args.kernel]
@@ -225,6 +247,7 @@ def main() -> int:
     shape = (args.batch, args.heads, args.seqlen, 128)
     sets = [tuple(torch.randn(shape, generator=generator, device="cuda").bfloat16() for _ in range(3))
             for _ in range(3)]
+    fa4 = fa4_launchers(sets) if args.fa4 else {}
     flops_full = 4.0 * args.batch * args.heads * args.seqlen * args.seqlen * 128
     capability = torch.cuda.get_device_capability()
     baseline = names[0]
@@ -260,9 +283,14 @@ def main() -> int:
                 if error > 0:
                     print(f"{name} causal={causal}: differs from shipped by {error:.2e}")
             launchers = {name: launcher(name) for name in names}
+            if fa4:
+                error = (fa4[causal](sets[0]).transpose(1, 2).float() - reference.float()).abs().max().item()
+                print(f"fa4 causal={causal}: max difference from shipped {error:.2e}")
+                launchers["fa4"] = (lambda run=fa4[causal], rotation=itertools.cycle(sets): run(next(rotation)))
             times = time_paired(launchers, args.rounds, args.warmup_rounds)
             density = causal_density(args.seqlen, args.seqlen) if causal else 1.0
-            for name in names:
+            for name in launchers:
+                rows.setdefault(name, [])
                 tflops = flops_full * density / quartiles(times[name])[1] / 1e9
                 low, mid, high = speedup(times, baseline, name)
                 rows[name].append(f"{tflops:.1f} | {100 * (mid - 1):+.2f}% [{100 * (low - 1):+.2f}, "
@@ -271,8 +299,9 @@ def main() -> int:
           f"{baseline}: median of per-round time ratios [quartiles]")
     print(f"| {args.kernel} variant | full TFLOP/s | full vs {baseline} | causal TFLOP/s | causal vs {baseline} |")
     print("|---|---|---|---|---|")
-    for name in names:
-        print(f"| {name}{' (diag)' if variants[base_name(name)][0] else ''} | {' | '.join(rows[name])} |")
+    for name in rows:
+        diag = name in variants and variants[base_name(name)][0]
+        print(f"| {name}{' (diag)' if diag else ''} | {' | '.join(rows[name])} |")
     return 0
 
 

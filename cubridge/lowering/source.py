@@ -281,6 +281,8 @@ def render_policy(seams: VariantSeams, policy: str, variant: str) -> str:
         lines.append("  static constexpr bool kSoftmax = false;")
     if seams.keep is not None and seams.keep.reads_tables:
         lines.append("  static constexpr bool kMaskLoads = true;")
+    if seams.kv_tile is not None:  # block lists: partial tiles first, then the mask-free full tiles
+        lines.append("  static constexpr bool kUnswitchedMask = true;")
     if seams.mask_columns is not None:
         lines.append("  static constexpr bool kMaskColumns = true;")
         lines.append("  struct Columns {")

@@ -102,8 +102,8 @@ builtin.module {
         %s, %s_done = cuir.gemm_async abt %q_half[%group], %k_tile[%stage_1] : !cuir.smem<64x128xbf16, stages 2, swizzle 128>, !cuir.smem<128x128xbf16, stages 2, swizzle 128> -> !cuir.tile<64x128xf32, @consumer>
         %17 = arith.subi %c2_1, %group : index
         cuir.named_barrier_arrive %17, 256
-        cuir.gemm_wait %s_done : !cuir.token<@consumer>
         %needs_mask = arith.cmpi sge, %c0_1, %full_end : index
+        cuir.gemm_wait %s_done : !cuir.token<@consumer>
         %s_1 = scf.if %needs_mask -> (!cuir.tile<64x128xf32, @consumer>) {
           %s_2 = cuir.map %s at [%c0_1, %c0_1] (%18: f32, %19: index, %20: index) {
             %21 = arith.cmpi sge, %20, %seqlen_k_1 : index
@@ -156,36 +156,36 @@ builtin.module {
         } : !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
         %sum = cuir.row_reduce sum %s_3 init %49 : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
         %gemm_group_end, %s_end, %o_end, %alpha_end, %max_end, %sum_end, %count_end_3 = scf.for %j_1 = %c1_1 to %end_1 step %c1_1 iter_args(%gemm_group = %s_done, %s_4 = %s_3, %o_2 = %o_1, %alpha_1 = %alpha, %max_1 = %max, %sum_1 = %sum, %count_5 = %count_4) -> (!cuir.token<@consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, index) {
+          %59 = arith.cmpi slt, %j_1, %c0_1 : index
+          %60 = arith.cmpi sge, %j_1, %full_end : index
+          %needs_mask_1 = arith.ori %59, %60 : i1
           %n0 = arith.muli %j_1, %c128_1 : index
           %stage_2 = arith.remsi %count_5, %c2_1 : index
           %count_6 = arith.subi %count_5, %c1_1 : index
           %stage_3 = arith.remsi %count_6, %c2_1 : index
-          %59 = arith.divsi %count_6, %c2_1 : index
-          %parity_2 = arith.andi %59, %c1_1 : index
+          %61 = arith.divsi %count_6, %c2_1 : index
+          %parity_2 = arith.andi %61, %c1_1 : index
           cuir.mbarrier_wait %v_full[%stage_3], %parity_2 : !cuir.mbarrier<2>
-          %60 = arith.divsi %count_5, %c2_1 : index
-          %parity_3 = arith.andi %60, %c1_1 : index
+          %62 = arith.divsi %count_5, %c2_1 : index
+          %parity_3 = arith.andi %62, %c1_1 : index
           cuir.mbarrier_wait %k_full[%stage_2], %parity_3 : !cuir.mbarrier<2>
-          %61 = arith.cmpi sgt, %j_1, %c1_1 : index
+          %63 = arith.cmpi sgt, %j_1, %c1_1 : index
           %count_7 = arith.subi %count_5, %c2_1 : index
           cuir.gemm_wait %gemm_group : !cuir.token<@consumer>
-          scf.if %61 {
+          scf.if %63 {
             %stage_4 = arith.remsi %count_7, %c2_1 : index
             cuir.mbarrier_arrive %v_empty[%stage_4] : !cuir.mbarrier<2>
           }
           cuir.named_barrier_sync %16, 256
           cuir.gemm_fence
           %s_5, %s_done_1 = cuir.gemm_async abt %q_half[%group], %k_tile[%stage_2] : !cuir.smem<64x128xbf16, stages 2, swizzle 128>, !cuir.smem<128x128xbf16, stages 2, swizzle 128> -> !cuir.tile<64x128xf32, @consumer>
-          %o_3 = cuir.map %o_2, %alpha_1 (%62: f32, %63: f32, %64: index, %65: index) {
-            %66 = arith.mulf %62, %63 : f32
-            cuir.yield %66 : f32
+          %o_3 = cuir.map %o_2, %alpha_1 (%64: f32, %65: f32, %66: index, %67: index) {
+            %68 = arith.mulf %64, %65 : f32
+            cuir.yield %68 : f32
           } : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
           %probs = cuir.convert %s_4 : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xbf16, @consumer>
           %o_4, %o_done = cuir.gemm_async ab %probs, %v_tile[%stage_3] acc %o_3 : !cuir.tile<64x128xbf16, @consumer>, !cuir.smem<128x128xbf16, stages 2, swizzle 128>, !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
           cuir.named_barrier_arrive %17, 256
-          %67 = arith.cmpi slt, %j_1, %c0_1 : index
-          %68 = arith.cmpi sge, %j_1, %full_end : index
-          %needs_mask_1 = arith.ori %67, %68 : i1
           %s_6 = scf.if %needs_mask_1 -> (!cuir.tile<64x128xf32, @consumer>) {
             %s_7 = cuir.map %s_5 at [%c0_1, %n0] (%69: f32, %70: index, %71: index) {
               %72 = arith.cmpi sge, %71, %seqlen_k_1 : index

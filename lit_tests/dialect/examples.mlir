@@ -47,8 +47,8 @@
 // SM90:          %[[S0:[a-z0-9_]+]], %[[S0_DONE:[a-z0-9_]+]] = cuir.gemm_async abt %[[Q_SMEM]][%[[GROUP]]], %[[K_SMEM]][%{{.+}}] : !cuir.smem<64x128xbf16, stages 2, swizzle 128>, !cuir.smem<128x128xbf16, stages 2, swizzle 128> -> !cuir.tile<64x128xf32, @consumer>
 // SM90-NEXT:     %{{.+}} = arith.subi
 // SM90-NEXT:     cuir.named_barrier_arrive %{{.+}}, 256
-// SM90-NEXT:     cuir.gemm_wait %[[S0_DONE]] : !cuir.token<@consumer>
 // SM90-NEXT:     %[[NEEDS_MASK0:[a-z0-9_]+]] = arith.cmpi sge, %{{.+}}, %[[FULL_END:[a-z0-9_]+]] : index
+// SM90-NEXT:     cuir.gemm_wait %[[S0_DONE]] : !cuir.token<@consumer>
 // SM90-NEXT:     %[[SCORE0:[a-z0-9_]+]] = scf.if %[[NEEDS_MASK0]] -> (!cuir.tile<64x128xf32, @consumer>) {
 // SM90-NEXT:       %{{.+}} = cuir.map %[[S0]] at
 // SM90:          } else {
@@ -63,7 +63,11 @@
 // SM90:          %[[L0:[a-z0-9_]+]] = cuir.row_reduce sum %[[P0]] init %{{.+}} : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
 // The loop carries the in-flight GEMM group (S_0's at first), P, O, alpha, max, sum and the pipeline count.
 // SM90-NEXT:     %[[PV_LAST_DONE:[a-z0-9_]+]], %[[P_LAST:[a-z0-9_]+]], %[[O_LAST:[a-z0-9_]+]], %[[ALPHA_LAST:[a-z0-9_]+]], %[[M_LAST:[a-z0-9_]+]], %[[L_LAST:[a-z0-9_]+]], %[[COUNT_LAST:[a-z0-9_]+]] = scf.for %[[J:[a-z0-9_]+]] = %[[C1:[a-z0-9_]+]] to %[[NUM_KV_TILES:[a-z0-9_]+]] step %[[C1]] iter_args(%[[PV_PREV_DONE:[a-z0-9_]+]] = %[[S0_DONE]], %[[P_PREV:[a-z0-9_]+]] = %[[P0]], %[[ACC:[a-z0-9_]+]] = %[[O_ZERO]], %[[ALPHA_PREV:[a-z0-9_]+]] = %{{.+}}, %[[M:[a-z0-9_]+]] = %[[M0]], %[[L:[a-z0-9_]+]] = %[[L0]], %{{[a-z0-9_]+}} = %{{[a-z0-9_]+}}) -> (!cuir.token<@consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, index) {
-// Step j: wait for V_{j-1}, then K_j (issue order), retire P_{j-2} V_{j-2} (V_{j-2} released for j > 1).
+// Step j: whether kv tile j needs its mask (outside [0, full_end)), tested where the step begins.
+// SM90-NEXT:       %{{.+}} = arith.cmpi slt, %[[J]], %{{.+}} : index
+// SM90-NEXT:       %{{.+}} = arith.cmpi sge, %[[J]], %[[FULL_END]] : index
+// SM90-NEXT:       %[[NEEDS_MASK:[a-z0-9_]+]] = arith.ori %{{.+}}, %{{.+}} : i1
+// Then wait for V_{j-1}, then K_j (issue order), retire P_{j-2} V_{j-2} (V_{j-2} released for j > 1).
 // SM90:            cuir.mbarrier_wait %v_full[%[[PREV_STAGE:[a-z0-9_]+]]], %{{[a-z0-9_]+}} : !cuir.mbarrier<2>
 // SM90:            cuir.mbarrier_wait %k_full[%[[STAGE:[a-z0-9_]+]]], %{{[a-z0-9_]+}} : !cuir.mbarrier<2>
 // SM90-NEXT:       %[[IN_FLIGHT:[a-z0-9_]+]] = arith.cmpi sgt, %[[J]], %[[C1]] : index
@@ -83,7 +87,6 @@
 // SM90-NEXT:       cuir.named_barrier_arrive %{{.+}}, 256
 // SM90-NEXT:       cuir.gemm_wait %[[S_DONE]] : !cuir.token<@consumer>
 // The mask branch runs on the kv tiles outside [0, full_end) only.
-// SM90:            %[[NEEDS_MASK:[a-z0-9_]+]] = arith.ori %{{.+}}, %{{.+}} : i1
 // SM90-NEXT:       %[[SCORE:[a-z0-9_]+]] = scf.if %[[NEEDS_MASK]] -> (!cuir.tile<64x128xf32, @consumer>) {
 // SM90-NEXT:         %{{.+}} = cuir.map %[[S]] at
 // SM90:            cuir.mbarrier_arrive %k_empty[%[[STAGE]]] : !cuir.mbarrier<2>

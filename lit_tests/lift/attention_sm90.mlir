@@ -8,9 +8,9 @@
 // Kernel header: __launch_bounds__, tensor maps and mapped parameters, the scheduler's tile rows.
 // CHECK: cuir.kernel @attention_sm90_bf16_d128_full(%q: !cuir.global<4 x bf16, strided> {{.*}}%lse: !cuir.global<3 x f32, strided> loc(unknown), %softmax_scale: f32 loc(unknown)) threads 384 smem 196688 cluster 1x1x1 tile_m 128 schedule persistent longest_first source "attention_sm90.cu"
 // Shared storage: tiles and mbarriers; init counts are CUDA's over the arrivals a warp group makes (8 / 4).
-// CHECK: %q_half = cuir.alloc : !cuir.smem<64x128xbf16, stages 2, swizzle 128> loc(callsite("{{.*}}attention_sm90.cu":668:3 at "{{.*}}attention_sm90.cu":709:1))
-// CHECK: %k_full = cuir.alloc : !cuir.mbarrier<2> loc(callsite("{{.*}}attention_sm90.cu":674:7 at
-// CHECK: cuir.mbarrier_init %q_empty, 2 : !cuir.mbarrier<1> loc(callsite("{{.*}}attention_sm90.cu":672:5 at
+// CHECK: %q_half = cuir.alloc : !cuir.smem<64x128xbf16, stages 2, swizzle 128> loc(callsite("{{.*}}attention_sm90.cu":679:3 at "{{.*}}attention_sm90.cu":720:1))
+// CHECK: %k_full = cuir.alloc : !cuir.mbarrier<2> loc(callsite("{{.*}}attention_sm90.cu":685:7 at
+// CHECK: cuir.mbarrier_init %q_empty, 2 : !cuir.mbarrier<1> loc(callsite("{{.*}}attention_sm90.cu":683:5 at
 // Role predicates and setmaxnreg budgets.
 // CHECK: cuir.worker @producer threads 0 to 128 regs 24 (%instance) {
 // Parameter fields: tensor sizes, hoisted to the worker's entry.
@@ -26,9 +26,9 @@
 // CHECK: cuir.worker @consumer threads 128 to 384 regs 240 (%group) {
 // CHECK: %scale_log2 = arith.mulf %softmax_scale, %{{.*}} : f32 loc(callsite("{{.*}}attention_sm90.cu":421:70 at
 // Ping-pong turns, async GEMMs and their waits.
-// CHECK: cuir.named_barrier_sync %{{.*}}, 256 loc(callsite("{{.*}}attention_sm90.cu":444:3 at callsite("{{.*}}attention_sm90.cu":577:7 at
-// CHECK: cuir.gemm_fence loc(callsite("{{.*}}attention_sm90.cu":579:7 at
-// CHECK: %s, %s_done = cuir.gemm_async abt %q_half[%group], %k_tile[%{{.*}}] {{.*}} loc(callsite("{{.*}}attention_sm90.cu":580:7 at
+// CHECK: cuir.named_barrier_sync %{{.*}}, 256 loc(callsite("{{.*}}attention_sm90.cu":444:3 at callsite("{{.*}}attention_sm90.cu":576:7 at
+// CHECK: cuir.gemm_fence loc(callsite("{{.*}}attention_sm90.cu":578:7 at
+// CHECK: %s, %s_done = cuir.gemm_async abt %q_half[%group], %k_tile[%{{.*}}] {{.*}} loc(callsite("{{.*}}attention_sm90.cu":579:7 at
 // CHECK: cuir.gemm_wait %s_done : !cuir.token<@consumer> loc(callsite("{{.*}}attention_sm90.cu":584:7 at
 // Bounds only on the kv tiles that need them (element code as a map, its if as a select).
 // CHECK: scf.if %{{.*}} -> (!cuir.tile<64x128xf32, @consumer>) {

@@ -3,7 +3,8 @@
 // Block lists: the four tables join the captured tensor in Args, the kv range runs over positions of the
 // work tile's list (partial, then full tiles: the mask-free ones) and kv_tile reads the tile at a position.
 // The mask's load indexed by the key alone (document_id[kv_idx]) becomes its column: computed by columns()
-// once per key, read by keep() as columns.<name>; the five-argument keep() composes the two.
+// once per key, read by keep() as columns.<name>; the five-argument keep() composes the two. The partial tiles
+// come first, so the Hopper consumer unswitches its mask test (kUnswitchedMask: masked, then mask-free loops).
 
 // CHECK:      struct DocumentMaskVariant : FullAttention {
 // CHECK-NEXT:   struct Args {
@@ -14,6 +15,7 @@
 // CHECK-NEXT:     Table<int, 4> full_kv_indices;
 // CHECK-NEXT:   };
 // CHECK-NEXT:   static constexpr bool kMaskLoads = true;
+// CHECK-NEXT:   static constexpr bool kUnswitchedMask = true;
 // CHECK-NEXT:   static constexpr bool kMaskColumns = true;
 // CHECK-NEXT:   struct Columns {
 // CHECK-NEXT:     int [[KEY:v[0-9]*]];

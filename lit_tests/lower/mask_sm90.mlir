@@ -3,12 +3,14 @@
 // A mask: the policy derives from the reference's FullAttention and overrides the kv range (closed-form
 // bounds from the mask analysis; the mask-free tiles are [0, full_end), the first tile included, as in the
 // hand-written CausalAttention) and keep (mask_mod), each statement
-// naming the spec line it came from; the instances replace the reference's.
+// naming the spec line it came from; the instances replace the reference's. Causal masks only its last kv tiles:
+// the consumer keeps its one loop with the per-step mask test (no kUnswitchedMask, which only block lists gain by).
 
 // CHECK:      // [variant policy] cuir-opt --lower inserts a transferred variant's policy after this line.
 // CHECK:      struct CausalVariant : FullAttention {
 // CHECK-NOT:    struct Args
 // CHECK-NOT:    kModifiesScores
+// CHECK-NOT:    kUnswitchedMask
 // CHECK:        template <int kBlockN, typename VariantArgs>
 // CHECK-NEXT:   __device__ static KvRange kv_range(const AttentionParams& p, const VariantArgs& args, const WorkTile& tile, int, int) {
 // CHECK-NEXT:     static_assert(kBlockN == 128, "the transferred CuIR has 128-key kv tiles");

@@ -42,10 +42,10 @@ def test_a_kernel_change_reaches_the_lifted_ir(tmp_path):
     """The CUDA is the source of truth: drop the consumers' release of K in the kv loop and the lifted
     program deadlocks in the executor (the producer waits for a stage nobody frees)."""
     source = KERNEL.read_text()
-    release = "      release(smem.k_empty(stage), lane);\n      ++kv.count;\n    }\n    if constexpr"
+    release = "      release(smem.k_empty(stage), lane);\n      ++kv.count;\n    };\n"
     assert source.count(release) == 1
     broken = tmp_path / "attention_sm90.cu"
-    broken.write_text(source.replace(release, "      ++kv.count;\n    }\n    if constexpr"))
+    broken.write_text(source.replace(release, "      ++kv.count;\n    };\n"))
     module = lift_cuda_file(broken).module
     result = verify(module, shapes=[(1, 2, 1, 129, 3 * 128 + 1, 128)], seeds=(0,), schedules=1)
     assert not result.ok

@@ -50,9 +50,14 @@ def test_input_errors_name_the_sm90_entry_point():
         attention_sm90(*(torch.empty(1, 2, 16, 128, dtype=torch.bfloat16),) * 3)
 
 
-def test_head_chunk_keeps_a_chunks_kv_within_32_mb():
-    assert head_chunk(8192, 128) == 8 and head_chunk(16384, 128) == 4 and head_chunk(32768, 128) == 2
-    assert head_chunk(1, 64) == 8 and head_chunk(10**6, 128) == 1
+def test_head_chunk_keeps_a_dynamic_chunks_kv_within_32_mb():
+    assert head_chunk(8192, 128, True) == 8 and head_chunk(16384, 128, True) == 4
+    assert head_chunk(32768, 128, True) == 2
+    assert head_chunk(1, 64, True) == 8 and head_chunk(10**6, 128, True) == 1
+
+
+def test_head_chunk_of_the_static_schedule_is_one_pair():
+    assert head_chunk(8192, 128, False) == 1 and head_chunk(1, 64, False) == 1
 
 
 def test_ab_variants_still_match_the_kernel_sources():

@@ -84,6 +84,10 @@ struct FullAttention {
   // const Args&)`: the Hopper kernel then evaluates it reassociated, the index difference split into a part per
   // row and a constant per fragment column, where a conversion and two FP32 operations per score were.
   static constexpr bool kPositionBias = false;
+  // Whether the Hopper consumer runs its kv steps as a masked, a mask-free and a masked loop (the positions before
+  // full_begin, those up to full_end, the rest) instead of one loop that tests needs_mask(position) per step: the
+  // same steps in the same order, each loop compiled for its case. Set for block lists (partial tiles first).
+  static constexpr bool kUnswitchedMask = false;
   // Softmax normalization; false: P = activate(score), `static float activate(float score)`, with no row max,
   // rescaling or division by row sums.
   static constexpr bool kSoftmax = true;
