@@ -1,10 +1,12 @@
-"""Instruction census of the Hopper kernel's consumer main loop, by class, from its SASS (no GPU needed: nvcc
+"""Instruction census of the Hopper kernel's consumer kv-step loops, by class, from its SASS (no GPU needed: nvcc
 and cuobjdump only).
 
-The main loop is the smallest loop of the entry point (a backward branch and the instructions from its target
-to it) that holds both GEMMs of a kv step, S = Q K^T and O += P V: at least two HGMMA chains. The counts are
-static: every instruction of the loop body once, whichever path a step takes through it (a variant's masked
-and mask-free paths both count), so they price the code a kv step can run, not what one step issues. The last
+A kv-step loop is a loop of the entry point (a backward branch and the instructions from its target to it) that
+holds both GEMMs of a kv step, S = Q K^T and O += P V (at least two HGMMA chains), and no smaller such loop. The
+reference kernels have one; a variant whose steps are unswitched (kUnswitchedMask) has a masked and a mask-free
+one, each a row. The counts are static: every instruction of the loop body once, whichever path a step takes
+through it (a loop's masked and mask-free paths both count), so they price the code a kv step can run, not what
+one step issues. The last
 column counts the loop's global loads whose result is read within a few instructions: each of those stalls
 its warp for the load's latency.
 
@@ -79,9 +81,9 @@ def parse_sass(text: str) -> list[Instruction]:
     return instructions
 
 
-def main_loop(instructions: list[Instruction]) -> list[Instruction]:
-    """The smallest loop body (backward-branch target to the branch) with both GEMM chains of a kv step; a
-    ValueError when no loop holds two."""
+def kv_step_loops(instructions: list[Instruction]) -> list[list[Instruction]]:
+    """The loop bodies (backward-branch target to the branch) with both GEMM chains of a kv step and no smaller
+    such loop inside, in address order; a ValueError when no loop holds two."""
     loops = []
     for index, instruction in enumerate(instructions):
         if instruction.opcode != "BRA":
@@ -95,7 +97,16 @@ def main_loop(instructions: list[Instruction]) -> list[Instruction]:
             loops.append(body)
     if not loops:
         raise ValueError("no loop holds both GEMMs of a kv step (two HGMMA chains)")
-    return min(loops, key=len)
+
+    def holds(outer, inner):
+        return outer is not inner and outer[0].address <= inner[0].address and inner[-1].address <= outer[-1].address
+
+    def enters(jump, loop):  # a branch back into a loop's middle from past its end: a wait's out-of-line retry
+        return loop[0].address < jump[0].address <= loop[-1].address < jump[-1].address
+
+    loops = [loop for loop in loops if not any(enters(loop, other) for other in loops)]
+    innermost = [loop for loop in loops if not any(holds(loop, other) for other in loops)]
+    return sorted(innermost, key=lambda body: body[0].address)
 
 
 def gemm_chains(body: list[Instruction]) -> int:
@@ -185,12 +196,14 @@ def main() -> int:
     rows = []
     for label, cubin, entry in kernels(args):
         instructions = parse_sass(entry_sass(cubin, entry))
-        body = main_loop(instructions)
-        distances = load_use_distances(body)
-        exposed = sum(distance <= EXPOSED_LOAD_DISTANCE for distance in distances)
-        rows.append((label, len(instructions), census(body), len(body), f"{exposed} of {len(distances)}"))
+        loops = kv_step_loops(instructions)
+        for number, body in enumerate(loops, 1):
+            distances = load_use_distances(body)
+            exposed = sum(distance <= EXPOSED_LOAD_DISTANCE for distance in distances)
+            name = label if len(loops) == 1 else f"{label} (loop {number} of {len(loops)})"
+            rows.append((name, len(instructions), census(body), len(body), f"{exposed} of {len(distances)}"))
     classes = [name for name in [*CLASSES, "uniform datapath", "other"] if any(row[2][name] for row in rows)]
-    print(f"| kernel ({args.dtype}, D={args.head_dim}) | whole entry | main loop | " + " | ".join(classes)
+    print(f"| kernel ({args.dtype}, D={args.head_dim}) | whole entry | kv-step loop | " + " | ".join(classes)
           + f" | global loads read within {EXPOSED_LOAD_DISTANCE} instructions |")
     print("|---" * (len(classes) + 4) + "|")
     for label, total, counts, loop, exposed in rows:

@@ -1,4 +1,4 @@
-"""benchmarks/sass_census.py: the main loop found in a SASS listing, instructions classed, exposed loads found."""
+"""benchmarks/sass_census.py: the kv-step loops found in a SASS listing, instructions classed, exposed loads found."""
 
 import importlib.util
 import sys
@@ -28,8 +28,8 @@ LISTING = """
 """
 
 
-def test_main_loop_is_the_loop_with_both_gemm_chains():
-    body = census.main_loop(census.parse_sass(LISTING))
+def test_the_kv_step_loop_is_the_loop_with_both_gemm_chains():
+    (body,) = census.kv_step_loops(census.parse_sass(LISTING))
     assert [instruction.address for instruction in (body[0], body[-1])] == [0x20, 0x80]
     counts = census.census(body)
     assert counts["tensor core"] == 2 and counts["global memory"] == 1 and counts["MUFU"] == 1
@@ -37,15 +37,37 @@ def test_main_loop_is_the_loop_with_both_gemm_chains():
 
 
 def test_a_load_read_by_the_next_instruction_is_exposed():
-    body = census.main_loop(census.parse_sass(LISTING))
+    (body,) = census.kv_step_loops(census.parse_sass(LISTING))
     assert census.load_use_distances(body) == [1]
 
 
 def test_no_loop_with_two_gemm_chains_is_an_error():
     listing = "\n".join(line for line in LISTING.splitlines() if "R24" not in line)
     try:
-        census.main_loop(census.parse_sass(listing))
+        census.kv_step_loops(census.parse_sass(listing))
     except ValueError as error:
         assert "two HGMMA chains" in str(error)
     else:
         raise AssertionError("a kernel without a two-GEMM loop must be refused")
+
+
+# Unswitched steps: a masked loop and a mask-free loop, both inside the loop over work tiles; a wait's retry
+# placed after the exit branches back into the second.
+UNSWITCHED = """
+        /*0000*/                   HGMMA.64x128x16.F32.BF16 R88, gdesc[UR4], RZ, !UPT ;   /* 0x0 */
+        /*0010*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR8], R24 ;        /* 0x0 */
+        /*0020*/                   FSEL R88, R88, -INF , !P3 ;                            /* 0x0 */
+        /*0030*/              @!P1 BRA 0x0 ;                                             /* 0x0 */
+        /*0040*/                   HGMMA.64x128x16.F32.BF16 R88, gdesc[UR4], RZ, !UPT ;   /* 0x0 */
+        /*0050*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR8], R24 ;        /* 0x0 */
+        /*0060*/              @!P2 BRA 0x40 ;                                            /* 0x0 */
+        /*0070*/               @P4 BRA 0x0 ;                                             /* 0x0 */
+        /*0080*/                   EXIT ;                                                /* 0x0 */
+        /*0090*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P1, [UR4], R2 ;         /* 0x0 */
+        /*00a0*/                   BRA 0x50 ;                                            /* 0x0 */
+"""
+
+
+def test_unswitched_steps_are_one_loop_each():
+    loops = census.kv_step_loops(census.parse_sass(UNSWITCHED))
+    assert [(body[0].address, body[-1].address) for body in loops] == [(0x0, 0x30), (0x40, 0x60)]

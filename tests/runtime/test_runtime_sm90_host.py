@@ -2,6 +2,7 @@
 
 import importlib.util
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -71,3 +72,13 @@ def test_ab_variants_still_match_the_kernel_sources():
              for old, _ in substitutions
              if old not in ab_variants.KERNELS[kernel][0].SOURCE.read_text()]
     assert stale == []
+
+
+def test_ab_variants_fa4_without_flash_attention_4_is_a_one_line_error(monkeypatch):
+    """--fa4 names what is missing when FlashAttention-4 (flash_attn.cute) is not installed."""
+    spec = importlib.util.spec_from_file_location("ab_variants", REPO_ROOT / "benchmarks" / "ab_variants.py")
+    ab_variants = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ab_variants)
+    monkeypatch.setitem(sys.modules, "flash_attn.cute", None)  # an import of it raises ImportError
+    with pytest.raises(SystemExit, match=r"--fa4 needs FlashAttention-4 \(flash_attn.cute\)"):
+        ab_variants.fa4_launchers([])
