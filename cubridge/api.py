@@ -61,7 +61,7 @@ from cubridge.diagnostics import CuBridgeError
 from cubridge.frontends.spec import NORMALIZATIONS, AttentionSpec, spec_from_hooks
 from cubridge.frontends.hooks import cell_value, global_names
 from cubridge.files import write_atomically
-from cubridge.runtime.kernel_inputs import TABLES
+from cubridge.runtime.kernel_inputs import GivenBlockLists
 from cubridge.reference import attention_reference
 from cubridge.runtime.compiler import cache_dir
 from cubridge.runtime.errors import InvalidInputError
@@ -91,9 +91,8 @@ class _Variant:
 
     key: str
     spec: AttentionSpec
-    capture_names: tuple[str, ...]
+    capture_names: tuple[str, ...]  # the spec's captured tensors, in its order (the kernels')
     kernels: dict[str, object] = field(default_factory=dict)
-    launched: set[tuple] = field(default_factory=set)  # (reference, dtype, head dim) compiled and launched
 
     def kernel(self, reference: str):
         """The spec's VariantKernel on `reference`: transferred, quickly verified and lowered on first use."""
@@ -102,7 +101,7 @@ class _Variant:
             from cubridge.runtime.variant import build_variant
 
             with _progress(f"building the {self.spec.name} variant on the {reference} reference"):
-                kernel = build_variant(self.spec, reference, verify=_announced_quick_verify)
+                kernel = build_variant(self.spec, reference, verify=_announced_quick_verify, progress=_progress)
             self.kernels[reference] = kernel
         return kernel
 
@@ -131,7 +130,7 @@ def _bind(score_mod: Callable | None, mask_mod: Callable | None, normalization: 
         score_mod = _unchanged_score  # sigmoid / relu attention without hooks: the identity score_mod
     with _progress("tracing the hooks"):
         spec = _spec(score_mod, mask_mod, normalization)
-    names = tuple(sorted(spec.captures))
+    names = tuple(spec.captures)
     paths = {name: path for name, path in capture_paths if name in spec.captures}
     key = hashlib.sha256(f"{spec.name}\0{normalization}\0{_spec_identity(spec)}".encode()).hexdigest()[:32]
     variant = _VARIANTS.setdefault(key, _Variant(key, spec, names))
@@ -389,16 +388,8 @@ def _run(query, key, value, captures: list[torch.Tensor], block_lists: list[torc
     if variant is None:
         result = _plain_entry(reference)(query, key, value, scale=scale, return_lse=return_lse)
         return result if return_lse else (result, None)
-    kernel = variant.kernel(reference)
-    lists, block_size = _given_lists(block_lists, block_shape, query, key)
-    arguments = (query, key, value, scale, return_lse, dict(zip(variant.capture_names, captures)), lists, block_size)
-    instance = (reference, query.dtype, query.shape[3])
-    if instance in variant.launched:
-        result = kernel.launch(*arguments)
-    else:
-        with _progress(f"compiling the {variant.spec.name} variant for {query.dtype} D={query.shape[3]} with nvcc"):
-            result = kernel.launch(*arguments)
-        variant.launched.add(instance)
+    given = _given_lists(block_lists, block_shape, query, key) if block_lists else None
+    result = variant.kernel(reference).launch(query, key, value, scale, return_lse, captures, given)
     return result if return_lse else (result, None)
 
 
@@ -505,12 +496,11 @@ def _block_mask_lists(block_mask, variant_key: str) -> tuple[list[torch.Tensor],
     return tables, [*block_mask.BLOCK_SIZE, *block_mask.seq_lengths]
 
 
-def _given_lists(block_lists: list[torch.Tensor], block_shape: list[int], query,
-                 key) -> tuple[dict[str, torch.Tensor] | None, tuple[int, int] | None]:
-    """The BlockMask's lists expanded to [B, HQ, ...] int32 by kernel input name, and their block size, when
-    they describe this problem (its sequence lengths, its batch and heads) on query's device."""
-    if not block_lists or block_shape[2:] != [query.shape[2], key.shape[2]]:
-        return None, None
+def _given_lists(block_lists: list[torch.Tensor], block_shape: list[int], query, key) -> GivenBlockLists | None:
+    """The BlockMask's lists expanded to [B, HQ, ...] int32, when they describe this problem (its sequence
+    lengths, its batch and heads) on query's device."""
+    if block_shape[2:] != [query.shape[2], key.shape[2]]:
+        return None
     batch, heads = query.shape[:2]
     # while a CUDA graph is captured the lists are expanded inside it, so that replays follow the BlockMask's
     # tensors; otherwise the expansion of the latest lists is reused while they are unchanged (the entry keeps
@@ -520,19 +510,18 @@ def _given_lists(block_lists: list[torch.Tensor], block_shape: list[int], query,
     capturing = query.is_cuda and torch.cuda.is_current_stream_capturing()
     cached = None if capturing else _EXPANDED_LISTS.get(identity)
     if cached is not None:
-        return cached[1], (block_shape[0], block_shape[1])
+        return cached[1]
     if any(t.device != query.device or t.shape[0] not in (1, batch) or t.shape[1] not in (1, heads)
            for t in block_lists):
-        return None, None
-    cached = (block_lists, {name: t.expand(batch, heads, *t.shape[2:]).to(torch.int32).contiguous()
-                            for name, t in zip(TABLES, block_lists)})
+        return None
+    given = GivenBlockLists.expanded(block_lists, (block_shape[0], block_shape[1]), batch, heads)
     if not capturing:
         _EXPANDED_LISTS.clear()
-        _EXPANDED_LISTS[identity] = cached
-    return cached[1], (block_shape[0], block_shape[1])
+        _EXPANDED_LISTS[identity] = (block_lists, given)
+    return given
 
 
-_EXPANDED_LISTS: dict[tuple, tuple[list[torch.Tensor], dict[str, torch.Tensor]]] = {}  # the latest BlockMask's
+_EXPANDED_LISTS: dict[tuple, tuple[list[torch.Tensor], GivenBlockLists]] = {}  # the latest BlockMask's
 
 
 def _check(query, key, value, score_mod, mask_mod, scale, enable_gqa: bool, return_lse: bool, normalization: str,

@@ -173,6 +173,7 @@ class AttentionLaunch(abc.ABC):
         self.dtype, self.device, self.device_index = q.dtype, q.device, device_index
         self.args = args
         self._tables = pointer_fields(args, table_fields)
+        self._tables_written = None  # the tables whose pointers `args` holds (kept: their ids stay theirs)
         self.plan: LaunchPlan | None = None  # set by the subclass
 
     def new_outputs(self) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -185,12 +186,15 @@ class AttentionLaunch(abc.ABC):
     def __call__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, stream: int, capturing: bool = False,
                  tables: tuple[torch.Tensor, ...] = ()) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(out, lse or None), enqueued on `stream` (`capturing`: that stream is captured into a CUDA graph);
-        `tables` are the Args tables in `table_fields` order, of the dims the plan was made for."""
+        `tables` are the Args tables in `table_fields` order, of the dims the plan was made for (a tuple passed
+        again is not written again: its tensors are the caller's own copies, which keep their storage)."""
         out, lse = self.new_outputs()
         with LAUNCH_LOCK:
             counter = tile_counter(self.device, self.device_index, stream, capturing) if self.dynamic else (None, None)
-            for field, table in zip(self._tables, tables):
-                field.value = table.data_ptr()
+            if tables is not self._tables_written:  # a repeated call passes the same tuple
+                for field, table in zip(self._tables, tables):
+                    field.value = table.data_ptr()
+                self._tables_written = tables
             self._point_at(q, k, v, out, lse, counter[0])
             self.plan.launch(stream)
         return out, lse

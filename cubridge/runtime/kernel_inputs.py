@@ -10,12 +10,13 @@
   neither list; unused slots hold other tile indices; entries past the sequence ends count as masked.
 
 `build_block_lists` materializes the mask tile by tile with torch (vectorized, on the GPU when there is
-one), as FlexAttention's `create_block_mask` does.
+one), as FlexAttention's `create_block_mask` does; `GivenBlockLists` holds lists made elsewhere (a BlockMask's).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
@@ -23,6 +24,26 @@ NUM_BLOCKS, INDICES = "kv_num_blocks", "kv_indices"
 FULL_NUM_BLOCKS, FULL_INDICES = "full_kv_num_blocks", "full_kv_indices"
 # Kernel inputs and their ranks, in argument order.
 TABLES = {NUM_BLOCKS: 3, INDICES: 4, FULL_NUM_BLOCKS: 3, FULL_INDICES: 4}
+
+
+@dataclass(frozen=True, eq=False)
+class GivenBlockLists:
+    """Block lists made elsewhere (a FlexAttention BlockMask's) for one problem: the four TABLES as [B, HQ, ...]
+    int32 contiguous tensors by kernel input name, made for (query rows, keys) = `block_size` tiles; a launch
+    uses them when those are its kernel's tiles. `signature` is what a launch plan depends on (the block size and
+    the tables' shapes). Immutable: new lists are a new object."""
+
+    tables: dict[str, torch.Tensor]
+    block_size: tuple[int, int]
+    signature: tuple
+
+    @classmethod
+    def expanded(cls, lists: list[torch.Tensor], block_size: tuple[int, int], batch: int,
+                 heads: int) -> GivenBlockLists:
+        """FlexAttention's four lists (TABLES order, [1 or B, 1 or HQ, ...]) copied to [B, HQ, ...] int32."""
+        tables = {name: t.expand(batch, heads, *t.shape[2:]).to(torch.int32).contiguous()
+                  for name, t in zip(TABLES, lists)}
+        return cls(tables, block_size, (block_size, tuple([tuple(t.shape) for t in tables.values()])))
 
 
 def captured_table(tensor: torch.Tensor, device) -> torch.Tensor:

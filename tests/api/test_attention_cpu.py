@@ -339,8 +339,8 @@ def test_the_gpu_dispatch_builds_once_and_passes_captures_and_block_lists(monkey
     monkeypatch.setattr(variant_module, "build_variant",
                         lambda *args, **kwargs: builds.append(args) or build_variant(*args, **kwargs))
 
-    def launch(self, q, k, v, scale, return_lse, captured, block_lists=None, block_size=None):
-        launches.append((self.reference, captured, block_lists, block_size, scale))
+    def launch(self, q, k, v, scale, return_lse, captures, given=None):
+        launches.append((self.reference, captures, given, scale))
         return torch.zeros_like(q), torch.zeros(q.shape[:3])
 
     monkeypatch.setattr(variant_module.VariantKernel, "launch", launch)
@@ -356,10 +356,11 @@ def test_the_gpu_dispatch_builds_once_and_passes_captures_and_block_lists(monkey
     finally:
         document = saved
     assert len(builds) == 1 and len(launches) == 2
-    (_, first, no_lists, no_size, _), (reference, second, lists, size, scale) = launches
-    assert reference == "sm90" and no_lists is None and no_size is None and scale == 0.5
-    assert first["document"] is saved and torch.equal(second["document"], torch.tensor([0] * 8 + [1] * 8))
-    assert size == (128, 128)
+    (_, first, no_lists, _), (reference, second, given, scale) = launches
+    assert reference == "sm90" and no_lists is None and scale == 0.5
+    assert first == [saved] and torch.equal(second[0], torch.tensor([0] * 8 + [1] * 8))
+    lists = given.tables
+    assert given.block_size == (128, 128) and given.signature == ((128, 128), ((2, 4, 1), (2, 4, 1, 1)) * 2)
     assert torch.equal(lists["kv_num_blocks"], block_mask.kv_num_blocks.expand(2, 4, 1).int())
     assert lists["full_kv_indices"].shape == (2, 4, 1, 1) and lists["kv_indices"].is_contiguous()
     assert out.shape == q.shape and lse.shape == q.shape[:3]
@@ -371,10 +372,9 @@ def test_a_block_masks_expanded_lists_are_reused_until_its_tensors_change():
     block_mask = create_block_mask(causal, None, None, 300, 300, device="cpu")
     q, k = torch.empty(2, 4, 300, 64), torch.empty(2, 2, 300, 64)
     lists, shape = api._block_mask_lists(block_mask, "variant")
-    first, block_size = api._given_lists(lists, shape, q, k)
-    again, _ = api._given_lists(lists, shape, q, k)
-    assert block_size == (128, 128) and all(again[name] is first[name] for name in first)
-    assert first["kv_indices"].shape == (2, 4, 3, 3) and first["kv_indices"].is_contiguous()
+    first = api._given_lists(lists, shape, q, k)
+    assert api._given_lists(lists, shape, q, k) is first and first.block_size == (128, 128)
+    assert first.tables["kv_indices"].shape == (2, 4, 3, 3) and first.tables["kv_indices"].is_contiguous()
     block_mask.kv_num_blocks[0, 0, 0] = 0
-    changed, _ = api._given_lists(lists, shape, q, k)
-    assert changed["kv_num_blocks"][1, 3, 0] == 0 and first["kv_num_blocks"][1, 3, 0] == 1
+    changed = api._given_lists(lists, shape, q, k).tables
+    assert changed["kv_num_blocks"][1, 3, 0] == 0 and first.tables["kv_num_blocks"][1, 3, 0] == 1
