@@ -117,6 +117,18 @@ class _Binding:
     guards: tuple[tuple[tuple, object], ...]
     signature: tuple[tuple[torch.dtype, tuple[int, ...]], ...]
 
+    def captures_now(self, hooks: tuple) -> list[torch.Tensor] | None:
+        """The hooks' captured tensors now, or None where the binding no longer holds: a captured tensor is not
+        one of the traced dtype and shape (rebound, or changed in place), or a Python value the hooks read
+        changed."""
+        captures = []
+        for path, (dtype, shape) in zip(self.capture_paths, self.signature):
+            tensor = _resolve(hooks, path)
+            if not isinstance(tensor, torch.Tensor) or tensor.dtype != dtype or tensor.shape != shape:
+                return None
+            captures.append(tensor)
+        return None if self.guards and not _unchanged(hooks, self.guards) else captures
+
 
 _VARIANTS: dict[str, _Variant] = {}
 _BINDINGS: dict[tuple, _Binding] = {}
@@ -175,15 +187,13 @@ def _binding(score_mod, mask_mod, normalization: str) -> tuple[_Binding, list[to
     """The hooks' binding (from memory while the Python values they read are unchanged) and their captured
     tensors now."""
     hooks = (score_mod, mask_mod)
-    index = (score_mod, mask_mod, normalization)
-    binding = _BINDINGS.get(index)
-    if binding is not None:
-        captures = [_resolve(hooks, path) for path in binding.capture_paths]
-        if _unchanged(hooks, binding.guards) and tuple([(t.dtype, t.shape) for t in captures]) == binding.signature:
-            return binding, captures
+    binding = _BINDINGS.get((score_mod, mask_mod, normalization))
+    captures = None if binding is None else binding.captures_now(hooks)
+    if captures is not None:
+        return binding, captures
     if len(_BINDINGS) >= _BINDINGS_LIMIT:
         _BINDINGS.clear()
-    binding = _BINDINGS[index] = _bind(score_mod, mask_mod, normalization)
+    binding = _BINDINGS[score_mod, mask_mod, normalization] = _bind(score_mod, mask_mod, normalization)
     return binding, [_resolve(hooks, path) for path in binding.capture_paths]
 
 
@@ -388,7 +398,7 @@ def _run(query, key, value, captures: list[torch.Tensor], block_lists: list[torc
     if variant is None:
         result = _plain_entry(reference)(query, key, value, scale=scale, return_lse=return_lse)
         return result if return_lse else (result, None)
-    given = _given_lists(block_lists, block_shape, query, key) if block_lists else None
+    given = _given_lists(block_lists, block_shape) if block_lists else None
     result = variant.kernel(reference).launch(query, key, value, scale, return_lse, captures, given)
     return result if return_lse else (result, None)
 
@@ -488,7 +498,7 @@ def _mask_of(block_mask, mask_mod: Callable | None) -> Callable | None:
 
 def _block_mask_lists(block_mask, variant_key: str) -> tuple[list[torch.Tensor], list[int]]:
     """The BlockMask's four block lists and [BLOCK_M, BLOCK_N, Q_LEN, KV_LEN], or ([], []) without a
-    BlockMask (or one built with separate_full_blocks=False): `_given_lists` decides whether they fit."""
+    BlockMask (or one built with separate_full_blocks=False): the kernel decides whether they fit."""
     if block_mask is None or variant_key == PLAIN or block_mask.full_kv_num_blocks is None:
         return [], []
     tables = [block_mask.kv_num_blocks, block_mask.kv_indices, block_mask.full_kv_num_blocks,
@@ -496,32 +506,23 @@ def _block_mask_lists(block_mask, variant_key: str) -> tuple[list[torch.Tensor],
     return tables, [*block_mask.BLOCK_SIZE, *block_mask.seq_lengths]
 
 
-def _given_lists(block_lists: list[torch.Tensor], block_shape: list[int], query, key) -> GivenBlockLists | None:
-    """The BlockMask's lists expanded to [B, HQ, ...] int32, when they describe this problem (its sequence
-    lengths, its batch and heads) on query's device."""
-    if block_shape[2:] != [query.shape[2], key.shape[2]]:
-        return None
-    batch, heads = query.shape[:2]
-    # while a CUDA graph is captured the lists are expanded inside it, so that replays follow the BlockMask's
-    # tensors; otherwise the expansion of the latest lists is reused while they are unchanged (the entry keeps
-    # the tensors, so their ids stay theirs; an in-place change or `set_` bumps a version), and so are the
-    # checks that admitted them
-    identity = (batch, heads, query.get_device(), tuple([(id(t), t._version) for t in block_lists]))
-    capturing = query.is_cuda and torch.cuda.is_current_stream_capturing()
-    cached = None if capturing else _EXPANDED_LISTS.get(identity)
-    if cached is not None:
-        return cached[1]
-    if any(t.device != query.device or t.shape[0] not in (1, batch) or t.shape[1] not in (1, heads)
-           for t in block_lists):
-        return None
-    given = GivenBlockLists.expanded(block_lists, (block_shape[0], block_shape[1]), batch, heads)
-    if not capturing:
-        _EXPANDED_LISTS.clear()
-        _EXPANDED_LISTS[identity] = (block_lists, given)
+def _given_lists(block_lists: list[torch.Tensor], block_shape: list[int]) -> GivenBlockLists:
+    """The BlockMask's lists as one object, the same while its tensors are unchanged (the kernel decides whether
+    they fit, and keeps their expansion while they are the same object): the entry keeps the tensors, so their
+    ids stay theirs; an in-place change or `set_` bumps a version."""
+    kv_num_blocks, kv_indices, full_kv_num_blocks, full_kv_indices = block_lists
+    identity = (id(kv_num_blocks), kv_num_blocks._version, id(kv_indices), kv_indices._version,
+                id(full_kv_num_blocks), full_kv_num_blocks._version, id(full_kv_indices), full_kv_indices._version,
+                *block_shape)
+    given = _GIVEN_LISTS.get(identity)
+    if given is None:
+        given = GivenBlockLists.of(block_lists, block_shape)
+        _GIVEN_LISTS.clear()
+        _GIVEN_LISTS[identity] = given
     return given
 
 
-_EXPANDED_LISTS: dict[tuple, tuple[list[torch.Tensor], GivenBlockLists]] = {}  # the latest BlockMask's
+_GIVEN_LISTS: dict[tuple, GivenBlockLists] = {}  # the latest BlockMask's
 
 
 def _check(query, key, value, score_mod, mask_mod, scale, enable_gqa: bool, return_lse: bool, normalization: str,

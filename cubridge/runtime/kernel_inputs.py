@@ -28,22 +28,33 @@ TABLES = {NUM_BLOCKS: 3, INDICES: 4, FULL_NUM_BLOCKS: 3, FULL_INDICES: 4}
 
 @dataclass(frozen=True, eq=False)
 class GivenBlockLists:
-    """Block lists made elsewhere (a FlexAttention BlockMask's) for one problem: the four TABLES as [B, HQ, ...]
-    int32 contiguous tensors by kernel input name, made for (query rows, keys) = `block_size` tiles; a launch
-    uses them when those are its kernel's tiles. `signature` is what a launch plan depends on (the block size and
-    the tables' shapes). Immutable: new lists are a new object."""
+    """Block lists made elsewhere (a FlexAttention BlockMask's): the four TABLES in their order, each
+    [1 or B, 1 or HQ, ...] on one device, made for (query rows, keys) = `block_size` tiles over
+    (SQ, SKV) = `seq_lengths`. `signature` is what a launch plan depends on (all but the values); immutable:
+    lists that changed are given as a new object."""
 
-    tables: dict[str, torch.Tensor]
+    lists: tuple[torch.Tensor, ...]
     block_size: tuple[int, int]
+    seq_lengths: tuple[int, int]
     signature: tuple
 
     @classmethod
-    def expanded(cls, lists: list[torch.Tensor], block_size: tuple[int, int], batch: int,
-                 heads: int) -> GivenBlockLists:
-        """FlexAttention's four lists (TABLES order, [1 or B, 1 or HQ, ...]) copied to [B, HQ, ...] int32."""
-        tables = {name: t.expand(batch, heads, *t.shape[2:]).to(torch.int32).contiguous()
-                  for name, t in zip(TABLES, lists)}
-        return cls(tables, block_size, (block_size, tuple([tuple(t.shape) for t in tables.values()])))
+    def of(cls, lists: list[torch.Tensor], block_shape: list[int]) -> GivenBlockLists:
+        """The lists with [BLOCK_M, BLOCK_N, SQ, SKV] = `block_shape`."""
+        block_size, seq_lengths = (block_shape[0], block_shape[1]), (block_shape[2], block_shape[3])
+        return cls(tuple(lists), block_size, seq_lengths,
+                   (block_size, seq_lengths, tuple([(t.device, t.shape) for t in lists])))
+
+    def fit(self, shape: tuple[int, int, int, int], tile: tuple[int, int], device: torch.device) -> bool:
+        """Whether the lists describe the problem (B, HQ, SQ, SKV) = `shape` on `device` in `tile` tiles."""
+        batch, heads, seqlen_q, seqlen_kv = shape
+        return self.block_size == tile and self.seq_lengths == (seqlen_q, seqlen_kv) and all(
+            t.device == device and t.shape[0] in (1, batch) and t.shape[1] in (1, heads) for t in self.lists)
+
+    def expanded(self, batch: int, heads: int) -> dict[str, torch.Tensor]:
+        """The lists as a kernel takes them: [B, HQ, ...] int32 contiguous copies, by kernel input name."""
+        return {name: t.expand(batch, heads, *t.shape[2:]).to(torch.int32).contiguous()
+                for name, t in zip(TABLES, self.lists)}
 
 
 def captured_table(tensor: torch.Tensor, device) -> torch.Tensor:

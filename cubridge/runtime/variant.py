@@ -126,7 +126,7 @@ class _VariantPlan:
     kernel: AttentionLaunch
     sources: tuple[tuple[str, int], ...]
     has_block_lists: bool
-    uses_given_lists: bool  # the BlockMask's lists fit the kernel's tiles
+    uses_given_lists: bool  # the given lists (a BlockMask's) describe the problem in the kernel's tiles
     shape: tuple[int, int, int, int]  # (B, HQ, SQ, SKV)
     lowered: LoweredKernel
     reads_capture_state: bool  # tables or a tile counter, made differently while a CUDA graph is captured
@@ -150,6 +150,7 @@ class VariantKernel:
     _block_lists: dict[tuple, tuple[list[torch.Tensor], dict[str, torch.Tensor]]] = field(default_factory=dict)
     _table_copies: dict[str, tuple] = field(default_factory=dict)
     _latest_tables: tuple | None = None  # (plan, given lists, capture states, captured tensors, tables)
+    _given_expansion: tuple | None = None  # (given lists, (B, HQ), their expansion)
 
     def program(self, head_dim: int = 128) -> TransferredProgram:
         """The spec transferred onto the reference program of `head_dim`'s kv tile (made, and verified, once)."""
@@ -203,8 +204,8 @@ class VariantKernel:
     def launch(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None, return_lse: bool,
                captures: list[torch.Tensor], given: GivenBlockLists | None = None):
         """The call with the captured tensors in the spec's order and, optionally, block lists made elsewhere
-        (`given`): used when they were made for the kernel's tiles, else (and without them) the kernel's own
-        lists are built, and cached per captured tensors and shape.
+        (`given`): used when they describe this problem on q's device in the kernel's tiles, else (and without
+        them) the kernel's own lists are built, and cached per captured tensors and shape.
 
         The launch plan (checks, instance, grid, parameters, Args layout) is made once per layout of the
         inputs, scale, return_lse and captured and block-list shapes; a call then reads only the tensors' data:
@@ -213,7 +214,7 @@ class VariantKernel:
         if return_lse and self.spec.normalization != "softmax":
             raise InvalidInputError(f"return_lse: the {self.spec.normalization} normalization has no log-sum-exp")
         check_tensors(q, k, v)
-        shapes = tuple([t.shape if isinstance(t, torch.Tensor) else None for t in captures])
+        shapes = tuple([t.shape if isinstance(t, torch.Tensor) else None for t in captures]) if captures else ()
         key = (layout_key(q, k, v), scale, return_lse, None if given is None else given.signature, shapes)
         plan = self._plans.get(key)
         if plan is None:
@@ -242,8 +243,8 @@ class VariantKernel:
             raise InvalidInputError(str(error)) from None
         lowered, compiled = self.compiled(DTYPE_NAMES[q.dtype], q.shape[3], capability)
         shape = (q.shape[0], q.shape[1], q.shape[2], k.shape[2])
-        uses_given_lists = given is not None and given.block_size == (lowered.tile_m, lowered.block_n)
-        list_shapes = ({name: t.shape for name, t in given.tables.items()} if uses_given_lists
+        uses_given_lists = given is not None and given.fit(shape, (lowered.tile_m, lowered.block_n), q.device)
+        list_shapes = ({name: (*shape[:2], *t.shape[2:]) for name, t in zip(TABLES, given.lists)} if uses_given_lists
                        else block_list_shapes(shape, lowered.tile_m, lowered.block_n))
         capture_names = list(self.spec.captures)
         args = _table_struct(lowered.args)()
@@ -288,13 +289,26 @@ class VariantKernel:
         device = plan.kernel.device
         lists = None
         if plan.uses_given_lists:
-            lists = given.tables
+            lists = self._given_tables(plan, given, capturing)
         elif plan.has_block_lists:
             lists = self._block_list_tables(plan, captures, states, capturing)
         tables = tuple([lists[name] if index < 0 else self._table_copy(name, captures[index], device, capturing)
                         for name, index in plan.sources])
         if not capturing:
             self._latest_tables = (plan, given, states, captures, tables)
+        return tables
+
+    def _given_tables(self, plan: _VariantPlan, given: GivenBlockLists, capturing: bool) -> dict[str, torch.Tensor]:
+        """The given lists expanded to the plan's batch and heads, made again only for other lists (a new object)
+        or another shape; while a CUDA graph is captured they are expanded inside it, so that replays follow the
+        given tensors."""
+        batch, heads = plan.shape[:2]
+        latest = self._given_expansion
+        if not capturing and latest is not None and latest[0] is given and latest[1] == (batch, heads):
+            return latest[2]
+        tables = given.expanded(batch, heads)
+        if not capturing:
+            self._given_expansion = (given, (batch, heads), tables)
         return tables
 
     def _table_copy(self, name: str, tensor: torch.Tensor, device: torch.device, capturing: bool) -> torch.Tensor:

@@ -359,22 +359,23 @@ def test_the_gpu_dispatch_builds_once_and_passes_captures_and_block_lists(monkey
     (_, first, no_lists, _), (reference, second, given, scale) = launches
     assert reference == "sm90" and no_lists is None and scale == 0.5
     assert first == [saved] and torch.equal(second[0], torch.tensor([0] * 8 + [1] * 8))
-    lists = given.tables
-    assert given.block_size == (128, 128) and given.signature == ((128, 128), ((2, 4, 1), (2, 4, 1, 1)) * 2)
-    assert torch.equal(lists["kv_num_blocks"], block_mask.kv_num_blocks.expand(2, 4, 1).int())
-    assert lists["full_kv_indices"].shape == (2, 4, 1, 1) and lists["kv_indices"].is_contiguous()
+    assert given.lists == (block_mask.kv_num_blocks, block_mask.kv_indices, block_mask.full_kv_num_blocks,
+                           block_mask.full_kv_indices)
+    assert given.block_size == (128, 128) and given.seq_lengths == (16, 16)
     assert out.shape == q.shape and lse.shape == q.shape[:3]
 
 
-def test_a_block_masks_expanded_lists_are_reused_until_its_tensors_change():
-    """The BlockMask's lists expanded to [B, HQ, ...] are made once per BlockMask and kept while its tensors are
-    unchanged (no per-call copies); an in-place change of one of them makes them again."""
+def test_a_block_masks_lists_are_one_object_until_its_tensors_change():
+    """The BlockMask's lists are given to the kernel as the same object while its tensors are unchanged (the kernel
+    keeps their expansion while it gets the same object); an in-place change of one of them, or another tensor,
+    gives a new one."""
     block_mask = create_block_mask(causal, None, None, 300, 300, device="cpu")
-    q, k = torch.empty(2, 4, 300, 64), torch.empty(2, 2, 300, 64)
     lists, shape = api._block_mask_lists(block_mask, "variant")
-    first = api._given_lists(lists, shape, q, k)
-    assert api._given_lists(lists, shape, q, k) is first and first.block_size == (128, 128)
-    assert first.tables["kv_indices"].shape == (2, 4, 3, 3) and first.tables["kv_indices"].is_contiguous()
+    first = api._given_lists(lists, shape)
+    assert api._given_lists(*api._block_mask_lists(block_mask, "variant")) is first
+    assert first.block_size == (128, 128) and first.seq_lengths == (300, 300)
     block_mask.kv_num_blocks[0, 0, 0] = 0
-    changed = api._given_lists(lists, shape, q, k).tables
-    assert changed["kv_num_blocks"][1, 3, 0] == 0 and first.tables["kv_num_blocks"][1, 3, 0] == 1
+    changed = api._given_lists(lists, shape)
+    assert changed is not first and api._given_lists(lists, shape) is changed
+    block_mask.kv_indices = block_mask.kv_indices.clone()
+    assert api._given_lists(*api._block_mask_lists(block_mask, "variant")) is not changed
