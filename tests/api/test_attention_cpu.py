@@ -139,6 +139,28 @@ def test_captured_values_are_arguments_and_the_variant_is_reused(monkeypatch):
         document = saved
 
 
+def test_a_captured_tensor_rebound_to_another_shape_or_to_a_non_tensor_is_noticed():
+    """The binding found by the hook objects holds while their captured tensors keep the traced dtype and shape:
+    another shape is another variant, and a value that is no longer a tensor is traced again (a located error
+    about the hook, not an AttributeError)."""
+    global document
+    q, k, v = inputs()
+    saved = document
+    try:
+        first = api._binding(None, documents, "softmax")[0].key
+        document = torch.tensor([0] * 10 + [1] * 10)
+        longer, captures = api._binding(None, documents, "softmax")
+        assert longer.key != first and captures == [document]
+        document = document.int()
+        assert api._binding(None, documents, "softmax")[0].key not in (first, longer.key)
+        document = [0] * 16
+        with pytest.raises(AttentionError, match="test_attention_cpu.py:") as raised:
+            cubridge.attention(q, k, v, mask_mod=documents, enable_gqa=True)
+        assert "\n" not in str(raised.value)
+    finally:
+        document = saved
+
+
 def test_a_closure_with_other_values_is_another_variant_and_equal_values_share_one():
     q, k, v = inputs()
     outputs = {}
