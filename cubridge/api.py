@@ -61,6 +61,7 @@ from cubridge.diagnostics import CuBridgeError
 from cubridge.frontends.spec import NORMALIZATIONS, AttentionSpec, spec_from_hooks
 from cubridge.frontends.hooks import cell_value, global_names
 from cubridge.files import write_atomically
+from cubridge.runtime.attention import layout_key
 from cubridge.runtime.kernel_inputs import GivenBlockLists
 from cubridge.reference import attention_reference
 from cubridge.runtime.compiler import cache_dir
@@ -383,9 +384,10 @@ def _fallback(variant: _Variant | None, query, key, value, captures: list[torch.
 
 
 def _run(query, key, value, captures: list[torch.Tensor], block_lists: list[torch.Tensor], block_shape: list[int],
-         variant_key: str, scale: float, return_lse: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+         variant_key: str, scale: float, return_lse: bool,
+         layout: tuple | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The op's implementation: (out, lse; None without return_lse) from the variant's kernel on a supported GPU,
-    else from the eager reference."""
+    else from the eager reference. `layout`: the inputs' `layout_key`, when the caller has it."""
     variant = None
     if variant_key != PLAIN:
         variant = _VARIANTS.get(variant_key)
@@ -395,20 +397,22 @@ def _run(query, key, value, captures: list[torch.Tensor], block_lists: list[torc
     reference = _reference_for(query.device)
     if reference is None:
         return _fallback(variant, query, key, value, captures, scale, return_lse)
+    layout = layout_key(query, key, value) if layout is None else layout
     if variant is None:
-        result = _plain_entry(reference)(query, key, value, scale=scale, return_lse=return_lse)
+        result = _plain_entry(reference)(layout, query, key, value, False, scale, return_lse)
         return result if return_lse else (result, None)
     given = _given_lists(block_lists, block_shape) if block_lists else None
-    result = variant.kernel(reference).launch(query, key, value, scale, return_lse, captures, given)
+    result = variant.kernel(reference).launch(layout, query, key, value, scale, return_lse, captures, given)
     return result if return_lse else (result, None)
 
 
 @functools.cache
 def _plain_entry(reference: str) -> Callable:
-    """The reference kernel's entry point (`attention_sm90` or `attention_sm80`), imported once."""
-    from cubridge.runtime import attention_sm80, attention_sm90
+    """The reference kernel's entry point (`launch_sm90` or `launch_sm80`), imported once."""
+    from cubridge.runtime.attention import launch_sm80
+    from cubridge.runtime.attention_sm90 import launch_sm90
 
-    return attention_sm90 if reference == "sm90" else attention_sm80
+    return launch_sm90 if reference == "sm90" else launch_sm80
 
 
 @torch.library.custom_op("cubridge::attention", mutates_args=())
@@ -450,7 +454,8 @@ def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, score
             raise AttentionError("return_aux: max_scores is not computed by CuBridge kernels; request lse only")
         return_lse = bool(getattr(return_aux, "lse", False))
     compiling = torch.compiler.is_compiling()
-    scale = _check(query, key, value, score_mod, mask_mod, scale, enable_gqa, return_lse, normalization, compiling)
+    scale, layout = _check(query, key, value, score_mod, mask_mod, scale, enable_gqa, return_lse, normalization,
+                           compiling)
     if score_mod is None and mask_mod is None and normalization == "softmax":
         variant_key, captures = PLAIN, []
     elif compiling:
@@ -465,7 +470,8 @@ def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, score
         variant_key = binding.key
     block_lists, block_shape = _block_mask_lists(block_mask, variant_key)
     arguments = (query, key, value, captures, block_lists, block_shape, variant_key, scale, return_lse)
-    out, lse = _attention_op(*arguments) if compiling or type(query) is not torch.Tensor else _run(*arguments)
+    out, lse = (_attention_op(*arguments) if compiling or type(query) is not torch.Tensor
+                else _run(*arguments, layout))
     if return_aux is not None:
         from torch.nn.attention.flex_attention import AuxOutput
 
@@ -526,16 +532,20 @@ _GIVEN_LISTS: dict[tuple, GivenBlockLists] = {}  # the latest BlockMask's
 
 
 def _check(query, key, value, score_mod, mask_mod, scale, enable_gqa: bool, return_lse: bool, normalization: str,
-           compiling: bool) -> float:
-    """One-line AttentionErrors naming the argument; returns the scale (default 1/sqrt(D)). While torch.compile
-    traces (`compiling`: symbolic shapes, no Python state to keep) the tensor checks run without the cache."""
-    for name, tensor in (("query", query), ("key", key), ("value", value)):
-        if not isinstance(tensor, torch.Tensor):
-            raise AttentionError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
-    if compiling:
+           compiling: bool) -> tuple[float, tuple | None]:
+    """One-line AttentionErrors naming the argument; returns the scale (default 1/sqrt(D)) and the inputs'
+    `layout_key`. While torch.compile traces (`compiling`: symbolic shapes, no Python state to keep), and for
+    tensor subclasses (which go through the op), the tensor checks run without the cache and there is no layout
+    key (None)."""
+    if not (isinstance(query, torch.Tensor) and isinstance(key, torch.Tensor) and isinstance(value, torch.Tensor)):
+        for name, tensor in (("query", query), ("key", key), ("value", value)):
+            if not isinstance(tensor, torch.Tensor):
+                raise AttentionError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
+    layout = None
+    if compiling or type(query) is not torch.Tensor:
         _check_layout(query, key, value, enable_gqa)
     else:
-        _check_layout_once(query, key, value, enable_gqa)
+        layout = _check_layout_once(query, key, value, enable_gqa)
     if score_mod is not None and not callable(score_mod):
         raise AttentionError(f"score_mod must be a function, got {type(score_mod).__name__}")
     if mask_mod is not None and not callable(mask_mod):
@@ -548,29 +558,29 @@ def _check(query, key, value, score_mod, mask_mod, scale, enable_gqa: bool, retu
         raise AttentionError("cubridge.attention computes the forward pass only (no backward): call it under "
                              "torch.no_grad() or torch.inference_mode(), or detach the inputs")
     if scale is None:
-        return 1.0 / math.sqrt(query.shape[3])
+        return 1.0 / math.sqrt(query.shape[3]), layout
     if not isinstance(scale, int | float) or not scale > 0:
         raise AttentionError(f"scale must be a positive number (masked scores are -inf); got {scale!r}")
-    return float(scale)
+    return float(scale), layout
 
 
-# (shapes, dtypes, devices, enable_gqa) of the query, key and value that _check_layout accepted: a repeated
-# call skips those checks (host time per call matters for short kernels; the runtime's own checks run once per
-# launch plan).
+# (layout_key, enable_gqa) of the query, key and value that _check_layout accepted: a repeated call skips those
+# checks (host time per call matters for short kernels), and the layout key goes on to find the launch plan (the
+# runtime's own checks run once per plan).
 _CHECKED_LAYOUTS: set[tuple] = set()
 _CHECKED_LAYOUTS_LIMIT = 1024
 
 
-def _check_layout_once(query, key, value, enable_gqa: bool) -> None:
-    """_check_layout, skipped for a layout it accepted before."""
-    layout = (query.shape, key.shape, value.shape, query.dtype, key.dtype, value.dtype, query.device, key.device,
-              value.device, enable_gqa)
-    if layout in _CHECKED_LAYOUTS:
-        return
+def _check_layout_once(query, key, value, enable_gqa: bool) -> tuple:
+    """_check_layout, skipped for a layout it accepted before; returns the inputs' `layout_key`."""
+    layout = layout_key(query, key, value)
+    if (layout, enable_gqa) in _CHECKED_LAYOUTS:
+        return layout
     _check_layout(query, key, value, enable_gqa)
     if len(_CHECKED_LAYOUTS) >= _CHECKED_LAYOUTS_LIMIT:
         _CHECKED_LAYOUTS.clear()
-    _CHECKED_LAYOUTS.add(layout)
+    _CHECKED_LAYOUTS.add((layout, enable_gqa))
+    return layout
 
 
 def _check_layout(query, key, value, enable_gqa: bool) -> None:

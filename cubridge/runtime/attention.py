@@ -53,6 +53,8 @@ def kernel_name(dtype: torch.dtype, head_dim: int, causal: bool) -> str:
 
 def check_tensors(q, k, v) -> None:
     """InvalidInputError unless q, k, v are torch tensors (the per-call check before a plan is looked up)."""
+    if isinstance(q, torch.Tensor) and isinstance(k, torch.Tensor) and isinstance(v, torch.Tensor):
+        return
     for name, tensor in (("q", q), ("k", k), ("v", v)):
         if not isinstance(tensor, torch.Tensor):
             raise InvalidInputError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
@@ -243,7 +245,13 @@ def attention_sm80(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
     SDPA's is_causal. Enqueued on torch's current stream; the tensors are ready when that stream reaches it.
     """
     check_tensors(q, k, v)
-    key = (layout_key(q, k, v), causal, scale, return_lse)
+    return launch_sm80(layout_key(q, k, v), q, k, v, causal, scale, return_lse)
+
+
+def launch_sm80(layout: tuple, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float | None,
+                return_lse: bool):
+    """attention_sm80 on tensors whose `layout_key` the caller computed."""
+    key = (layout, causal, scale, return_lse)
     plan = _PLANS.get(key)
     if plan is None:
         plan = remember(_PLANS, key, _sm80_plan(q, k, v, causal, scale, return_lse))

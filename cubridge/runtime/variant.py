@@ -199,11 +199,13 @@ class VariantKernel:
             raise InvalidInputError(f"unknown captured tensor(s) {sorted(unknown)}; the spec captures "
                                     f"{sorted(self.spec.captures) or 'none'}")
         captures = [captured.get(name, tensor) for name, tensor in self.spec.captures.items()]
-        return self.launch(q, k, v, scale, return_lse, captures)
+        check_tensors(q, k, v)
+        return self.launch(layout_key(q, k, v), q, k, v, scale, return_lse, captures)
 
-    def launch(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None, return_lse: bool,
-               captures: list[torch.Tensor], given: GivenBlockLists | None = None):
-        """The call with the captured tensors in the spec's order and, optionally, block lists made elsewhere
+    def launch(self, layout: tuple, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None,
+               return_lse: bool, captures: list[torch.Tensor], given: GivenBlockLists | None = None):
+        """The call on tensors whose `layout_key` the caller computed, with the captured tensors in the spec's
+        order and, optionally, block lists made elsewhere
         (`given`): used when they describe this problem on q's device in the kernel's tiles, else (and without
         them) the kernel's own lists are built, and cached per captured tensors and shape.
 
@@ -213,9 +215,8 @@ class VariantKernel:
         given lists are."""
         if return_lse and self.spec.normalization != "softmax":
             raise InvalidInputError(f"return_lse: the {self.spec.normalization} normalization has no log-sum-exp")
-        check_tensors(q, k, v)
         shapes = tuple([t.shape if isinstance(t, torch.Tensor) else None for t in captures]) if captures else ()
-        key = (layout_key(q, k, v), scale, return_lse, None if given is None else given.signature, shapes)
+        key = (layout, scale, return_lse, None if given is None else given.signature, shapes)
         plan = self._plans.get(key)
         if plan is None:
             plan = remember(self._plans, key, self._plan(q, k, v, scale, return_lse, captures, given))

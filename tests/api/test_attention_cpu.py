@@ -11,6 +11,7 @@ from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex
 import cubridge
 from cubridge import api
 from cubridge.api import AttentionError
+from cubridge.runtime.attention import layout_key
 
 document = torch.tensor([0] * 5 + [1] * 7 + [2] * 4)
 
@@ -361,7 +362,8 @@ def test_the_gpu_dispatch_builds_once_and_passes_captures_and_block_lists(monkey
     monkeypatch.setattr(variant_module, "build_variant",
                         lambda *args, **kwargs: builds.append(args) or build_variant(*args, **kwargs))
 
-    def launch(self, q, k, v, scale, return_lse, captures, given=None):
+    def launch(self, layout, q, k, v, scale, return_lse, captures, given=None):
+        assert layout == layout_key(q, k, v)
         launches.append((self.reference, captures, given, scale))
         return torch.zeros_like(q), torch.zeros(q.shape[:3])
 

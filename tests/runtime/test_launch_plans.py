@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from cubridge.runtime import driver
+from cubridge.runtime.attention import layout_key
 from cubridge.runtime.errors import InvalidInputError
 from cubridge.runtime.kernel_inputs import TABLES, block_list_shapes, build_block_lists
 from cubridge.runtime.variant import build_variant
@@ -200,7 +201,7 @@ def test_given_block_lists_are_used_where_they_fit_and_expanded_once_per_object(
 
     given = _given(mask, (2, 2, 200, 300))
     for call in (given, given, _given(mask, (2, 2, 200, 300))):
-        kernel.launch(q, k, v, None, False, [ids], call)
+        kernel.launch(layout_key(q, k, v), q, k, v, None, False, [ids], call)
     assert not kernel._block_lists
     calls = [_args(kernel, args) for *_, args in RecordedLaunch.made[0].launches]
     expanded = kernel._given_expansion[2]
@@ -209,7 +210,7 @@ def test_given_block_lists_are_used_where_they_fit_and_expanded_once_per_object(
     assert list(calls[2].kv_indices_dims) == [2, 2, 2, 3] and expanded["kv_indices"].is_contiguous()
     assert torch.equal(expanded["kv_num_blocks"][1, 1], given.lists[0][0, 0].int())
     for other in (_given(mask, (2, 2, 200, 300), block_size=(128, 64)), _given(mask, (2, 2, 100, 300))):
-        kernel.launch(q, k, v, None, False, [ids], other)
+        kernel.launch(layout_key(q, k, v), q, k, v, None, False, [ids], other)
     assert len(RecordedLaunch.made) == 3 and len(kernel._block_lists) == 1
     own = kernel._block_lists[next(iter(kernel._block_lists))][1]
     assert _args(kernel, RecordedLaunch.made[2].launches[0][-1]).kv_indices_data == own["kv_indices"].data_ptr()
