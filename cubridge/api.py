@@ -335,17 +335,13 @@ def quick_verify(spec: AttentionSpec, program: ModuleOp) -> None:
 # ------------------------------------------------------------------------------------------------------------
 
 
+@functools.cache
 def _reference_for(device: torch.device) -> str | None:
-    """The reference program a CUDA device runs (sm90 on sm_90, sm80 on other sm_80+), None for the
-    fallback."""
+    """The reference program a tensor's device runs (sm90 on sm_90, sm80 on other sm_80+), None for the
+    fallback; once per device (a tensor's CUDA device carries its index)."""
     if device.type != "cuda":
         return None
-    return _reference_of_gpu(device.index if device.index is not None else torch.cuda.current_device())
-
-
-@functools.cache
-def _reference_of_gpu(index: int) -> str | None:
-    capability = torch.cuda.get_device_capability(index)
+    capability = torch.cuda.get_device_capability(device)
     if capability == (9, 0):
         return "sm90"
     return "sm80" if capability >= (8, 0) else None
