@@ -189,7 +189,8 @@ class AttentionLaunch(abc.ABC):
                  tables: tuple[torch.Tensor, ...] = ()) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(out, lse or None), enqueued on `stream` (`capturing`: that stream is captured into a CUDA graph);
         `tables` are the Args tables in `table_fields` order, of the dims the plan was made for (a tuple passed
-        again is not written again: its tensors are the caller's own copies, which keep their storage)."""
+        again is not written again: a caller passes the same tuple only for the same tables at the same
+        addresses)."""
         out, lse = self.new_outputs()
         with LAUNCH_LOCK:
             counter = tile_counter(self.device, self.device_index, stream, capturing) if self.dynamic else (None, None)

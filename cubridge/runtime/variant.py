@@ -205,9 +205,9 @@ class VariantKernel:
     def launch(self, layout: tuple, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None,
                return_lse: bool, captures: list[torch.Tensor], given: GivenBlockLists | None = None):
         """The call on tensors whose `layout_key` the caller computed, with the captured tensors in the spec's
-        order and, optionally, block lists made elsewhere
-        (`given`): used when they describe this problem on q's device in the kernel's tiles, else (and without
-        them) the kernel's own lists are built, and cached per captured tensors and shape.
+        order and, optionally, block lists made elsewhere (`given`): used when they describe this problem on q's
+        device in the kernel's tiles, else (and without them) the kernel's own lists are built, and cached per
+        captured tensors and shape.
 
         The launch plan (checks, instance, grid, parameters, Args layout) is made once per layout of the
         inputs, scale, return_lse and captured and block-list shapes; a call then reads only the tensors' data:
@@ -281,8 +281,7 @@ class VariantKernel:
         """The Args tables in Args order, on the plan's device: captured tensors' copies (f32 / i32), block
         lists (the given ones when they fit, else the kernel's own). The latest call's tables are reused while
         the plan, the given lists and the captured tensors (objects, data, versions) are its; the entry keeps
-        the tensors, so their ids stay theirs. While a CUDA graph is captured, the copies and the kernel's own lists
-        are made inside it."""
+        the tensors, so their ids stay theirs. While a CUDA graph is captured, every table is made inside it."""
         states = tuple([(id(t), t._version, t.data_ptr()) for t in captures])
         latest = self._latest_tables
         if not capturing and latest is not None and latest[0] is plan and latest[1] is given and latest[2] == states:
