@@ -30,20 +30,21 @@ TABLES = {NUM_BLOCKS: 3, INDICES: 4, FULL_NUM_BLOCKS: 3, FULL_INDICES: 4}
 class GivenBlockLists:
     """Block lists made elsewhere (a FlexAttention BlockMask's): the four TABLES in their order, each
     [1 or B, 1 or HQ, ...] on one device, made for (query rows, keys) = `block_size` tiles over
-    (SQ, SKV) = `seq_lengths`. `signature` is what a launch plan depends on (all but the values); immutable:
-    lists that changed are given as a new object."""
+    (SQ, SKV) = `seq_lengths`. `signature` is what a launch plan depends on (all but the values), as text: a
+    string keeps its hash, so a plan key holding it is hashed without walking it; immutable: lists that changed
+    are given as a new object."""
 
     lists: tuple[torch.Tensor, ...]
     block_size: tuple[int, int]
     seq_lengths: tuple[int, int]
-    signature: tuple
+    signature: str
 
     @classmethod
     def of(cls, lists: list[torch.Tensor], block_shape: list[int]) -> GivenBlockLists:
         """The lists with [BLOCK_M, BLOCK_N, SQ, SKV] = `block_shape`."""
         block_size, seq_lengths = (block_shape[0], block_shape[1]), (block_shape[2], block_shape[3])
-        return cls(tuple(lists), block_size, seq_lengths,
-                   (block_size, seq_lengths, tuple([(t.device, t.shape) for t in lists])))
+        layouts = [(str(t.device), tuple(t.shape)) for t in lists]
+        return cls(tuple(lists), block_size, seq_lengths, repr((block_size, seq_lengths, layouts)))
 
     def fit(self, shape: tuple[int, int, int, int], tile: tuple[int, int], device: torch.device) -> bool:
         """Whether the lists describe the problem (B, HQ, SQ, SKV) = `shape` on `device` in `tile` tiles."""
