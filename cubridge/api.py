@@ -61,7 +61,8 @@ from cubridge.diagnostics import CuBridgeError
 from cubridge.frontends.spec import NORMALIZATIONS, AttentionSpec, spec_from_hooks
 from cubridge.frontends.hooks import cell_value, global_names
 from cubridge.files import write_atomically
-from cubridge.runtime.kernel_inputs import TABLES
+from cubridge.runtime.attention import layout_key
+from cubridge.runtime.kernel_inputs import GivenBlockLists
 from cubridge.reference import attention_reference
 from cubridge.runtime.compiler import cache_dir
 from cubridge.runtime.errors import InvalidInputError
@@ -91,9 +92,8 @@ class _Variant:
 
     key: str
     spec: AttentionSpec
-    capture_names: tuple[str, ...]
+    capture_names: tuple[str, ...]  # the spec's captured tensors, in its order (the kernels')
     kernels: dict[str, object] = field(default_factory=dict)
-    launched: set[tuple] = field(default_factory=set)  # (reference, dtype, head dim) compiled and launched
 
     def kernel(self, reference: str):
         """The spec's VariantKernel on `reference`: transferred, quickly verified and lowered on first use."""
@@ -102,7 +102,7 @@ class _Variant:
             from cubridge.runtime.variant import build_variant
 
             with _progress(f"building the {self.spec.name} variant on the {reference} reference"):
-                kernel = build_variant(self.spec, reference, verify=_announced_quick_verify)
+                kernel = build_variant(self.spec, reference, verify=_announced_quick_verify, progress=_progress)
             self.kernels[reference] = kernel
         return kernel
 
@@ -118,6 +118,18 @@ class _Binding:
     guards: tuple[tuple[tuple, object], ...]
     signature: tuple[tuple[torch.dtype, tuple[int, ...]], ...]
 
+    def captures_now(self, hooks: tuple) -> list[torch.Tensor] | None:
+        """The hooks' captured tensors now, or None where the binding no longer holds: a captured tensor is not
+        one of the traced dtype and shape (rebound, or changed in place), or a Python value the hooks read
+        changed."""
+        captures = []
+        for path, (dtype, shape) in zip(self.capture_paths, self.signature):
+            tensor = _resolve(hooks, path)
+            if not isinstance(tensor, torch.Tensor) or tensor.dtype != dtype or tensor.shape != shape:
+                return None
+            captures.append(tensor)
+        return None if self.guards and not _unchanged(hooks, self.guards) else captures
+
 
 _VARIANTS: dict[str, _Variant] = {}
 _BINDINGS: dict[tuple, _Binding] = {}
@@ -131,7 +143,7 @@ def _bind(score_mod: Callable | None, mask_mod: Callable | None, normalization: 
         score_mod = _unchanged_score  # sigmoid / relu attention without hooks: the identity score_mod
     with _progress("tracing the hooks"):
         spec = _spec(score_mod, mask_mod, normalization)
-    names = tuple(sorted(spec.captures))
+    names = tuple(spec.captures)
     paths = {name: path for name, path in capture_paths if name in spec.captures}
     key = hashlib.sha256(f"{spec.name}\0{normalization}\0{_spec_identity(spec)}".encode()).hexdigest()[:32]
     variant = _VARIANTS.setdefault(key, _Variant(key, spec, names))
@@ -176,15 +188,13 @@ def _binding(score_mod, mask_mod, normalization: str) -> tuple[_Binding, list[to
     """The hooks' binding (from memory while the Python values they read are unchanged) and their captured
     tensors now."""
     hooks = (score_mod, mask_mod)
-    index = (score_mod, mask_mod, normalization)
-    binding = _BINDINGS.get(index)
-    if binding is not None:
-        captures = [_resolve(hooks, path) for path in binding.capture_paths]
-        if _unchanged(hooks, binding.guards) and tuple([(t.dtype, t.shape) for t in captures]) == binding.signature:
-            return binding, captures
+    binding = _BINDINGS.get((score_mod, mask_mod, normalization))
+    captures = None if binding is None else binding.captures_now(hooks)
+    if captures is not None:
+        return binding, captures
     if len(_BINDINGS) >= _BINDINGS_LIMIT:
         _BINDINGS.clear()
-    binding = _BINDINGS[index] = _bind(score_mod, mask_mod, normalization)
+    binding = _BINDINGS[score_mod, mask_mod, normalization] = _bind(score_mod, mask_mod, normalization)
     return binding, [_resolve(hooks, path) for path in binding.capture_paths]
 
 
@@ -325,17 +335,13 @@ def quick_verify(spec: AttentionSpec, program: ModuleOp) -> None:
 # ------------------------------------------------------------------------------------------------------------
 
 
+@functools.cache
 def _reference_for(device: torch.device) -> str | None:
-    """The reference program a CUDA device runs (sm90 on sm_90, sm80 on other sm_80+), None for the
-    fallback."""
+    """The reference program a tensor's device runs (sm90 on sm_90, sm80 on other sm_80+), None for the
+    fallback; once per device (a tensor's CUDA device carries its index)."""
     if device.type != "cuda":
         return None
-    return _reference_of_gpu(device.index if device.index is not None else torch.cuda.current_device())
-
-
-@functools.cache
-def _reference_of_gpu(index: int) -> str | None:
-    capability = torch.cuda.get_device_capability(index)
+    capability = torch.cuda.get_device_capability(device)
     if capability == (9, 0):
         return "sm90"
     return "sm80" if capability >= (8, 0) else None
@@ -374,9 +380,10 @@ def _fallback(variant: _Variant | None, query, key, value, captures: list[torch.
 
 
 def _run(query, key, value, captures: list[torch.Tensor], block_lists: list[torch.Tensor], block_shape: list[int],
-         variant_key: str, scale: float, return_lse: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+         variant_key: str, scale: float, return_lse: bool,
+         layout: tuple | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The op's implementation: (out, lse; None without return_lse) from the variant's kernel on a supported GPU,
-    else from the eager reference."""
+    else from the eager reference. `layout`: the inputs' `layout_key`, when the caller has it."""
     variant = None
     if variant_key != PLAIN:
         variant = _VARIANTS.get(variant_key)
@@ -386,28 +393,22 @@ def _run(query, key, value, captures: list[torch.Tensor], block_lists: list[torc
     reference = _reference_for(query.device)
     if reference is None:
         return _fallback(variant, query, key, value, captures, scale, return_lse)
+    layout = layout_key(query, key, value) if layout is None else layout
     if variant is None:
-        result = _plain_entry(reference)(query, key, value, scale=scale, return_lse=return_lse)
+        result = _plain_entry(reference)(layout, query, key, value, False, scale, return_lse)
         return result if return_lse else (result, None)
-    kernel = variant.kernel(reference)
-    lists, block_size = _given_lists(block_lists, block_shape, query, key)
-    arguments = (query, key, value, scale, return_lse, dict(zip(variant.capture_names, captures)), lists, block_size)
-    instance = (reference, query.dtype, query.shape[3])
-    if instance in variant.launched:
-        result = kernel.launch(*arguments)
-    else:
-        with _progress(f"compiling the {variant.spec.name} variant for {query.dtype} D={query.shape[3]} with nvcc"):
-            result = kernel.launch(*arguments)
-        variant.launched.add(instance)
+    given = _given_lists(block_lists, block_shape) if block_lists else None
+    result = variant.kernel(reference).launch(layout, query, key, value, scale, return_lse, captures, given)
     return result if return_lse else (result, None)
 
 
 @functools.cache
 def _plain_entry(reference: str) -> Callable:
-    """The reference kernel's entry point (`attention_sm90` or `attention_sm80`), imported once."""
-    from cubridge.runtime import attention_sm80, attention_sm90
+    """The reference kernel's entry point (`launch_sm90` or `launch_sm80`), imported once."""
+    from cubridge.runtime.attention import launch_sm80
+    from cubridge.runtime.attention_sm90 import launch_sm90
 
-    return attention_sm90 if reference == "sm90" else attention_sm80
+    return launch_sm90 if reference == "sm90" else launch_sm80
 
 
 @torch.library.custom_op("cubridge::attention", mutates_args=())
@@ -449,7 +450,8 @@ def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, score
             raise AttentionError("return_aux: max_scores is not computed by CuBridge kernels; request lse only")
         return_lse = bool(getattr(return_aux, "lse", False))
     compiling = torch.compiler.is_compiling()
-    scale = _check(query, key, value, score_mod, mask_mod, scale, enable_gqa, return_lse, normalization, compiling)
+    scale, layout = _check(query, key, value, score_mod, mask_mod, scale, enable_gqa, return_lse, normalization,
+                           compiling)
     if score_mod is None and mask_mod is None and normalization == "softmax":
         variant_key, captures = PLAIN, []
     elif compiling:
@@ -464,7 +466,8 @@ def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, score
         variant_key = binding.key
     block_lists, block_shape = _block_mask_lists(block_mask, variant_key)
     arguments = (query, key, value, captures, block_lists, block_shape, variant_key, scale, return_lse)
-    out, lse = _attention_op(*arguments) if compiling or type(query) is not torch.Tensor else _run(*arguments)
+    out, lse = (_attention_op(*arguments) if compiling or type(query) is not torch.Tensor
+                else _run(*arguments, layout))
     if return_aux is not None:
         from torch.nn.attention.flex_attention import AuxOutput
 
@@ -497,7 +500,7 @@ def _mask_of(block_mask, mask_mod: Callable | None) -> Callable | None:
 
 def _block_mask_lists(block_mask, variant_key: str) -> tuple[list[torch.Tensor], list[int]]:
     """The BlockMask's four block lists and [BLOCK_M, BLOCK_N, Q_LEN, KV_LEN], or ([], []) without a
-    BlockMask (or one built with separate_full_blocks=False): `_given_lists` decides whether they fit."""
+    BlockMask (or one built with separate_full_blocks=False): the kernel decides whether they fit."""
     if block_mask is None or variant_key == PLAIN or block_mask.full_kv_num_blocks is None:
         return [], []
     tables = [block_mask.kv_num_blocks, block_mask.kv_indices, block_mask.full_kv_num_blocks,
@@ -505,47 +508,40 @@ def _block_mask_lists(block_mask, variant_key: str) -> tuple[list[torch.Tensor],
     return tables, [*block_mask.BLOCK_SIZE, *block_mask.seq_lengths]
 
 
-def _given_lists(block_lists: list[torch.Tensor], block_shape: list[int], query,
-                 key) -> tuple[dict[str, torch.Tensor] | None, tuple[int, int] | None]:
-    """The BlockMask's lists expanded to [B, HQ, ...] int32 by kernel input name, and their block size, when
-    they describe this problem (its sequence lengths, its batch and heads) on query's device."""
-    if not block_lists or block_shape[2:] != [query.shape[2], key.shape[2]]:
-        return None, None
-    batch, heads = query.shape[:2]
-    # while a CUDA graph is captured the lists are expanded inside it, so that replays follow the BlockMask's
-    # tensors; otherwise the expansion of the latest lists is reused while they are unchanged (the entry keeps
-    # the tensors, so their ids stay theirs; an in-place change or `set_` bumps a version), and so are the
-    # checks that admitted them
-    identity = (batch, heads, query.get_device(), tuple([(id(t), t._version) for t in block_lists]))
-    capturing = query.is_cuda and torch.cuda.is_current_stream_capturing()
-    cached = None if capturing else _EXPANDED_LISTS.get(identity)
-    if cached is not None:
-        return cached[1], (block_shape[0], block_shape[1])
-    if any(t.device != query.device or t.shape[0] not in (1, batch) or t.shape[1] not in (1, heads)
-           for t in block_lists):
-        return None, None
-    cached = (block_lists, {name: t.expand(batch, heads, *t.shape[2:]).to(torch.int32).contiguous()
-                            for name, t in zip(TABLES, block_lists)})
-    if not capturing:
-        _EXPANDED_LISTS.clear()
-        _EXPANDED_LISTS[identity] = cached
-    return cached[1], (block_shape[0], block_shape[1])
+def _given_lists(block_lists: list[torch.Tensor], block_shape: list[int]) -> GivenBlockLists:
+    """The BlockMask's lists as one object, the same while its tensors are unchanged (the kernel decides whether
+    they fit, and keeps their expansion while they are the same object): the entry keeps the tensors, so their
+    ids stay theirs; an in-place change or `set_` bumps a version."""
+    kv_num_blocks, kv_indices, full_kv_num_blocks, full_kv_indices = block_lists
+    identity = (id(kv_num_blocks), kv_num_blocks._version, id(kv_indices), kv_indices._version,
+                id(full_kv_num_blocks), full_kv_num_blocks._version, id(full_kv_indices), full_kv_indices._version,
+                *block_shape)
+    given = _GIVEN_LISTS.get(identity)
+    if given is None:
+        given = GivenBlockLists.of(block_lists, block_shape)
+        _GIVEN_LISTS.clear()
+        _GIVEN_LISTS[identity] = given
+    return given
 
 
-_EXPANDED_LISTS: dict[tuple, tuple[list[torch.Tensor], dict[str, torch.Tensor]]] = {}  # the latest BlockMask's
+_GIVEN_LISTS: dict[tuple, GivenBlockLists] = {}  # the latest BlockMask's
 
 
 def _check(query, key, value, score_mod, mask_mod, scale, enable_gqa: bool, return_lse: bool, normalization: str,
-           compiling: bool) -> float:
-    """One-line AttentionErrors naming the argument; returns the scale (default 1/sqrt(D)). While torch.compile
-    traces (`compiling`: symbolic shapes, no Python state to keep) the tensor checks run without the cache."""
-    for name, tensor in (("query", query), ("key", key), ("value", value)):
-        if not isinstance(tensor, torch.Tensor):
-            raise AttentionError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
-    if compiling:
+           compiling: bool) -> tuple[float, tuple | None]:
+    """One-line AttentionErrors naming the argument; returns the scale (default 1/sqrt(D)) and the inputs'
+    `layout_key`. While torch.compile traces (`compiling`: symbolic shapes, no Python state to keep), and for
+    tensor subclasses (which go through the op), the tensor checks run without the cache and there is no layout
+    key (None)."""
+    if not (isinstance(query, torch.Tensor) and isinstance(key, torch.Tensor) and isinstance(value, torch.Tensor)):
+        for name, tensor in (("query", query), ("key", key), ("value", value)):
+            if not isinstance(tensor, torch.Tensor):
+                raise AttentionError(f"{name} must be a torch.Tensor, got {type(tensor).__name__}")
+    layout = None
+    if compiling or type(query) is not torch.Tensor:
         _check_layout(query, key, value, enable_gqa)
     else:
-        _check_layout_once(query, key, value, enable_gqa)
+        layout = _check_layout_once(query, key, value, enable_gqa)
     if score_mod is not None and not callable(score_mod):
         raise AttentionError(f"score_mod must be a function, got {type(score_mod).__name__}")
     if mask_mod is not None and not callable(mask_mod):
@@ -558,29 +554,29 @@ def _check(query, key, value, score_mod, mask_mod, scale, enable_gqa: bool, retu
         raise AttentionError("cubridge.attention computes the forward pass only (no backward): call it under "
                              "torch.no_grad() or torch.inference_mode(), or detach the inputs")
     if scale is None:
-        return 1.0 / math.sqrt(query.shape[3])
+        return 1.0 / math.sqrt(query.shape[3]), layout
     if not isinstance(scale, int | float) or not scale > 0:
         raise AttentionError(f"scale must be a positive number (masked scores are -inf); got {scale!r}")
-    return float(scale)
+    return float(scale), layout
 
 
-# (shapes, dtypes, devices, enable_gqa) of the query, key and value that _check_layout accepted: a repeated
-# call skips those checks (host time per call matters for short kernels; the runtime's own checks run once per
-# launch plan).
+# (layout_key, enable_gqa) of the query, key and value that _check_layout accepted: a repeated call skips those
+# checks (host time per call matters for short kernels), and the layout key goes on to find the launch plan (the
+# runtime's own checks run once per plan).
 _CHECKED_LAYOUTS: set[tuple] = set()
 _CHECKED_LAYOUTS_LIMIT = 1024
 
 
-def _check_layout_once(query, key, value, enable_gqa: bool) -> None:
-    """_check_layout, skipped for a layout it accepted before."""
-    layout = (query.shape, key.shape, value.shape, query.dtype, key.dtype, value.dtype, query.device, key.device,
-              value.device, enable_gqa)
-    if layout in _CHECKED_LAYOUTS:
-        return
+def _check_layout_once(query, key, value, enable_gqa: bool) -> tuple:
+    """_check_layout, skipped for a layout it accepted before; returns the inputs' `layout_key`."""
+    layout = layout_key(query, key, value)
+    if (layout, enable_gqa) in _CHECKED_LAYOUTS:
+        return layout
     _check_layout(query, key, value, enable_gqa)
     if len(_CHECKED_LAYOUTS) >= _CHECKED_LAYOUTS_LIMIT:
         _CHECKED_LAYOUTS.clear()
-    _CHECKED_LAYOUTS.add(layout)
+    _CHECKED_LAYOUTS.add((layout, enable_gqa))
+    return layout
 
 
 def _check_layout(query, key, value, enable_gqa: bool) -> None:

@@ -139,7 +139,13 @@ def attention_sm90(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
     is top-left aligned (query i sees keys j <= i). Enqueued on torch's current stream.
     """
     check_tensors(q, k, v)
-    key = (layout_key(q, k, v), causal, scale, return_lse)
+    return launch_sm90(layout_key(q, k, v), q, k, v, causal, scale, return_lse)
+
+
+def launch_sm90(layout: tuple, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float | None,
+                return_lse: bool):
+    """attention_sm90 on tensors whose `layout_key` the caller computed."""
+    key = (layout, causal, scale, return_lse)
     plan = _PLANS.get(key)
     if plan is None:
         plan = remember(_PLANS, key, _sm90_plan(q, k, v, causal, scale, return_lse))

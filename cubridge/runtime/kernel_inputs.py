@@ -10,12 +10,13 @@
   neither list; unused slots hold other tile indices; entries past the sequence ends count as masked.
 
 `build_block_lists` materializes the mask tile by tile with torch (vectorized, on the GPU when there is
-one), as FlexAttention's `create_block_mask` does.
+one), as FlexAttention's `create_block_mask` does; `GivenBlockLists` holds lists made elsewhere (a BlockMask's).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
@@ -23,6 +24,38 @@ NUM_BLOCKS, INDICES = "kv_num_blocks", "kv_indices"
 FULL_NUM_BLOCKS, FULL_INDICES = "full_kv_num_blocks", "full_kv_indices"
 # Kernel inputs and their ranks, in argument order.
 TABLES = {NUM_BLOCKS: 3, INDICES: 4, FULL_NUM_BLOCKS: 3, FULL_INDICES: 4}
+
+
+@dataclass(frozen=True, eq=False)
+class GivenBlockLists:
+    """Block lists made elsewhere (a FlexAttention BlockMask's): the four TABLES in their order, each
+    [1 or B, 1 or HQ, ...] on one device, made for (query rows, keys) = `block_size` tiles over
+    (SQ, SKV) = `seq_lengths`. `signature` is what a launch plan depends on (all but the values), as text: a
+    string keeps its hash, so a plan key holding it is hashed without walking it; immutable: lists that changed
+    are given as a new object."""
+
+    lists: tuple[torch.Tensor, ...]
+    block_size: tuple[int, int]
+    seq_lengths: tuple[int, int]
+    signature: str
+
+    @classmethod
+    def of(cls, lists: list[torch.Tensor], block_shape: list[int]) -> GivenBlockLists:
+        """The lists with [BLOCK_M, BLOCK_N, SQ, SKV] = `block_shape`."""
+        block_size, seq_lengths = (block_shape[0], block_shape[1]), (block_shape[2], block_shape[3])
+        layouts = [(str(t.device), tuple(t.shape)) for t in lists]
+        return cls(tuple(lists), block_size, seq_lengths, repr((block_size, seq_lengths, layouts)))
+
+    def fit(self, shape: tuple[int, int, int, int], tile: tuple[int, int], device: torch.device) -> bool:
+        """Whether the lists describe the problem (B, HQ, SQ, SKV) = `shape` on `device` in `tile` tiles."""
+        batch, heads, seqlen_q, seqlen_kv = shape
+        return self.block_size == tile and self.seq_lengths == (seqlen_q, seqlen_kv) and all(
+            t.device == device and t.shape[0] in (1, batch) and t.shape[1] in (1, heads) for t in self.lists)
+
+    def expanded(self, batch: int, heads: int) -> dict[str, torch.Tensor]:
+        """The lists as a kernel takes them: [B, HQ, ...] int32 contiguous copies, by kernel input name."""
+        return {name: t.expand(batch, heads, *t.shape[2:]).to(torch.int32).contiguous()
+                for name, t in zip(TABLES, self.lists)}
 
 
 def captured_table(tensor: torch.Tensor, device) -> torch.Tensor:

@@ -20,6 +20,7 @@ import functools
 import hashlib
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,7 +42,8 @@ from cubridge.runtime.attention import (DTYPE_NAMES, AttentionLaunch, Sm80Launch
 from cubridge.runtime.compiler import KERNELS_DIR, CompiledKernel, cache_dir, compile_cubin
 from cubridge.runtime.driver import current_stream, load_function, stream_capturing
 from cubridge.runtime.errors import InvalidInputError, UnsupportedArchError
-from cubridge.runtime.kernel_inputs import TABLES, block_list_shapes, build_block_lists, captured_table
+from cubridge.runtime.kernel_inputs import (TABLES, GivenBlockLists, block_list_shapes, build_block_lists,
+                                            captured_table)
 
 # Where each reference's CuIR comes from: the lift of its CUDA source (`cuir-opt --lift=ENTRY`), one entry point
 # per kv tile size (keys). Head dims that share a kv tile share one transferred program, which the lowering
@@ -124,7 +126,7 @@ class _VariantPlan:
     kernel: AttentionLaunch
     sources: tuple[tuple[str, int], ...]
     has_block_lists: bool
-    uses_given_lists: bool  # the BlockMask's lists fit the kernel's tiles
+    uses_given_lists: bool  # the given lists (a BlockMask's) describe the problem in the kernel's tiles
     shape: tuple[int, int, int, int]  # (B, HQ, SQ, SKV)
     lowered: LoweredKernel
     reads_capture_state: bool  # tables or a tile counter, made differently while a CUDA graph is captured
@@ -141,11 +143,14 @@ class VariantKernel:
     spec: AttentionSpec
     reference: str
     verify: Callable[[AttentionSpec, ModuleOp], None] | None = None
+    progress: Callable[[str], AbstractContextManager] = nullcontext  # wraps each nvcc compilation, named
     _programs: dict[int, TransferredProgram] = field(default_factory=dict)  # by kv tile
     _instances: dict[tuple[str, int], tuple[LoweredKernel, CompiledKernel]] = field(default_factory=dict)
     _plans: dict[tuple, _VariantPlan] = field(default_factory=dict)
     _block_lists: dict[tuple, tuple[list[torch.Tensor], dict[str, torch.Tensor]]] = field(default_factory=dict)
     _table_copies: dict[str, tuple] = field(default_factory=dict)
+    _latest_tables: tuple | None = None  # (plan, given lists, capture states, captured tensors, tables)
+    _given_expansion: tuple | None = None  # (given lists, (B, HQ), their expansion)
 
     def program(self, head_dim: int = 128) -> TransferredProgram:
         """The spec transferred onto the reference program of `head_dim`'s kv tile (made, and verified, once)."""
@@ -176,7 +181,8 @@ class VariantKernel:
         key = (dtype, head_dim)
         if key not in self._instances:
             lowered = self.lowered(dtype, head_dim)
-            self._instances[key] = (lowered, compile_cubin(source_file(lowered), capability))
+            with self.progress(f"compiling the {self.spec.name} variant for {dtype} D={head_dim} with nvcc"):
+                self._instances[key] = (lowered, compile_cubin(source_file(lowered), capability))
         return self._instances[key]
 
     @functools.cached_property
@@ -192,49 +198,45 @@ class VariantKernel:
         if unknown:
             raise InvalidInputError(f"unknown captured tensor(s) {sorted(unknown)}; the spec captures "
                                     f"{sorted(self.spec.captures) or 'none'}")
-        return self.launch(q, k, v, scale, return_lse, captured)
+        captures = [captured.get(name, tensor) for name, tensor in self.spec.captures.items()]
+        check_tensors(q, k, v)
+        return self.launch(layout_key(q, k, v), q, k, v, scale, return_lse, captures)
 
-    def launch(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None, return_lse: bool,
-               captured: dict[str, torch.Tensor], block_lists: dict[str, torch.Tensor] | None = None,
-               block_size: tuple[int, int] | None = None):
-        """The call with captured tensors by name (missing ones: the spec's) and, optionally, the four block
-        lists of `kernel_inputs.TABLES` for this problem, [B, HQ, ...] int32 on q's device, made for
-        `block_size` = (query rows, keys) tiles: used when those are the kernel's tiles, else (and without
-        them) the kernel's own lists are built, and cached per captured tensors and shape.
+    def launch(self, layout: tuple, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None,
+               return_lse: bool, captures: list[torch.Tensor], given: GivenBlockLists | None = None):
+        """The call on tensors whose `layout_key` the caller computed, with the captured tensors in the spec's
+        order and, optionally, block lists made elsewhere (`given`): used when they describe this problem on q's
+        device in the kernel's tiles, else (and without them) the kernel's own lists are built, and cached per
+        captured tensors and shape.
 
         The launch plan (checks, instance, grid, parameters, Args layout) is made once per layout of the
         inputs, scale, return_lse and captured and block-list shapes; a call then reads only the tensors' data:
-        the captured tensors' copies and block lists are reused while the tensors and their versions are."""
+        the latest call's tables are reused while its plan, captured tensors (objects, data, versions) and
+        given lists are."""
         if return_lse and self.spec.normalization != "softmax":
             raise InvalidInputError(f"return_lse: the {self.spec.normalization} normalization has no log-sum-exp")
-        captures = [captured.get(name, tensor) for name, tensor in self.spec.captures.items()]
-        for name, tensor in zip(self.spec.captures, captures):
-            if not isinstance(tensor, torch.Tensor):
-                raise InvalidInputError(f"captured tensor '{name}' must be a "
-                                        f"{self.spec.captures[name].dim()}-D tensor")
-        check_tensors(q, k, v)
-        given = None if block_lists is None else tuple((name, t.shape) for name, t in block_lists.items())
-        key = (layout_key(q, k, v), scale, return_lse, block_size, given, tuple([t.shape for t in captures]))
+        shapes = tuple([t.shape if isinstance(t, torch.Tensor) else None for t in captures]) if captures else ()
+        key = (layout, scale, return_lse, None if given is None else given.signature, shapes)
         plan = self._plans.get(key)
         if plan is None:
-            plan = remember(self._plans, key, self._plan(q, k, v, scale, return_lse, captures, block_size, given))
+            plan = remember(self._plans, key, self._plan(q, k, v, scale, return_lse, captures, given))
         stream = current_stream(plan.kernel.device_index)
         capturing = plan.reads_capture_state and stream_capturing(stream)
-        tables = self._tables(plan, captures, block_lists, capturing) if plan.sources else ()
+        tables = self._tables(plan, captures, given, capturing) if plan.sources else ()
         out, lse = plan.kernel(q, k, v, stream, capturing, tables)
         return (out, lse) if return_lse else out
 
     # -- plans and inputs ------------------------------------------------------------------------------------
 
     def _plan(self, q, k, v, scale: float | None, return_lse: bool, captures: list[torch.Tensor],
-              block_size: tuple[int, int] | None, given: tuple | None) -> _VariantPlan:
+              given: GivenBlockLists | None) -> _VariantPlan:
         """Checks the inputs and the captured tensors' reads for this layout, and makes the launch plan."""
+        for (name, expected), tensor in zip(self.spec.captures.items(), captures):
+            if not isinstance(tensor, torch.Tensor) or tensor.dim() != expected.dim():
+                raise InvalidInputError(f"captured tensor '{name}' must be a {expected.dim()}-D tensor")
         scale, device_index, capability = prepare_launch(q, k, v, scale, kernel=f"{self.spec.name} ({self.reference})",
                                                          head_dims=self.head_dims)
         self._check_arch(capability)
-        for (name, expected), tensor in zip(self.spec.captures.items(), captures):
-            if tensor.dim() != expected.dim():
-                raise InvalidInputError(f"captured tensor '{name}' must be a {expected.dim()}-D tensor")
         try:
             _with_captures(self.spec, dict(zip(self.spec.captures, captures))).check_capture_bounds(
                 tuple(q.shape), tuple(k.shape))
@@ -242,8 +244,9 @@ class VariantKernel:
             raise InvalidInputError(str(error)) from None
         lowered, compiled = self.compiled(DTYPE_NAMES[q.dtype], q.shape[3], capability)
         shape = (q.shape[0], q.shape[1], q.shape[2], k.shape[2])
-        uses_given_lists = given is not None and block_size == (lowered.tile_m, lowered.block_n)
-        list_shapes = dict(given) if uses_given_lists else block_list_shapes(shape, lowered.tile_m, lowered.block_n)
+        uses_given_lists = given is not None and given.fit(shape, (lowered.tile_m, lowered.block_n), q.device)
+        list_shapes = ({name: (*shape[:2], *t.shape[2:]) for name, t in zip(TABLES, given.lists)} if uses_given_lists
+                       else block_list_shapes(shape, lowered.tile_m, lowered.block_n))
         capture_names = list(self.spec.captures)
         args = _table_struct(lowered.args)()
         sources = [(name, -1 if name in TABLES else capture_names.index(name)) for name, _ in lowered.args]
@@ -273,18 +276,40 @@ class VariantKernel:
             raise UnsupportedArchError(f"the sm80 reference needs sm_80 or newer; this GPU is "
                                        f"sm_{capability[0]}{capability[1]}")
 
-    def _tables(self, plan: _VariantPlan, captures: list[torch.Tensor], block_lists: dict[str, torch.Tensor] | None,
+    def _tables(self, plan: _VariantPlan, captures: list[torch.Tensor], given: GivenBlockLists | None,
                 capturing: bool) -> tuple[torch.Tensor, ...]:
         """The Args tables in Args order, on the plan's device: captured tensors' copies (f32 / i32), block
-        lists (the given ones when they fit, else the kernel's own)."""
+        lists (the given ones when they fit, else the kernel's own). The latest call's tables are reused while
+        the plan, the given lists and the captured tensors (objects, data, versions) are its; the entry keeps
+        the tensors, so their ids stay theirs. While a CUDA graph is captured, every table is made inside it."""
+        states = tuple([(id(t), t._version, t.data_ptr()) for t in captures])
+        latest = self._latest_tables
+        if not capturing and latest is not None and latest[0] is plan and latest[1] is given and latest[2] == states:
+            return latest[4]
         device = plan.kernel.device
         lists = None
         if plan.uses_given_lists:
-            lists = block_lists
+            lists = self._given_tables(plan, given, capturing)
         elif plan.has_block_lists:
-            lists = self._block_list_tables(plan, captures, capturing)
-        return tuple([lists[name] if index < 0 else self._table_copy(name, captures[index], device, capturing)
-                      for name, index in plan.sources])
+            lists = self._block_list_tables(plan, captures, states, capturing)
+        tables = tuple([lists[name] if index < 0 else self._table_copy(name, captures[index], device, capturing)
+                        for name, index in plan.sources])
+        if not capturing:
+            self._latest_tables = (plan, given, states, captures, tables)
+        return tables
+
+    def _given_tables(self, plan: _VariantPlan, given: GivenBlockLists, capturing: bool) -> dict[str, torch.Tensor]:
+        """The given lists expanded to the plan's batch and heads, made again only for other lists (a new object)
+        or another shape; while a CUDA graph is captured they are expanded inside it, so that replays follow the
+        given tensors."""
+        batch, heads = plan.shape[:2]
+        latest = self._given_expansion
+        if not capturing and latest is not None and latest[0] is given and latest[1] == (batch, heads):
+            return latest[2]
+        tables = given.expanded(batch, heads)
+        if not capturing:
+            self._given_expansion = (given, (batch, heads), tables)
+        return tables
 
     def _table_copy(self, name: str, tensor: torch.Tensor, device: torch.device, capturing: bool) -> torch.Tensor:
         """The kernel's copy of a captured tensor, made again only when the tensor (the object, its data or its
@@ -300,11 +325,12 @@ class VariantKernel:
                                                  captured_table(tensor, device))
         return cached[4]
 
-    def _block_list_tables(self, plan: _VariantPlan, captures: list[torch.Tensor],
+    def _block_list_tables(self, plan: _VariantPlan, captures: list[torch.Tensor], states: tuple,
                            capturing: bool) -> dict[str, torch.Tensor]:
-        """The kernel's block lists for the plan's shape and these captured tensors, built again only when one of
-        the tensors (object, data, version) changed: the entry keeps the tensors, so their ids stay theirs."""
-        key = (plan.shape, plan.kernel.device, tuple([(id(t), t._version, t.data_ptr()) for t in captures]))
+        """The kernel's block lists for the plan's shape and these captured tensors (`states`: their ids, versions
+        and data pointers), built again only when one of the tensors changed: the entry keeps the tensors, so
+        their ids stay theirs."""
+        key = (plan.shape, plan.kernel.device, states)
         # while a CUDA graph is captured, the lists are built inside it: a replay rebuilds them from the
         # captured tensors' values at that time (a list cached before the capture would be frozen into it)
         cached = None if capturing else self._block_lists.get(key)
@@ -336,11 +362,12 @@ def source_file(lowered: LoweredKernel) -> Path:
 
 
 def build_variant(spec: str | AttentionSpec, reference: str = "sm90",
-                  verify: Callable[[AttentionSpec, ModuleOp], None] | None = None) -> VariantKernel:
+                  verify: Callable[[AttentionSpec, ModuleOp], None] | None = None,
+                  progress: Callable[[str], AbstractContextManager] = nullcontext) -> VariantKernel:
     """The spec's variant of the `reference` kernel (`sm90` or `sm80`): transferred (and checked by `verify`)
-    and lowered now for D = 128, compiled per (dtype, head dim) on first call; other kv tiles (sm90's D = 256)
-    are transferred when first called."""
+    and lowered now for D = 128, compiled per (dtype, head dim) on first call (each compilation in
+    `progress(step)`); other kv tiles (sm90's D = 256) are transferred when first called."""
     spec = spec if isinstance(spec, AttentionSpec) else load_spec(spec)
-    kernel = VariantKernel(spec, reference, verify)
+    kernel = VariantKernel(spec, reference, verify, progress)
     kernel.lowered()  # transfer, verification and lowering errors surface here, not at the first call
     return kernel

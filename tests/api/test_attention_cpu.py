@@ -11,6 +11,7 @@ from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex
 import cubridge
 from cubridge import api
 from cubridge.api import AttentionError
+from cubridge.runtime.attention import layout_key
 
 document = torch.tensor([0] * 5 + [1] * 7 + [2] * 4)
 
@@ -135,6 +136,28 @@ def test_captured_values_are_arguments_and_the_variant_is_reused(monkeypatch):
         out = cubridge.attention(q, k, v, mask_mod=documents, enable_gqa=True)
         assert len(traced) == 1
         torch.testing.assert_close(out, flex(q, k, v, None, documents)[0], atol=1e-5, rtol=1e-5)
+    finally:
+        document = saved
+
+
+def test_a_captured_tensor_rebound_to_another_shape_or_to_a_non_tensor_is_noticed():
+    """The binding found by the hook objects holds while their captured tensors keep the traced dtype and shape:
+    another shape is another variant, and a value that is no longer a tensor is traced again (a located error
+    about the hook, not an AttributeError)."""
+    global document
+    q, k, v = inputs()
+    saved = document
+    try:
+        first = api._binding(None, documents, "softmax")[0].key
+        document = torch.tensor([0] * 10 + [1] * 10)
+        longer, captures = api._binding(None, documents, "softmax")
+        assert longer.key != first and captures == [document]
+        document = document.int()
+        assert api._binding(None, documents, "softmax")[0].key not in (first, longer.key)
+        document = [0] * 16
+        with pytest.raises(AttentionError, match="test_attention_cpu.py:") as raised:
+            cubridge.attention(q, k, v, mask_mod=documents, enable_gqa=True)
+        assert "\n" not in str(raised.value)
     finally:
         document = saved
 
@@ -339,8 +362,9 @@ def test_the_gpu_dispatch_builds_once_and_passes_captures_and_block_lists(monkey
     monkeypatch.setattr(variant_module, "build_variant",
                         lambda *args, **kwargs: builds.append(args) or build_variant(*args, **kwargs))
 
-    def launch(self, q, k, v, scale, return_lse, captured, block_lists=None, block_size=None):
-        launches.append((self.reference, captured, block_lists, block_size, scale))
+    def launch(self, layout, q, k, v, scale, return_lse, captures, given=None):
+        assert layout == layout_key(q, k, v)
+        launches.append((self.reference, captures, given, scale))
         return torch.zeros_like(q), torch.zeros(q.shape[:3])
 
     monkeypatch.setattr(variant_module.VariantKernel, "launch", launch)
@@ -356,25 +380,26 @@ def test_the_gpu_dispatch_builds_once_and_passes_captures_and_block_lists(monkey
     finally:
         document = saved
     assert len(builds) == 1 and len(launches) == 2
-    (_, first, no_lists, no_size, _), (reference, second, lists, size, scale) = launches
-    assert reference == "sm90" and no_lists is None and no_size is None and scale == 0.5
-    assert first["document"] is saved and torch.equal(second["document"], torch.tensor([0] * 8 + [1] * 8))
-    assert size == (128, 128)
-    assert torch.equal(lists["kv_num_blocks"], block_mask.kv_num_blocks.expand(2, 4, 1).int())
-    assert lists["full_kv_indices"].shape == (2, 4, 1, 1) and lists["kv_indices"].is_contiguous()
+    (_, first, no_lists, _), (reference, second, given, scale) = launches
+    assert reference == "sm90" and no_lists is None and scale == 0.5
+    assert first == [saved] and torch.equal(second[0], torch.tensor([0] * 8 + [1] * 8))
+    assert given.lists == (block_mask.kv_num_blocks, block_mask.kv_indices, block_mask.full_kv_num_blocks,
+                           block_mask.full_kv_indices)
+    assert given.block_size == (128, 128) and given.seq_lengths == (16, 16)
     assert out.shape == q.shape and lse.shape == q.shape[:3]
 
 
-def test_a_block_masks_expanded_lists_are_reused_until_its_tensors_change():
-    """The BlockMask's lists expanded to [B, HQ, ...] are made once per BlockMask and kept while its tensors are
-    unchanged (no per-call copies); an in-place change of one of them makes them again."""
+def test_a_block_masks_lists_are_one_object_until_its_tensors_change():
+    """The BlockMask's lists are given to the kernel as the same object while its tensors are unchanged (the kernel
+    keeps their expansion while it gets the same object); an in-place change of one of them, or another tensor,
+    gives a new one."""
     block_mask = create_block_mask(causal, None, None, 300, 300, device="cpu")
-    q, k = torch.empty(2, 4, 300, 64), torch.empty(2, 2, 300, 64)
     lists, shape = api._block_mask_lists(block_mask, "variant")
-    first, block_size = api._given_lists(lists, shape, q, k)
-    again, _ = api._given_lists(lists, shape, q, k)
-    assert block_size == (128, 128) and all(again[name] is first[name] for name in first)
-    assert first["kv_indices"].shape == (2, 4, 3, 3) and first["kv_indices"].is_contiguous()
+    first = api._given_lists(lists, shape)
+    assert api._given_lists(*api._block_mask_lists(block_mask, "variant")) is first
+    assert first.block_size == (128, 128) and first.seq_lengths == (300, 300)
     block_mask.kv_num_blocks[0, 0, 0] = 0
-    changed, _ = api._given_lists(lists, shape, q, k)
-    assert changed["kv_num_blocks"][1, 3, 0] == 0 and first["kv_num_blocks"][1, 3, 0] == 1
+    changed = api._given_lists(lists, shape)
+    assert changed is not first and api._given_lists(lists, shape) is changed
+    block_mask.kv_indices = block_mask.kv_indices.clone()
+    assert api._given_lists(*api._block_mask_lists(block_mask, "variant")) is not changed

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from cubridge.runtime import driver
+from cubridge.runtime.attention import layout_key
 from cubridge.runtime.errors import InvalidInputError
 from cubridge.runtime.kernel_inputs import TABLES, block_list_shapes, build_block_lists
 from cubridge.runtime.variant import build_variant
@@ -176,3 +177,65 @@ def test_an_sm80_plan_points_each_launch_at_its_own_tensors(recorded):
         assert (params.q, params.k, params.v) == (q.data_ptr(), k.data_ptr(), v.data_ptr())
         assert (params.o, params.lse) == (out.data_ptr(), lse.data_ptr())
         assert (params.q_stride_b, params.o_stride_h, params.seqlen_k) == (4 * 130 * 128, 130 * 128, 130)
+
+
+def _given(mask, shape, block_size=(128, 128), batch_heads=(1, 1)):
+    from cubridge.runtime.kernel_inputs import GivenBlockLists
+
+    tables = build_block_lists(mask, (*batch_heads, *shape[2:]), *block_size, device="cpu")
+    return GivenBlockLists.of(list(tables.values()), [*block_size, *shape[2:]])
+
+
+def test_given_block_lists_are_used_where_they_fit_and_expanded_once_per_object(recorded):
+    """Lists given for the kernel's tiles and this problem's sequence lengths are expanded to [B, HQ, ...] once
+    and reused while the same object is given; new lists (another object) are expanded again; lists for other
+    tiles or lengths leave the kernel to build its own."""
+    build, _ = recorded
+    kernel = build()
+    q = torch.randn(2, 2, 200, 128, dtype=torch.bfloat16)
+    k, v = torch.randn(2, 2, 2, 300, 128, dtype=torch.bfloat16)
+    ids = torch.zeros(300, dtype=torch.int64)
+
+    def mask(b, h, q_idx, kv_idx):
+        return kv_idx <= q_idx
+
+    given = _given(mask, (2, 2, 200, 300))
+    for call in (given, given, _given(mask, (2, 2, 200, 300))):
+        kernel.launch(layout_key(q, k, v), q, k, v, None, False, [ids], call)
+    assert not kernel._block_lists
+    calls = [_args(kernel, args) for *_, args in RecordedLaunch.made[0].launches]
+    expanded = kernel._given_expansion[2]
+    assert calls[0].kv_num_blocks_data == calls[1].kv_num_blocks_data != calls[2].kv_num_blocks_data
+    assert calls[2].kv_indices_data == expanded["kv_indices"].data_ptr()
+    assert list(calls[2].kv_indices_dims) == [2, 2, 2, 3] and expanded["kv_indices"].is_contiguous()
+    assert torch.equal(expanded["kv_num_blocks"][1, 1], given.lists[0][0, 0].int())
+    for other in (_given(mask, (2, 2, 200, 300), block_size=(128, 64)), _given(mask, (2, 2, 100, 300))):
+        kernel.launch(layout_key(q, k, v), q, k, v, None, False, [ids], other)
+    assert len(RecordedLaunch.made) == 3 and len(kernel._block_lists) == 1
+    own = kernel._block_lists[next(iter(kernel._block_lists))][1]
+    assert _args(kernel, RecordedLaunch.made[2].launches[0][-1]).kv_indices_data == own["kv_indices"].data_ptr()
+
+
+def test_a_repeated_calls_tables_are_reused_and_rewritten_after_a_captured_call(recorded, monkeypatch):
+    """A call with the plan, captured tensors and versions of the previous one reuses its tables (no pointer
+    written); another tensor of the same values gets its own copy; a call while a CUDA graph is captured makes
+    its tables inside the graph, and the next call points the kernel at the kept ones again."""
+    variant = importlib.import_module("cubridge.runtime.variant")
+    build, _ = recorded
+    kernel = build()
+    q = torch.randn(1, 2, 200, 128, dtype=torch.bfloat16)
+    ids = torch.repeat_interleave(torch.arange(2), torch.tensor([120, 80]))
+    kernel(q, q, q, document_id=ids)
+    kernel(q, q, q, document_id=ids)
+    rebound = ids.clone()
+    kernel(q, q, q, document_id=rebound)
+    monkeypatch.setattr(variant, "stream_capturing", lambda stream: True)
+    kernel(q, q, q, document_id=rebound)
+    monkeypatch.setattr(variant, "stream_capturing", lambda stream: False)
+    kernel(q, q, q, document_id=rebound)
+    calls = [_args(kernel, args) for *_, args in RecordedLaunch.made[0].launches]
+    copies = [call.document_id_data for call in calls]
+    lists = [call.kv_indices_data for call in calls]
+    assert copies[0] == copies[1] != copies[2] and lists[0] == lists[1] != lists[2]
+    assert copies[3] != copies[2] and lists[3] != lists[2]
+    assert copies[4] == copies[2] and lists[4] == lists[2]

@@ -109,3 +109,26 @@ def test_head_dim_256_sources_compile_for_sm90a(spec, dtype, tmp_path):
                              f"-I{INCLUDE_DIR}", str(path), "-o", str(path.with_suffix(".cubin"))],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_each_compilation_runs_inside_the_progress_step(monkeypatch, tmp_path):
+    """The api's progress notice wraps nvcc, once per (dtype, head dim) instance, not every call."""
+    import contextlib
+
+    from cubridge.runtime import variant
+
+    steps = []
+
+    @contextlib.contextmanager
+    def progress(step):
+        steps.append(step)
+        yield
+
+    monkeypatch.setenv("CUBRIDGE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(variant, "compile_cubin", lambda path, capability: path)
+    kernel = build_variant(str(SPECS / "softcap.py"), "sm90", progress=progress)
+    for _ in range(2):
+        kernel.compiled("bf16", 128, (9, 0))
+    kernel.compiled("fp16", 64, (9, 0))
+    assert steps == [f"compiling the {kernel.spec.name} variant for bf16 D=128 with nvcc",
+                     f"compiling the {kernel.spec.name} variant for fp16 D=64 with nvcc"]
