@@ -3,8 +3,8 @@
 through that kernel's host code. Variants marked diag compute wrong results on purpose (a stage left out, to
 see what it costs); the others are checked against the shipped kernel's output.
 
-  python3 benchmarks/ab_variants.py [--kernel sm90] [--seqlen 8192] [--batch 2] [--variants a,b] [--rounds 60]
-                                    [--extra NAME=FILE.cu ...]
+  python3 benchmarks/ab_variants.py [--kernel sm90] [--seqlen 8192] [--batch 2] [--heads 64 --heads-kv 8]
+                                    [--variants a,b] [--rounds 60] [--extra NAME=FILE.cu ...] [--fa4]
 
 Timing is paired (cubridge/tools/timing.py): each variant is reported against the first by the per-round ratio of
 their times (median and quartiles). Naming a variant twice (--variants shipped,shipped) adds an A/A control:
@@ -217,6 +217,8 @@ def main() -> int:
     parser.add_argument("--seqlen", type=int, default=8192)
     parser.add_argument("--batch", type=int, default=2)
     parser.add_argument("--heads", type=int, default=32)
+    parser.add_argument("--heads-kv", type=int, default=None,
+                        help="key/value heads (GQA: a divisor of --heads; default --heads)")
     parser.add_argument("--rounds", type=int, default=60, help="timed rounds (each launches every variant once)")
     parser.add_argument("--warmup-rounds", type=int, default=5)
     parser.add_argument("--variants", default=None,
@@ -226,6 +228,9 @@ def main() -> int:
     parser.add_argument("--fa4", action="store_true",
                         help="time FlashAttention-4's flash_attn_func beside the variants (sm90 only)")
     args = parser.parse_args()
+    heads_kv = args.heads if args.heads_kv is None else args.heads_kv
+    if heads_kv < 1 or args.heads % heads_kv:
+        raise SystemExit(f"ab_variants: --heads-kv {heads_kv} must divide --heads {args.heads}")
     variants = dict(VARIANTS[args.kernel])
     host, run = KERNELS[args.kernel]
     extra_files = {}
@@ -244,8 +249,8 @@ def main() -> int:
     if unknown:
         raise SystemExit(f"ab_variants: no {args.kernel} variant named {', '.join(unknown)}")
     generator = torch.Generator(device="cuda").manual_seed(0)
-    shape = (args.batch, args.heads, args.seqlen, 128)
-    sets = [tuple(torch.randn(shape, generator=generator, device="cuda").bfloat16() for _ in range(3))
+    shapes = [(args.batch, heads, args.seqlen, 128) for heads in (args.heads, heads_kv, heads_kv)]
+    sets = [tuple(torch.randn(shape, generator=generator, device="cuda").bfloat16() for shape in shapes)
             for _ in range(3)]
     fa4 = fa4_launchers(sets) if args.fa4 else {}
     flops_full = 4.0 * args.batch * args.heads * args.seqlen * args.seqlen * 128
@@ -295,7 +300,8 @@ def main() -> int:
                 low, mid, high = speedup(times, baseline, name)
                 rows[name].append(f"{tflops:.1f} | {100 * (mid - 1):+.2f}% [{100 * (low - 1):+.2f}, "
                                   f"{100 * (high - 1):+.2f}]")
-    print(f"\n{args.rounds} paired rounds, B{args.batch} H{args.heads} S{args.seqlen} D128 bf16; speed-up against "
+    print(f"\n{args.rounds} paired rounds, B{args.batch} HQ{args.heads} HKV{heads_kv} S{args.seqlen} D128 bf16; "
+          f"speed-up against "
           f"{baseline}: median of per-round time ratios [quartiles]")
     print(f"| {args.kernel} variant | full TFLOP/s | full vs {baseline} | causal TFLOP/s | causal vs {baseline} |")
     print("|---|---|---|---|---|")

@@ -2,6 +2,7 @@
 
 import importlib.util
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -82,3 +83,10 @@ def test_ab_variants_fa4_without_flash_attention_4_is_a_one_line_error(monkeypat
     monkeypatch.setitem(sys.modules, "flash_attn.cute", None)  # an import of it raises ImportError
     with pytest.raises(SystemExit, match=r"--fa4 needs FlashAttention-4 \(flash_attn.cute\)"):
         ab_variants.fa4_launchers([])
+
+
+def test_ab_variants_refuses_kv_heads_that_do_not_divide_the_query_heads():
+    result = subprocess.run([sys.executable, str(REPO_ROOT / "benchmarks" / "ab_variants.py"), "--heads", "32",
+                             "--heads-kv", "5"], capture_output=True, text=True)
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines()[-1] == "ab_variants: --heads-kv 5 must divide --heads 32"
