@@ -150,11 +150,14 @@ def _capability(device_index: int) -> tuple[int, int]:
 PLAN_LIMIT = 256
 
 
-def remember(plans: dict, key, plan):
-    """Stores `plan` under `key` in the bounded `plans` and returns it."""
+def planned(plans: dict, key, make, *arguments):
+    """The plan under `key` in the bounded `plans`; on a miss made by `make(*arguments)` and stored."""
+    plan = plans.get(key)
+    if plan is not None:
+        return plan
     if len(plans) >= PLAN_LIMIT:
         plans.clear()
-    plans[key] = plan
+    plan = plans[key] = make(*arguments)
     return plan
 
 
@@ -252,10 +255,7 @@ def attention_sm80(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
 def launch_sm80(layout: tuple, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float | None,
                 return_lse: bool):
     """attention_sm80 on tensors whose `layout_key` the caller computed."""
-    key = (layout, causal, scale, return_lse)
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = remember(_PLANS, key, _sm80_plan(q, k, v, causal, scale, return_lse))
+    plan = planned(_PLANS, (layout, causal, scale, return_lse), _sm80_plan, q, k, v, causal, scale, return_lse)
     out, lse = plan(q, k, v, current_stream(plan.device_index))
     return (out, lse) if return_lse else out
 

@@ -10,7 +10,7 @@ import math
 import torch
 
 from cubridge.runtime.attention import (DTYPE_NAMES, NO_ARGS, AttentionLaunch, check_tensors, layout_key,
-                                        prepare_launch, remember)
+                                        planned, prepare_launch)
 from cubridge.runtime.compiler import KERNELS_DIR, CompiledKernel, compile_cubin
 from cubridge.runtime.driver import LaunchPlan, current_stream, load_function, pointer_fields, stream_capturing
 from cubridge.runtime.errors import UnsupportedArchError
@@ -145,10 +145,7 @@ def attention_sm90(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
 def launch_sm90(layout: tuple, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float | None,
                 return_lse: bool):
     """attention_sm90 on tensors whose `layout_key` the caller computed."""
-    key = (layout, causal, scale, return_lse)
-    plan = _PLANS.get(key)
-    if plan is None:
-        plan = remember(_PLANS, key, _sm90_plan(q, k, v, causal, scale, return_lse))
+    plan = planned(_PLANS, (layout, causal, scale, return_lse), _sm90_plan, q, k, v, causal, scale, return_lse)
     stream = current_stream(plan.device_index)
     out, lse = plan(q, k, v, stream, causal and stream_capturing(stream))
     return (out, lse) if return_lse else out

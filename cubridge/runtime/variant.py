@@ -38,7 +38,7 @@ import cubridge.runtime.attention as sm80_host
 from cubridge.runtime.attention_sm90 import Sm90Launch
 from cubridge.runtime.attention_sm90 import shared_bytes as sm90_shared_bytes
 from cubridge.runtime.attention import (DTYPE_NAMES, AttentionLaunch, Sm80Launch, check_tensors, layout_key,
-                                        prepare_launch, remember)
+                                        planned, prepare_launch)
 from cubridge.runtime.compiler import KERNELS_DIR, CompiledKernel, cache_dir, compile_cubin
 from cubridge.runtime.driver import current_stream, load_function, stream_capturing
 from cubridge.runtime.errors import InvalidInputError, UnsupportedArchError
@@ -217,9 +217,7 @@ class VariantKernel:
             raise InvalidInputError(f"return_lse: the {self.spec.normalization} normalization has no log-sum-exp")
         shapes = tuple([t.shape if isinstance(t, torch.Tensor) else None for t in captures]) if captures else ()
         key = (layout, scale, return_lse, None if given is None else given.signature, shapes)
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = remember(self._plans, key, self._plan(q, k, v, scale, return_lse, captures, given))
+        plan = planned(self._plans, key, self._plan, q, k, v, scale, return_lse, captures, given)
         stream = current_stream(plan.kernel.device_index)
         capturing = plan.reads_capture_state and stream_capturing(stream)
         tables = self._tables(plan, captures, given, capturing) if plan.sources else ()
