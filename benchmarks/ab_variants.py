@@ -165,9 +165,15 @@ def balanced_grid(tiles: int, sms: int) -> int:
     return math.ceil(tiles / rounds)
 
 
-# Variants of the host launch with the shipped kernel: kernel -> name -> what it changes. grid-balanced applies
-# to full masks only (causal tiles are claimed dynamically, one CTA per SM).
-HOST_VARIANTS = {"sm90": {"grid-balanced": balanced_grid}}
+def grid_per_tile(tiles: int, sms: int) -> int:
+    """One CTA per work tile, FA4's non-persistent grid: each CTA runs one tile and exits, and the hardware
+    starts the next CTA on the SM it frees (a causal CTA's first claim is then its only one)."""
+    return tiles
+
+
+# Variants of the host launch with the shipped kernel: kernel -> name -> (grid for (tiles, SMs), whether it
+# applies to causal too). grid-balanced applies to full masks only (causal tiles are claimed dynamically).
+HOST_VARIANTS = {"sm90": {"grid-balanced": (balanced_grid, False), "grid-per-tile": (grid_per_tile, True)}}
 
 
 def variant_source(directory: Path, name: str, substitutions, base: Path) -> Path:
@@ -271,7 +277,8 @@ def main() -> int:
             rotation = itertools.cycle(sets)
 
             def launcher(name, inputs=None, causal=causal, rotation=rotation):
-                grid = host_variants.get(base_name(name)) if not causal else None
+                grid, with_causal = host_variants.get(base_name(name), (None, False))
+                grid = grid if with_causal or not causal else None
                 tiles = math.ceil(args.seqlen / host.BLOCK_M) * args.heads * args.batch
 
                 def launch():

@@ -92,6 +92,7 @@ builtin.module {
         %full_end = arith.divsi %seqlen_k_1, %c128_1 : index
         %14 = arith.andi %tile_count_2, %c1_1 : index
         cuir.mbarrier_wait %q_full, %14 : !cuir.mbarrier<1>
+        %needs_mask = arith.cmpi sge, %c0_1, %full_end : index
         %stage_1 = arith.remsi %count_3, %c2_1 : index
         %15 = arith.divsi %count_3, %c2_1 : index
         %parity_1 = arith.andi %15, %c1_1 : index
@@ -102,7 +103,6 @@ builtin.module {
         %s, %s_done = cuir.gemm_async abt %q_half[%group], %k_tile[%stage_1] : !cuir.smem<64x128xbf16, stages 2, swizzle 128>, !cuir.smem<128x128xbf16, stages 2, swizzle 128> -> !cuir.tile<64x128xf32, @consumer>
         %17 = arith.subi %c2_1, %group : index
         cuir.named_barrier_arrive %17, 256
-        %needs_mask = arith.cmpi sge, %c0_1, %full_end : index
         cuir.gemm_wait %s_done : !cuir.token<@consumer>
         %s_1 = scf.if %needs_mask -> (!cuir.tile<64x128xf32, @consumer>) {
           %s_2 = cuir.map %s at [%c0_1, %c0_1] (%18: f32, %19: index, %20: index) {

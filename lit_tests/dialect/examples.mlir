@@ -43,11 +43,12 @@
 // An empty group stands for the TMA store before the first tile; each tile's store token is carried.
 // SM90:          %[[NO_STORE:[a-z0-9_]+]] = cuir.commit_group : !cuir.token<@consumer>
 // SM90-NEXT:     %[[LAST_STORE:[a-z0-9_]+]], %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} = cuir.for_each_tile ({{.+}}) iter_args(%[[PREV_STORE:[a-z0-9_]+]] = %[[NO_STORE]], {{.+}}) -> (!cuir.token<@consumer>, index, index) {
-// kv tile 0: S_0; the bounds select only where the tile needs a mask; the row max of unscaled scores.
+// kv tile 0: whether it needs a mask (decided at the top of its step), S_0; the bounds select only where the
+// tile needs a mask; the row max of unscaled scores.
+// SM90:          %[[NEEDS_MASK0:[a-z0-9_]+]] = arith.cmpi sge, %{{.+}}, %[[FULL_END:[a-z0-9_]+]] : index
 // SM90:          %[[S0:[a-z0-9_]+]], %[[S0_DONE:[a-z0-9_]+]] = cuir.gemm_async abt %[[Q_SMEM]][%[[GROUP]]], %[[K_SMEM]][%{{.+}}] : !cuir.smem<64x128xbf16, stages 2, swizzle 128>, !cuir.smem<128x128xbf16, stages 2, swizzle 128> -> !cuir.tile<64x128xf32, @consumer>
 // SM90-NEXT:     %{{.+}} = arith.subi
 // SM90-NEXT:     cuir.named_barrier_arrive %{{.+}}, 256
-// SM90-NEXT:     %[[NEEDS_MASK0:[a-z0-9_]+]] = arith.cmpi sge, %{{.+}}, %[[FULL_END:[a-z0-9_]+]] : index
 // SM90-NEXT:     cuir.gemm_wait %[[S0_DONE]] : !cuir.token<@consumer>
 // SM90-NEXT:     %[[SCORE0:[a-z0-9_]+]] = scf.if %[[NEEDS_MASK0]] -> (!cuir.tile<64x128xf32, @consumer>) {
 // SM90-NEXT:       %{{.+}} = cuir.map %[[S0]] at
