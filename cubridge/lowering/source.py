@@ -71,7 +71,7 @@ REFERENCES = {
         arch="sm_90a",
         entry_macro="CUBRIDGE_ATTENTION_SM90_ENTRY",
         entry_prefix="attention_sm90",
-        kv_tiles={64: 128, 128: 128, 256: 80},
+        kv_tiles={64: 192, 128: 128, 256: 80},
         dims=_SHARED_DIMS | {("q", 0): "p.batch", ("k", 0): "p.batch", ("v", 0): "p.batch", ("o", 0): "p.batch"},
         extra_entry_args=False,
     ),

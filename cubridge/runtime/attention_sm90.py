@@ -18,7 +18,7 @@ from cubridge.runtime.tensor_map import TensorMapSlots
 
 SOURCE = KERNELS_DIR / "attention_sm90.cu"
 BLOCK_M = 128  # query rows per tile (two consumer warp groups of 64)
-BLOCK_N = {64: 128, 128: 128, 256: 80}  # keys per kv tile, by head dim (kBlockN<D>)
+BLOCK_N = {64: 192, 128: 128, 256: 80}  # keys per kv tile, by head dim (kBlockN<D>)
 CONSUMER_ROWS = 64
 STAGES = 2
 THREADS = 384  # producer warp group + two consumer warp groups

@@ -50,6 +50,7 @@ from cubridge.runtime.kernel_inputs import (TABLES, GivenBlockLists, block_list_
 # instantiates for each of them.
 LIFTED_PROGRAMS = {
     "sm90": (KERNELS_DIR / "attention_sm90.cu", {128: "attention_sm90_bf16_d128_full",
+                                                 192: "attention_sm90_bf16_d64_full",
                                                  80: "attention_sm90_bf16_d256_full"}),
     "sm80": (KERNELS_DIR / "attention_sm80.cu", {64: "attention_sm80_bf16_d128_full"}),
 }

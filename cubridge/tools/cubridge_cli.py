@@ -6,7 +6,10 @@
 `build` transfers the spec onto the reference program, verifies the result in the CPU executor with the full
 default verification of `cuir-run` (shapes derived from the kernel and the spec, two seeds, two schedules,
 async races and deadlocks checked), lowers it to CUDA and, where nvcc is found, compiles it for --arch. DIR
-then holds SPEC.cu (the patched reference kernel), SPEC.mlir (the transferred CuIR), SPEC.patch (the patch
+then holds SPEC.cu (the patched reference kernel, with the entry points of the transferred program's kv tile:
+bf16 and fp16 at D = 128 on sm90, at D 64 and 128 on sm80; sm90's D = 64 and 256 have kv tiles of their own,
+lowered from their lifts by `cuir-opt --lift=attention_sm90_bf16_d64_full --transfer=SPEC --lower`, say, and
+built by the runtime on first use), SPEC.mlir (the transferred CuIR), SPEC.patch (the patch
 against the reference source) and verification.md (the runs: shapes, errors against the float64 reference,
 races checked, the nvcc check). DIR is written whole or not at all: a failed build leaves it as it was.
 

@@ -27,9 +27,9 @@ def test_shared_bytes_mirror_the_kernel_layout():
     text = SOURCE.read_text()
     constants = {name: int(value) for name, value in re.findall(r"constexpr int (k\w+) = (\d+);", text)}
     assert (constants["kBlockM"], constants["kStages"]) == (128, 2)
-    assert "constexpr int kBlockN = kHeadDim == 256 ? 80 : 128;" in text
-    assert BLOCK_N == {64: 128, 128: 128, 256: 80}
-    assert shared_bytes(128) == 197728 and shared_bytes(64) == 99424
+    assert "constexpr int kBlockN = kHeadDim == 256 ? 80 : kHeadDim == 64 ? 192 : 128;" in text
+    assert BLOCK_N == {64: 192, 128: 128, 256: 80}
+    assert shared_bytes(128) == 197728 and shared_bytes(64) == 99424 + 4 * 64 * 64 * 2
     assert shared_bytes(256) == 2 * 32768 + 4 * 40960 + 10 * 8 + 16 + 1024  # O staged in Q's buffer
     assert max(shared_bytes(d) for d in BLOCK_N) <= 227 * 1024
 

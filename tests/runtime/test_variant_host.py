@@ -61,20 +61,25 @@ def test_captured_tensor_copies_are_made_once_per_version():
 
 
 def test_sm90_variants_come_from_the_lifts_one_program_per_kv_tile():
-    """D 64 and 128 share the transferred D = 128 lift; D = 256 (80-key kv tiles) is transferred onto the D = 256
-    lift when first needed, and each program is verified once, before it is lowered."""
+    """Each head dim has its kv tile and its lift: D = 128 (128-key tiles) is transferred first, D = 64 (192-key
+    tiles) and D = 256 (80-key tiles) onto their own lifts when first needed, and each program is verified once,
+    before it is lowered."""
     verified = []
     kernel = build_variant(str(SPECS / "softcap.py"), "sm90", verify=lambda spec, program: verified.append(program))
     assert kernel.head_dims == (64, 128, 256)
     assert [_kernel_name(program) for program in verified] == ["attention_sm90_bf16_d128_full"]
-    assert kernel.lowered("fp16", 64).block_n == 128
+    narrow = kernel.lowered("fp16", 64)
+    assert [instance.name for instance in narrow.instances] == ["attention_sm90_fp16_d64_softcap"]
+    assert narrow.block_n == 192 and 'static_assert(kBlockN == 192, "the transferred CuIR has 192-key kv tiles");' in narrow.source
     wide = kernel.lowered("bf16", 256)
     assert [instance.name for instance in wide.instances] == ["attention_sm90_bf16_d256_softcap"]
     assert wide.block_n == 80 and 'static_assert(kBlockN == 80, "the transferred CuIR has 80-key kv tiles");' in wide.source
+    kernel.lowered("bf16", 64)
     kernel.lowered("fp16", 256)
     assert [_kernel_name(program) for program in verified] == ["attention_sm90_bf16_d128_full",
+                                                                "attention_sm90_bf16_d64_full",
                                                                 "attention_sm90_bf16_d256_full"]
-    assert verified[1] is kernel.program(256).transferred
+    assert verified[1] is kernel.program(64).transferred and verified[2] is kernel.program(256).transferred
 
 
 def test_sm80_variants_come_from_its_lift_one_program_for_both_head_dims():

@@ -74,10 +74,12 @@ static_assert(kProducerRegisters * kWarpGroupThreads + kConsumerRegisters * kCon
                   kLaunchRegisters * kThreads,
               "warp-group register budgets exceed the CTA's launch allocation");
 constexpr int kPanelCols = 64;               // 128-byte swizzle panels of 16-bit elements
-// Keys per kv tile: 128, or 80 at D = 256, where a consumer's O takes 128 registers a thread and two K and
-// two V stages of 40 KB fit beside Q only with O staged in Q's buffer (SharedLayout::kOInQ).
+// Keys per kv tile: 128; 192 at D = 64, whose step has half the GEMM work of D = 128's per key, so that the
+// step's fixed costs (waits, turns, row reductions) weigh less; 80 at D = 256, where a consumer's O takes 128
+// registers a thread and two K and two V stages of 40 KB fit beside Q only with O staged in Q's buffer
+// (SharedLayout::kOInQ).
 template <int kHeadDim>
-constexpr int kBlockN = kHeadDim == 256 ? 80 : 128;
+constexpr int kBlockN = kHeadDim == 256 ? 80 : kHeadDim == 64 ? 192 : 128;
 template <int kHeadDim>
 constexpr int kScoreRegs = kBlockN<kHeadDim> / 2;  // fp32 scores per thread (64 x kBlockN over 128 threads)
 template <int kHeadDim>
