@@ -19,8 +19,8 @@ arguments, never part of the key: new document boundaries do not recompile.
 
 **Block lists.** A mask that the symbolic analysis cannot bound (it reads captured data, or b and h) runs
 over FlexAttention-style block lists. Those of a given BlockMask are used when its BLOCK_SIZE equals the
-kernel's tiles (128 x 128 on sm90 at head dims 64 and 128; sm80's kv tiles are 64 keys, so a 128 x 128
-BlockMask never fits there), its lists cover this problem's sequence lengths, and none was built with
+kernel's tiles (128 x 128 on sm90 at head dim 128; its kv tiles are 192 keys at D = 64 and 80 at D = 256,
+and sm80's 64 keys, so a 128 x 128 BlockMask fits neither), its lists cover this problem's sequence lengths, and none was built with
 separate_full_blocks=False; otherwise the kernel's own lists are built on the GPU from the mask_mod and cached
 per captured tensors and shape.
 

@@ -328,8 +328,9 @@ class VariantKernel:
                            capturing: bool) -> dict[str, torch.Tensor]:
         """The kernel's block lists for the plan's shape and these captured tensors (`states`: their ids, versions
         and data pointers), built again only when one of the tensors changed: the entry keeps the tensors, so
-        their ids stay theirs."""
-        key = (plan.shape, plan.kernel.device, states)
+        their ids stay theirs. Head dims with other kv tiles (sm90: 192 keys at D = 64) have other lists for the
+        same shape."""
+        key = (plan.shape, (plan.lowered.tile_m, plan.lowered.block_n), plan.kernel.device, states)
         # while a CUDA graph is captured, the lists are built inside it: a replay rebuilds them from the
         # captured tensors' values at that time (a list cached before the capture would be frozen into it)
         cached = None if capturing else self._block_lists.get(key)

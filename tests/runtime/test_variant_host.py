@@ -60,6 +60,27 @@ def test_captured_tensor_copies_are_made_once_per_version():
     assert changed is not first and changed[0] == 7
 
 
+def test_block_lists_are_cached_per_kv_tile():
+    """Two launches of one variant on the same (B, HQ, SQ, SKV) and captured tensors, at head dims with other kv
+    tiles (sm90: 128 keys at D = 128, 192 at D = 64), read lists built for their own tiles (the GPU suite caught
+    the D = 64 kernel reading the D = 128 lists)."""
+    from types import SimpleNamespace
+
+    kernel = build_variant(str(SPECS / "document_mask.py"), "sm90")
+    ids = torch.repeat_interleave(torch.arange(3), torch.tensor([100, 250, 150]))
+    shape = (1, 2, 500, 500)
+
+    def plan(head_dim):
+        lowered = kernel.lowered("bf16", head_dim)
+        return SimpleNamespace(shape=shape, lowered=lowered, kernel=SimpleNamespace(device=torch.device("cpu")))
+
+    states = ((id(ids), ids._version, ids.data_ptr()),)
+    for head_dim, block_n in ((128, 128), (64, 192), (128, 128)):
+        lists = kernel._block_list_tables(plan(head_dim), [ids], states, capturing=False)
+        assert lists["kv_indices"].shape[-1] == -(-500 // block_n)
+        assert lists["kv_num_blocks"].shape == (1, 2, 4)
+
+
 def test_sm90_variants_come_from_the_lifts_one_program_per_kv_tile():
     """Each head dim has its kv tile and its lift: D = 128 (128-key tiles) is transferred first, D = 64 (192-key
     tiles) and D = 256 (80-key tiles) onto their own lifts when first needed, and each program is verified once,
