@@ -3,15 +3,15 @@
   cubridge build SPEC.py [--reference sm90|sm80] [--arch sm_90a] -o DIR
   cubridge bench SPEC.py... [--configs llama2-7b,...] [--seqlens 1k,2k,...] [-o DIR]
 
-`build` transfers the spec onto the reference program, verifies the result in the CPU executor with the full
-default verification of `cuir-run` (shapes derived from the kernel and the spec, two seeds, two schedules,
-async races and deadlocks checked), lowers it to CUDA and, where nvcc is found, compiles it for --arch. DIR
-then holds SPEC.cu (the patched reference kernel, with the entry points of the transferred program's kv tile:
-bf16 and fp16 at D = 128 on sm90, at D 64 and 128 on sm80; sm90's D = 64 and 256 have kv tiles of their own,
-lowered from their lifts by `cuir-opt --lift=attention_sm90_bf16_d64_full --transfer=SPEC --lower`, say, and
-built by the runtime on first use), SPEC.mlir (the transferred CuIR), SPEC.patch (the patch
-against the reference source) and verification.md (the runs: shapes, errors against the float64 reference,
-races checked, the nvcc check). DIR is written whole or not at all: a failed build leaves it as it was.
+`build` transfers the spec onto each of the reference's programs (one per kv tile size: sm90's D = 128, 64
+and 256 entry points' lifts; sm80's D = 128 lift, which serves D 64 and 128), verifies each in the CPU
+executor with the full default verification of `cuir-run` (shapes derived from the kernel and the spec, two
+seeds, two schedules, async races and deadlocks checked), lowers it to CUDA and, where nvcc is found, compiles
+it for --arch. DIR then holds, for the program that serves D = 128, SPEC.cu (the patched reference kernel,
+bf16 and fp16 entry points), SPEC.mlir (the transferred CuIR) and SPEC.patch (the patch against the
+reference source); the same three as SPEC.d64.* and SPEC.d256.* for sm90's other programs; and
+verification.md (per program: the runs' shapes, errors against the float64 reference, races checked, the
+nvcc check). DIR is written whole or not at all: a failed build leaves it as it was.
 
 `bench` is documented by `cubridge bench --help` (cubridge/tools/bench.py).
 
@@ -107,20 +107,27 @@ def build(spec_path: str, reference: str, arch: str | None, output: str) -> None
     start = time.perf_counter()
     kernel = build_variant(spec, reference)
     _step(f"transferred onto the {reference} reference ({time.perf_counter() - start:.1f} s)")
-    start = time.perf_counter()
-    _step("verifying in the executor (shapes derived from the kernel and the spec, 2 seeds, 2 schedules) ...")
-    result = verify(kernel.transferred, spec=spec)
-    _step(f"{result.summary()} ({time.perf_counter() - start:.1f} s)")
-    if not result.ok:
-        for diagnostic in result.diagnostics:
-            print(diagnostic, file=sys.stderr)
-        raise BuildFailed(f"verification failed: {result.summary()}")
-    lowered = kernel.program().lowered(spec.name)
-    files = {
-        f"{spec.name}.cu": lowered.source,
-        f"{spec.name}.mlir": _program_text(kernel.transferred),
-        f"{spec.name}.patch": lowered.diff(),
-    }
+    built = []  # (file stem, head dims, transferred program, lowered kernel, verification result)
+    for stem, head_dims in _programs(kernel, spec.name):
+        dims = "/".join(map(str, head_dims))
+        start = time.perf_counter()
+        program = kernel.program(head_dims[0])
+        if 128 not in head_dims:  # the D = 128 program was transferred above
+            _step(f"transferred onto the lift of the D = {dims} entry point ({time.perf_counter() - start:.1f} s)")
+        start = time.perf_counter()
+        _step(f"verifying the D = {dims} program in the executor (shapes derived from the kernel and the spec, "
+              "2 seeds, 2 schedules) ...")
+        result = verify(program.transferred, spec=spec)
+        _step(f"{result.summary()} ({time.perf_counter() - start:.1f} s)")
+        if not result.ok:
+            for diagnostic in result.diagnostics:
+                print(diagnostic, file=sys.stderr)
+            raise BuildFailed(f"verification failed (D = {dims}): {result.summary()}")
+        built.append((stem, head_dims, program.transferred, program.lowered(spec.name), result))
+    files = {}
+    for stem, _, transferred, lowered, _ in built:
+        files |= {f"{stem}.cu": lowered.source, f"{stem}.mlir": _program_text(transferred),
+                  f"{stem}.patch": lowered.diff()}
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     umask = os.umask(0)
@@ -129,14 +136,27 @@ def build(spec_path: str, reference: str, arch: str | None, output: str) -> None
     try:
         for name, text in files.items():
             (staging / name).write_text(text, encoding="utf-8")
-        nvcc_line = _nvcc_check(staging / f"{spec.name}.cu", capability, arch)
-        report = _report(spec, spec_path, reference, lowered, result, nvcc_line)
+        nvcc_lines = [_nvcc_check(staging / f"{stem}.cu", capability, arch) for stem, *_ in built]
+        report = _report(spec, spec_path, reference, built, nvcc_lines)
         (staging / "verification.md").write_text(report, encoding="utf-8")
         _replace_directory(staging, target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     _step(f"wrote {', '.join([*files, 'verification.md'])} to {target}")
+
+
+def _programs(kernel, name: str) -> list[tuple[str, tuple[int, ...]]]:
+    """(file stem, head dims) of each of the reference's programs, the one serving D = 128 first and named after
+    the spec alone, the others after their head dims (`softcap.d64`)."""
+    from cubridge.runtime.variant import reference_source
+
+    by_tile: dict[int, list[int]] = {}
+    for head_dim, kv_tile in reference_source(kernel.reference).kv_tiles.items():
+        if head_dim in kernel.head_dims:
+            by_tile.setdefault(kv_tile, []).append(head_dim)
+    groups = sorted(by_tile.values(), key=lambda dims: 128 not in dims)
+    return [(name if 128 in dims else f"{name}.d{'-'.join(map(str, dims))}", tuple(dims)) for dims in groups]
 
 
 def _check_output(target: Path) -> None:
@@ -192,33 +212,40 @@ def _nvcc_check(source: Path, capability: tuple[int, int], arch: str) -> str:
     return f"nvcc: compiled for {arch}{cached}, cubin {len(compiled.cubin)} bytes"
 
 
-def _report(spec, spec_path: str, reference: str, lowered, result, nvcc_line: str) -> str:
-    """verification.md: the verdict, every run with its errors and bounds, what was checked."""
+def _report(spec, spec_path: str, reference: str, built: list, nvcc_lines: list[str]) -> str:
+    """verification.md: per program, its files, entry points, verdict, every run with its errors and bounds, and
+    what was checked."""
     lines = [
         f"# {spec.name} on the {reference} reference",
         "",
         f"- spec: `{spec_path}` (normalization {spec.normalization}; captured tensors: "
         f"{', '.join(f'{n} {list(t.shape)}' for n, t in spec.captures.items()) or 'none'})",
-        f"- entry points: {', '.join(i.name for i in lowered.instances) or 'none (the reference kernel unchanged)'}",
-        f"- verdict: {result.summary()}",
         "- checked on every run: async races (reads of in-flight results, stage overwrites), mbarrier phase, "
         "arrival and transaction counts, named-barrier mismatches, deadlocks and coverage of every output row; "
         "none found",
         "- tolerance: FlashAttention's criterion (twice the error of the same computation in the kernel's "
         "precision against the float64 reference, plus a floor; `cuir-run --help`)",
-        f"- {nvcc_line}",
-        "",
-        "| B | HQ | HKV | SQ | SKV | D | seed | schedule | output | max_abs (tol) | relative (tol) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for run in result.runs:
-        shape = run.shape
-        for error in run.errors:
-            lines.append(
-                f"| {shape.batch} | {shape.heads_q} | {shape.heads_kv} | {shape.seqlen_q} | {shape.seqlen_kv} | "
-                f"{shape.head_dim} | {run.seed} | {run.schedule} | {error.name} | "
-                f"{error.max_abs:.2e} ({error.max_abs_bound:.2e}) | {error.relative:.2e} ({error.relative_bound:.2e}) |"
-            )
+    for (stem, head_dims, _, lowered, result), nvcc_line in zip(built, nvcc_lines):
+        lines += [
+            "",
+            f"## D = {'/'.join(map(str, head_dims))}: `{stem}.cu`, `{stem}.mlir`, `{stem}.patch`",
+            "",
+            f"- entry points: {', '.join(i.name for i in lowered.instances) or 'none (the reference kernel unchanged)'}",
+            f"- verdict: {result.summary()}",
+            f"- {nvcc_line}",
+            "",
+            "| B | HQ | HKV | SQ | SKV | D | seed | schedule | output | max_abs (tol) | relative (tol) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for run in result.runs:
+            shape = run.shape
+            for error in run.errors:
+                lines.append(
+                    f"| {shape.batch} | {shape.heads_q} | {shape.heads_kv} | {shape.seqlen_q} | {shape.seqlen_kv} | "
+                    f"{shape.head_dim} | {run.seed} | {run.schedule} | {error.name} | "
+                    f"{error.max_abs:.2e} ({error.max_abs_bound:.2e}) | {error.relative:.2e} ({error.relative_bound:.2e}) |"
+                )
     return "\n".join(lines) + "\n"
 
 

@@ -23,22 +23,42 @@ def nvcc_found() -> bool:
     return True
 
 
+SM90_FILES = sorted(f"softcap{program}{suffix}" for program in ("", ".d64", ".d256")
+                    for suffix in (".cu", ".mlir", ".patch")) + ["verification.md"]
+
+
 def test_build_writes_the_source_program_patch_and_report(tmp_path, capsys):
+    """One source, program and patch per kv tile of the Hopper reference (D = 128, 64 and 256), each program
+    verified on its own; one report."""
     output = tmp_path / "softcap"
     assert main(["build", SOFTCAP, "-o", str(output)]) == 0
-    assert sorted(p.name for p in output.iterdir()) == ["softcap.cu", "softcap.mlir", "softcap.patch",
-                                                        "verification.md"]
-    source = (output / "softcap.cu").read_text()
-    assert "attention_sm90_bf16_d128_softcap" in source and "tanh" in source
-    assert (output / "softcap.patch").read_text().startswith("--- a/cubridge/runtime/kernels/attention_sm90.cu")
-    assert "cuir.kernel @attention_sm90_bf16_d128_full" in (output / "softcap.mlir").read_text()
+    assert sorted(p.name for p in output.iterdir()) == SM90_FILES
+    for stem, head_dim, block_n in (("softcap", 128, 128), ("softcap.d64", 64, 192), ("softcap.d256", 256, 80)):
+        source = (output / f"{stem}.cu").read_text()
+        assert f"attention_sm90_bf16_d{head_dim}_softcap" in source and "tanh" in source
+        assert f'static_assert(kBlockN == {block_n}, "the transferred CuIR has {block_n}-key kv tiles");' in source
+        patch = (output / f"{stem}.patch").read_text()
+        assert patch.startswith("--- a/cubridge/runtime/kernels/attention_sm90.cu")
+        assert f"cuir.kernel @attention_sm90_bf16_d{head_dim}_full" in (output / f"{stem}.mlir").read_text()
     report = (output / "verification.md").read_text()
-    assert "- verdict: verified:" in report and "async races" in report
-    assert report.count("| o |") == 52  # 13 shapes x 2 seeds x 2 schedules
+    assert report.count("- verdict: verified:") == 3 and "async races" in report
+    assert "## D = 64: `softcap.d64.cu`" in report
+    # 2 seeds x 2 schedules over 13 shapes (D = 128), 19 (D = 64: 192-key tiles) and 22 (D = 256: 80-key tiles)
+    assert report.count("| o |") == 4 * (13 + 19 + 22)
     expected = "nvcc: compiled for sm_90a" if nvcc_found() else "nvcc: not found"
-    assert expected in report
+    assert report.count(expected) == 3
     assert "cubridge build: verified:" in capsys.readouterr().err
     assert [p.name for p in tmp_path.iterdir()] == ["softcap"]  # no staging directory left
+
+
+def test_an_sm80_build_has_one_program_for_both_head_dims(tmp_path):
+    """sm80's D 64 and 128 share its 64-key kv tile: one source with both head dims' entry points."""
+    output = tmp_path / "causal"
+    assert main(["build", str(ROOT / "examples" / "specs" / "causal.py"), "--reference", "sm80", "-o", str(output)]) == 0
+    assert sorted(p.name for p in output.iterdir()) == ["causal.cu", "causal.mlir", "causal.patch", "verification.md"]
+    source = (output / "causal.cu").read_text()
+    assert "attention_sm80_bf16_d64_causal" in source and "attention_sm80_fp16_d128_causal" in source
+    assert "## D = 64/128: `causal.cu`" in (output / "verification.md").read_text()
 
 
 class _Failed(VerificationResult):
@@ -54,7 +74,7 @@ def test_a_failed_verification_writes_nothing_and_exits_1(tmp_path, monkeypatch,
     output.mkdir()
     (output / "softcap.cu").write_text("an earlier build")
     assert main(["build", SOFTCAP, "-o", str(output)]) == 1
-    assert "cubridge build: verification failed: mismatch" in capsys.readouterr().err
+    assert "cubridge build: verification failed (D = 128): mismatch" in capsys.readouterr().err
     assert (output / "softcap.cu").read_text() == "an earlier build"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
@@ -70,8 +90,7 @@ def test_an_earlier_build_is_replaced_whole(tmp_path, monkeypatch):
     output.mkdir()
     (output / "old_spec.cu").write_text("an earlier build of another spec")
     assert main(["build", SOFTCAP, "-o", str(output)]) == 0
-    assert sorted(p.name for p in output.iterdir()) == ["softcap.cu", "softcap.mlir", "softcap.patch",
-                                                        "verification.md"]
+    assert sorted(p.name for p in output.iterdir()) == SM90_FILES
 
 
 @pytest.mark.parametrize("arguments,message", [
