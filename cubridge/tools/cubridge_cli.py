@@ -30,6 +30,7 @@ import time
 from collections.abc import Sequence
 from io import StringIO
 from pathlib import Path
+from typing import NamedTuple
 
 from cubridge.diagnostics import CuBridgeError
 
@@ -37,6 +38,17 @@ REFERENCES = ("sm90", "sm80")
 DEFAULT_ARCH = {"sm90": "sm_90a", "sm80": "sm_80"}
 BUILD_FILES = ("{name}.cu", "{name}.mlir", "{name}.patch", "verification.md")
 _ARCH = re.compile(r"^sm_(\d)(\d)(a?)$")
+
+
+class _BuiltProgram(NamedTuple):
+    """One verified program of a build: its files' stem, the head dims it serves, the transferred CuIR, its
+    lowering and its verification."""
+
+    stem: str
+    head_dims: tuple[int, ...]
+    transferred: object
+    lowered: object
+    result: object
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -107,7 +119,7 @@ def build(spec_path: str, reference: str, arch: str | None, output: str) -> None
     start = time.perf_counter()
     kernel = build_variant(spec, reference)
     _step(f"transferred onto the {reference} reference ({time.perf_counter() - start:.1f} s)")
-    built = []  # (file stem, head dims, transferred program, lowered kernel, verification result)
+    built: list[_BuiltProgram] = []
     for stem, head_dims in _programs(kernel, spec.name):
         dims = "/".join(map(str, head_dims))
         start = time.perf_counter()
@@ -123,11 +135,11 @@ def build(spec_path: str, reference: str, arch: str | None, output: str) -> None
             for diagnostic in result.diagnostics:
                 print(diagnostic, file=sys.stderr)
             raise BuildFailed(f"verification failed (D = {dims}): {result.summary()}")
-        built.append((stem, head_dims, program.transferred, program.lowered(spec.name), result))
+        built.append(_BuiltProgram(stem, head_dims, program.transferred, program.lowered(spec.name), result))
     files = {}
-    for stem, _, transferred, lowered, _ in built:
-        files |= {f"{stem}.cu": lowered.source, f"{stem}.mlir": _program_text(transferred),
-                  f"{stem}.patch": lowered.diff()}
+    for done in built:
+        files |= {f"{done.stem}.cu": done.lowered.source, f"{done.stem}.mlir": _program_text(done.transferred),
+                  f"{done.stem}.patch": done.lowered.diff()}
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     umask = os.umask(0)
@@ -136,7 +148,7 @@ def build(spec_path: str, reference: str, arch: str | None, output: str) -> None
     try:
         for name, text in files.items():
             (staging / name).write_text(text, encoding="utf-8")
-        nvcc_lines = [_nvcc_check(staging / f"{stem}.cu", capability, arch) for stem, *_ in built]
+        nvcc_lines = [_nvcc_check(staging / f"{done.stem}.cu", capability, arch) for done in built]
         report = _report(spec, spec_path, reference, built, nvcc_lines)
         (staging / "verification.md").write_text(report, encoding="utf-8")
         _replace_directory(staging, target)
@@ -212,7 +224,7 @@ def _nvcc_check(source: Path, capability: tuple[int, int], arch: str) -> str:
     return f"nvcc: compiled for {arch}{cached}, cubin {len(compiled.cubin)} bytes"
 
 
-def _report(spec, spec_path: str, reference: str, built: list, nvcc_lines: list[str]) -> str:
+def _report(spec, spec_path: str, reference: str, built: list[_BuiltProgram], nvcc_lines: list[str]) -> str:
     """verification.md: per program, its files, entry points, verdict, every run with its errors and bounds, and
     what was checked."""
     lines = [

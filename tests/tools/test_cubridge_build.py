@@ -54,7 +54,8 @@ def test_build_writes_the_source_program_patch_and_report(tmp_path, capsys):
 def test_an_sm80_build_has_one_program_for_both_head_dims(tmp_path):
     """sm80's D 64 and 128 share its 64-key kv tile: one source with both head dims' entry points."""
     output = tmp_path / "causal"
-    assert main(["build", str(ROOT / "examples" / "specs" / "causal.py"), "--reference", "sm80", "-o", str(output)]) == 0
+    causal = str(ROOT / "examples" / "specs" / "causal.py")
+    assert main(["build", causal, "--reference", "sm80", "-o", str(output)]) == 0
     assert sorted(p.name for p in output.iterdir()) == ["causal.cu", "causal.mlir", "causal.patch", "verification.md"]
     source = (output / "causal.cu").read_text()
     assert "attention_sm80_bf16_d64_causal" in source and "attention_sm80_fp16_d128_causal" in source
