@@ -1,5 +1,7 @@
-"""Small launches of five variant kernels (document mask with block lists, softcap, sigmoid, prefix LM, ALiBi with
-its position bias and captured slopes) on both references, for compute-sanitizer:
+"""Small launches of six variant kernels (document mask with block lists, softcap, sigmoid, prefix LM, ALiBi with
+its position bias and captured slopes, and interleaved documents on 100 keys, where the last query tile keeps no
+key: the Hopper kernel skips it and writes its rows and LSE from the producer) on both references, for
+compute-sanitizer:
 `compute-sanitizer --tool memcheck --report-api-errors no python3 benchmarks/sanitize_variants.py` (and --tool
 racecheck; without --report-api-errors no, memcheck also counts the libraries' probing of cuGetProcAddress)."""
 
@@ -14,7 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cubridge.runtime.variant import build_variant  # noqa: E402
 
-SPECS = ("document_mask", "softcap", "sigmoid", "prefix_lm", "alibi")
+SPECS = ("document_mask", "softcap", "sigmoid", "prefix_lm", "alibi", "interleaved_documents")
+KEYS = {"interleaved_documents": 100}  # keys 0-99 hold document 0 only; queries 256-299 are document 1
 
 
 def main() -> None:
@@ -23,8 +26,8 @@ def main() -> None:
         for reference in ("sm90", "sm80"):
             kernel = build_variant(f"examples/specs/{name}.py", reference)
             q = torch.randn(2, 4, 300, 128, device="cuda", dtype=torch.bfloat16)
-            k = torch.randn(2, 2, 450, 128, device="cuda", dtype=torch.bfloat16)
-            kernel(q, k, k.clone())
+            k = torch.randn(2, 2, KEYS.get(name, 450), 128, device="cuda", dtype=torch.bfloat16)
+            kernel(q, k, k.clone(), return_lse=kernel.spec.normalization == "softmax")
             torch.cuda.synchronize()
             print(f"{name} {reference}: ok")
 

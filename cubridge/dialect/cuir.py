@@ -35,6 +35,7 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerAttr,
     StringAttr,
+    UnitAttr,
     i64,
 )
 from xdsl.ir import Attribute, Block, BlockArgument, Dialect, Operation, Region, SSAValue
@@ -202,6 +203,11 @@ def _same_elements(what: str, a: Attribute, b: Attribute) -> None:
 # ----------------------------------------------------------------------------
 
 
+# The block lists (FlexAttention's BlockMask names, cubridge.runtime.kernel_inputs) whose counts tell a
+# `skip_empty` kernel which work tiles keep no key.
+SKIP_EMPTY_LISTS = ("kv_num_blocks", "full_kv_num_blocks")
+
+
 @irdl_op_definition
 class KernelOp(IRDLOperation):
     """A thread block program, launched over the work tiles of an attention problem.
@@ -216,7 +222,12 @@ class KernelOp(IRDLOperation):
     persistent programs stride by the program count; dynamic programs claim
     the next unclaimed tile when they finish one (a global atomic counter,
     for tiles of unequal work), so which program runs which tile is decided
-    at run time and results must not depend on it. The body runs once per
+    at run time and results must not depend on it. With `skip_empty` (a
+    dynamic schedule over FlexAttention block lists) no worker visits the
+    tiles whose lists hold no kv tile (`kv_num_blocks` and
+    `full_kv_num_blocks` both 0: every score of their rows is masked): the
+    program that claims one claims past it and writes its rows of `o` as 0
+    and of `lse` as -inf, what a tile with no visible key computes. The body runs once per
     program before the workers start: it allocates shared memory and
     initializes mbarriers.
     Its workers then run concurrently; the kernel completes when all have.
@@ -236,6 +247,7 @@ class KernelOp(IRDLOperation):
     schedule = prop_def(ScheduleAttr)
     order = prop_def(TileOrderAttr)
     source = opt_prop_def(StringAttr)
+    skip_empty = opt_prop_def(UnitAttr)
 
     body = region_def("single_block")
 
@@ -253,6 +265,7 @@ class KernelOp(IRDLOperation):
         order: str = "natural",
         cluster: Sequence[int] = (1, 1, 1),
         source: str | None = None,
+        skip_empty: bool = False,
         body: Region | None = None,
     ):
         if body is None:
@@ -272,6 +285,7 @@ class KernelOp(IRDLOperation):
                 "schedule": enum_attr(ScheduleAttr, schedule, "schedule"),
                 "order": enum_attr(TileOrderAttr, order, "tile order"),
                 "source": StringAttr(source) if source is not None else None,
+                "skip_empty": UnitAttr() if skip_empty else None,
             },
             regions=[body],
         )
@@ -310,8 +324,18 @@ class KernelOp(IRDLOperation):
             raise VerifyException("cluster shape has three positive sizes")
         if self.tile_m.value.data < 1:
             raise VerifyException("tile_m must be positive")
+        if self.skip_empty is not None:
+            self._verify_skip_empty()
         self._verify_shared_memory()
         self._verify_workers(threads)
+
+    def _verify_skip_empty(self) -> None:
+        if self.schedule.data != Schedule.DYNAMIC:
+            raise VerifyException("skip_empty needs schedule dynamic: the claiming program skips the tiles")
+        names = {name.data for name in self.arg_names.data}
+        missing = [name for name in SKIP_EMPTY_LISTS if name not in names]
+        if missing:
+            raise VerifyException(f"skip_empty reads the block lists, but the kernel has no argument {missing[0]}")
 
     def _verify_shared_memory(self) -> None:
         needed = 0
@@ -401,6 +425,8 @@ class KernelOp(IRDLOperation):
         )
         if self.order.data != TileOrder.NATURAL:
             printer.print_string(f" {self.order.data.value}")
+        if self.skip_empty is not None:
+            printer.print_string(" skip_empty")
         if self.source is not None:
             printer.print_string(" source ")
             printer.print_string_literal(self.source.data)
@@ -422,6 +448,7 @@ class KernelOp(IRDLOperation):
         parser.parse_keyword("schedule")
         schedule = parser.parse_str_enum(Schedule)
         order = parser.parse_optional_keyword(TileOrder.LONGEST_FIRST) or TileOrder.NATURAL
+        skip_empty = parser.parse_optional_keyword("skip_empty") is not None
         source = parser.parse_str_literal() if parser.parse_optional_keyword("source") else None
         attributes = parse_keyword_attributes(parser)
         body = parser.parse_region(arguments)
@@ -435,6 +462,7 @@ class KernelOp(IRDLOperation):
             order=order,
             cluster=cluster_dims,
             source=source,
+            skip_empty=skip_empty,
             body=body,
         )
         op.attributes |= attributes

@@ -89,6 +89,7 @@ class KernelPlan:
         self.tile_m = kernel.tile_m.value.data
         self.schedule = kernel.schedule.data
         self.order = kernel.order.data
+        self.skip_empty = kernel.skip_empty is not None
         self.threads = sum(w.instances for w in kernel.workers) * WARPGROUP_THREADS
         self.head_dim = self._head_dim()
 
@@ -139,8 +140,10 @@ class KernelPlan:
                 f"shape {shape}: the kernel's tiles are {self.head_dim} wide, so D must be {self.head_dim}"
             )
 
-    def work_tiles(self, shape: ProblemShape) -> list[tuple[int, int, int]]:
-        """(q_tile, head, batch) in schedule order."""
+    def work_tiles(self, shape: ProblemShape,
+                   tables: dict[str, np.ndarray] | None = None) -> list[tuple[int, int, int]]:
+        """(q_tile, head, batch) in schedule order; under `skip_empty` without the tiles whose block lists
+        (`tables`) hold no kv tile."""
         q_tiles = math.ceil(shape.seqlen_q / self.tile_m)
         tiles = [
             (q_tile, head, batch)
@@ -150,12 +153,35 @@ class KernelPlan:
         ]
         if self.order == "longest_first":
             tiles.sort(key=lambda tile: -tile[0])
-        return tiles
+        skipped = set(self.skipped_tiles(shape, tables))
+        return [tile for tile in tiles if tile not in skipped]
 
-    def program_tiles(self, shape: ProblemShape, num_sms: int) -> list[list[tuple[int, int, int]]]:
+    def skipped_tiles(self, shape: ProblemShape,
+                      tables: dict[str, np.ndarray] | None) -> list[tuple[int, int, int]]:
+        """The tiles a `skip_empty` kernel visits with no worker: those whose block lists are both empty."""
+        if not self.skip_empty:
+            return []
+        missing = [name for name in cuir.SKIP_EMPTY_LISTS if name not in (tables or {})]
+        if missing:
+            raise CuBridgeError(f"skip_empty: no table {missing[0]} was given to tell the empty tiles",
+                                describe_location(self.kernel))
+        partial, full = (np.asarray(tables[name]) for name in cuir.SKIP_EMPTY_LISTS)
+        q_tiles = math.ceil(shape.seqlen_q / self.tile_m)
+        return [
+            (q_tile, head, batch)
+            for batch in range(shape.batch)
+            for head in range(shape.heads_q)
+            for q_tile in range(q_tiles)
+            if partial[batch, head, q_tile] + full[batch, head, q_tile] == 0
+        ]
+
+    def program_tiles(self, shape: ProblemShape, num_sms: int,
+                      tables: dict[str, np.ndarray] | None = None) -> list[list[tuple[int, int, int]]]:
         """The tiles each program runs: one each (grid), a strided share (persistent),
         or the tiles it would claim first from a shared counter (dynamic)."""
-        tiles = self.work_tiles(shape)
+        tiles = self.work_tiles(shape, tables)
+        if not tiles:
+            return []
         if self.schedule == "grid":
             return [[tile] for tile in tiles]
         programs = min(num_sms, len(tiles))
@@ -295,7 +321,7 @@ def execute(
     Outputs start as NaN. Execution stops after the first program with a finding.
     """
     tensors, bindings = _bind(plan, shape, inputs, scale, tables or {})
-    per_program = plan.program_tiles(shape, num_sms)
+    per_program = plan.program_tiles(shape, num_sms, tables)
     selected = range(len(per_program)) if programs is None else programs
     rng = None if schedule_seed is None else np.random.default_rng(schedule_seed)
     log = DiagnosticLog()
@@ -308,6 +334,8 @@ def execute(
             _run_program(plan, bindings, Program(program_id, tiles, plan.threads, log), rng)
             if log:
                 break
+    if not log:
+        _fill_skipped_tiles(plan, tensors, plan.skipped_tiles(shape, tables), covered, log)
     if not log:
         _check_coverage(plan, tensors, covered, log)
     outputs = {name: tensors[name].array for name in OUTPUTS if name in tensors}
@@ -365,6 +393,34 @@ def _run_program(plan: KernelPlan, bindings: dict, program: Program, rng) -> Non
         _interleave(runners, program, rng)
     except KernelFault as fault:
         program.log.report("fault", "fault", fault.op, f"{where(fault.op)}: {fault.message}")
+
+
+# The writer of the rows a `skip_empty` launch fills (no program's: the claiming role writes them between tiles).
+FILLED = np.iinfo(np.int32).max
+
+
+def _fill_skipped_tiles(plan: KernelPlan, tensors, skipped, covered: np.ndarray, log: DiagnosticLog) -> None:
+    """The rows of the tiles a `skip_empty` kernel skips, as the claiming program writes them: o = 0 and
+    lse = -inf, after checking that no program wrote there (rows no worker visits)."""
+    values = {"o": 0.0, "lse": -np.inf}
+    for q_tile, head, batch in skipped:
+        rows = slice(q_tile * plan.tile_m, (q_tile + 1) * plan.tile_m)
+        covered[batch, head, rows] = True
+        for name, value in values.items():
+            tensor = tensors.get(name)
+            if tensor is None:
+                continue
+            writers = tensor.writer[batch, head, rows]
+            if (writers >= 0).any():
+                program = int(writers[writers >= 0].flat[0])
+                log.report(
+                    "coverage", "coverage", plan.kernel,
+                    f"program {program} wrote rows of %{name} in tile (q_tile {q_tile}, head {head}, batch "
+                    f"{batch}), which skip_empty leaves to no worker (its block lists are empty)",
+                )
+                return
+            tensor.array[batch, head, rows] = value
+            writers[...] = FILLED
 
 
 def _check_coverage(plan: KernelPlan, tensors, covered: np.ndarray, log: DiagnosticLog) -> None:

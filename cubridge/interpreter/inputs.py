@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from cubridge.passes.transfer_match import kv_tile_width
-from cubridge.runtime.kernel_inputs import TABLES, build_block_lists, captured_table, default_device
+from cubridge.runtime.kernel_inputs import (FULL_NUM_BLOCKS, NUM_BLOCKS, TABLES, build_block_lists,
+                                           captured_table, default_device)
 
 
 def kernel_inputs(spec, kernel, q, k, v) -> dict[str, np.ndarray]:
@@ -24,3 +25,12 @@ def kernel_inputs(spec, kernel, q, k, v) -> dict[str, np.ndarray]:
     device = default_device()
     tables = build_block_lists(spec.mask_on(device), shape, kernel.tile_m.value.data, kv_tile_width(kernel), device)
     return inputs | {name: table.numpy() for name, table in tables.items() if name in names}
+
+
+def block_list_counts(spec, kernel, shape) -> np.ndarray:
+    """The kv tiles each work tile of `shape` visits under the spec's mask: kv_num_blocks + full_kv_num_blocks,
+    [B, HQ, QT] in schedule-independent order (batch, head, query tile)."""
+    device = default_device()
+    tables = build_block_lists(spec.mask_on(device), (shape.batch, shape.heads_q, shape.seqlen_q, shape.seqlen_kv),
+                               kernel.tile_m.value.data, kv_tile_width(kernel), device)
+    return (tables[NUM_BLOCKS] + tables[FULL_NUM_BLOCKS]).cpu().numpy()

@@ -11,7 +11,9 @@ and SQ > SKV both occur. Batch and head counts cycle through
 query head), each with at least three work tiles. Two multiprocessors
 (`VERIFY_NUM_SMS`) then give a persistent program at least two work tiles,
 so that state carried from tile to tile (pipeline counters, barrier
-phases) is exercised.
+phases) is exercised. A kernel that skips empty work tiles (`skip_empty`)
+also gets a shape with an empty tile ahead of a kept one, where none of the
+others has one.
 """
 
 from __future__ import annotations
@@ -102,7 +104,29 @@ def default_shapes(kernel: cuir.KernelOp, spec, head_dim: int) -> list[ProblemSh
         ProblemShape(*HEAD_CONFIGS[i % len(HEAD_CONFIGS)], seqlen_q, seqlen_kv, head_dim)
         for i, (seqlen_q, seqlen_kv) in enumerate(pairs)
     ]
-    return [shape for shape in shapes if _captures_fit(spec, shape)]
+    shapes = [shape for shape in shapes if _captures_fit(spec, shape)]
+    if kernel.skip_empty is not None:
+        shapes += _skipping_shape(kernel, spec, shapes, lengths, head_dim)
+    return shapes
+
+
+def _skipping_shape(kernel: cuir.KernelOp, spec, shapes: list[ProblemShape], lengths: list[int],
+                    head_dim: int) -> list[ProblemShape]:
+    """For a `skip_empty` kernel whose shapes have no empty work tile before a kept one: the first shape of the
+    critical lengths that has (a program then claims past an empty tile and goes on), if any."""
+    from cubridge.interpreter.inputs import block_list_counts  # needs torch: only kernels over block lists
+
+    def skips_then_runs(shape: ProblemShape) -> bool:
+        counts = block_list_counts(spec, kernel, shape)
+        empty = [index for index, count in enumerate(counts.flat) if count == 0]
+        return bool(empty) and empty[0] < counts.size - 1 and counts.flat[empty[0] + 1:].any()
+
+    if any(skips_then_runs(shape) for shape in shapes):
+        return []
+    batch, heads_q, heads_kv = HEAD_CONFIGS[0]
+    candidates = (ProblemShape(batch, heads_q, heads_kv, seqlen_q, seqlen_kv, head_dim)
+                  for seqlen_q in reversed(lengths) for seqlen_kv in lengths)
+    return next(([shape] for shape in candidates if _captures_fit(spec, shape) and skips_then_runs(shape)), [])
 
 
 def _captures_fit(spec, shape: ProblemShape) -> bool:

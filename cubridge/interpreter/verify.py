@@ -315,11 +315,10 @@ def verify(
     result = VerificationResult("verified")
     for shape in shapes:
         scale = 1.0 / math.sqrt(shape.head_dim)
-        program_count = len(plan.program_tiles(shape, num_sms))
         for seed in seeds:
             inputs = random_inputs(plan, shape, seed, widest)
             tables = _tables(spec, plan, inputs)
-            selected = _sample_programs(program_count, programs, seed)
+            selected = _sample_programs(len(plan.program_tiles(shape, num_sms, tables)), programs, seed)
             expected = None
             for index in range(schedules):
                 label = "round-robin" if index == 0 else f"random#{index}"

@@ -92,11 +92,12 @@ class VariantSeams:
     keep: SeamCode | None = None
     mask_columns: MaskColumns | None = None  # keep() then takes `const Columns& columns`
     activate: SeamCode | None = None
+    skip_empty: bool = False  # the kernel's skip_empty: the policy's kSkipsEmptyTiles
 
     @property
     def changed(self) -> bool:
         members = (self.kv_range, self.kv_tile, self.modify_score, self.keep, self.activate)
-        return bool(self.args) or any(member is not None for member in members)
+        return bool(self.args) or self.skip_empty or any(member is not None for member in members)
 
 
 # ----------------------------------------------------------------------------
@@ -232,6 +233,7 @@ class SeamFinder:
         seams = VariantSeams(self.variant, kv_tile_width(self.variant))
         seams.args = self._arguments()
         self._check_kernel_properties()
+        seams.skip_empty = self.variant.skip_empty is not None and self.diff.reference.skip_empty is None
         if str(self.variant) == str(self.diff.reference):  # untransformed: the reference source as it is
             return seams
         score_maps = self._score_maps()

@@ -45,6 +45,7 @@ class ReferenceSource:
     kv_tiles: dict[int, int]  # keys per kv tile by head dim (kBlockN)
     dims: dict[tuple[str, int], str]  # (kernel argument, dimension) of a cuir.dim -> C++
     extra_entry_args: bool  # the entry macro takes the kv tile size after the head dim
+    skips_empty_tiles: bool  # its policies' kSkipsEmptyTiles: the claiming role skips tiles that visit no kv tile
 
     @property
     def path(self) -> Path:
@@ -74,6 +75,7 @@ REFERENCES = {
         kv_tiles={64: 192, 128: 128, 256: 80},
         dims=_SHARED_DIMS | {("q", 0): "p.batch", ("k", 0): "p.batch", ("v", 0): "p.batch", ("o", 0): "p.batch"},
         extra_entry_args=False,
+        skips_empty_tiles=True,
     ),
     "attention_sm80.cu": ReferenceSource(
         file="attention_sm80.cu",
@@ -83,6 +85,7 @@ REFERENCES = {
         kv_tiles={64: 64, 128: 64},
         dims=_SHARED_DIMS | {(name, 0): "static_cast<int>(gridDim.z)" for name in "qkvo"},
         extra_entry_args=True,
+        skips_empty_tiles=False,
     ),
 }
 
@@ -187,6 +190,9 @@ def lower_module(reference: ModuleOp, variant: ModuleOp, name: str = "variant",
         return expression
 
     seams = SeamFinder(reference_kernel, kernel, dims, where.filename if where else None, pairs).find()
+    if seams.skip_empty and not source.skips_empty_tiles:
+        raise CuBridgeError(f"lower: the kernel skips empty work tiles (skip_empty), which {source.file} has no "
+                            "seam for", describe_location(kernel))
     text = source.text()
     chosen = _instances(source, seams, instances)
     variant_name = identifier(name)
@@ -283,6 +289,8 @@ def render_policy(seams: VariantSeams, policy: str, variant: str) -> str:
         lines.append("  static constexpr bool kMaskLoads = true;")
     if seams.kv_tile is not None:  # block lists: partial tiles first, then the mask-free full tiles
         lines.append("  static constexpr bool kUnswitchedMask = true;")
+    if seams.skip_empty:
+        lines.append("  static constexpr bool kSkipsEmptyTiles = true;")
     if seams.mask_columns is not None:
         lines.append("  static constexpr bool kMaskColumns = true;")
         lines.append("  struct Columns {")

@@ -49,6 +49,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     ModuleOp,
     StringAttr,
+    UnitAttr,
     f32,
     i32,
 )
@@ -139,8 +140,13 @@ def transfer_kernel(kernel: KernelOp, spec: AttentionSpec) -> None:
             name: _add_argument(kernel, name, GlobalTensorType(rank, i32, "row_major"))
             for name, rank in TABLES.items()
         }
-    _specialize_kv_loops(found, plan, unmasked, block_lists)
+    # A persistent kernel over block lists claims its tiles (dynamic schedule) and skips those whose lists are
+    # empty, so that no work tile runs a kv step only to mask all of it.
+    skip_empty = bool(block_lists) and kernel.schedule.data in (Schedule.PERSISTENT, Schedule.DYNAMIC)
+    _specialize_kv_loops(found, plan, unmasked, block_lists, skip_empty)
     _schedule_unequal_tiles(kernel, plan)
+    if skip_empty:
+        kernel.skip_empty = UnitAttr()
     _locate_inserted_ops(kernel, spec, original)
 
 
@@ -476,19 +482,21 @@ def _specialize_kv_loops(
     plan: TilePlan,
     unmasked: dict[int, SSAValue],
     block_lists: dict[str, SSAValue],
+    skip_empty: bool = False,
 ) -> None:
     """Bound every kv loop by the plan's visited tiles; split consumer loops at the full tiles.
 
     `unmasked` maps each score site to its score before masking; `block_lists`
     binds the block list tables when the plan reads them (then loops run over
-    positions of the work tile's tile sequence, not over tile indices).
+    positions of the work tile's tile sequence, not over tile indices);
+    `skip_empty`: the kernel skips the tiles that visit none (no forced tile).
     """
     bounds: dict[ForEachTileOp, _TileBounds] = {}
 
     def bounds_of(op: Operation) -> _TileBounds:
         tile_loop = op if isinstance(op, ForEachTileOp) else enclosing(op, ForEachTileOp)
         if tile_loop not in bounds:
-            bounds[tile_loop] = _emit_tile_bounds(found, plan, tile_loop, block_lists)
+            bounds[tile_loop] = _emit_tile_bounds(found, plan, tile_loop, block_lists, skip_empty)
         return bounds[tile_loop]
 
     for row in found.first_kv_rows:
@@ -617,7 +625,8 @@ def _move_bounds(found: AttentionMatch, loop: scf.ForOp, lower: SSAValue, upper:
 
 
 def _emit_tile_bounds(
-    found: AttentionMatch, plan: TilePlan, tile_loop: ForEachTileOp, block_lists: dict[str, SSAValue]
+    found: AttentionMatch, plan: TilePlan, tile_loop: ForEachTileOp, block_lists: dict[str, SSAValue],
+    skip_empty: bool,
 ) -> _TileBounds:
     """Kv tile ranges of this work tile's query rows (with block lists: the range of
     positions in its tile sequence), at the top of the work-tile loop."""
@@ -638,7 +647,7 @@ def _emit_tile_bounds(
     lowering.leaves[Q_FIRST] = _named(lowering.lower(q_first), "q_first")
     lowering.leaves[Q_LAST] = _named(lowering.lower(E.binary("sub", rows_end, E.constant(1))), "q_last")
     kv_lo, kv_hi = plan.kv_lo, plan.kv_hi
-    if found.peeled:  # the peeled first tile always runs: keep at least one tile
+    if found.peeled and not skip_empty:  # the peeled first tile always runs: keep at least one tile
         kv_hi = E.binary("max", kv_hi, E.binary("add", kv_lo, E.constant(1)))
     first_tile = mask_table.tile_at(kv_lo) if block_lists else kv_lo
     return _TileBounds(

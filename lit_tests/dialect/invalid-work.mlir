@@ -67,6 +67,22 @@ cuir.kernel @k() threads 128 smem 0 cluster 1x1x1 tile_m 0 schedule grid {
 
 // -----
 
+// CHECK-NEXT: {{.*}}invalid-work.mlir:[[# @LINE + 1]]:1: error: skip_empty needs schedule dynamic: the claiming program skips the tiles
+cuir.kernel @k(%kv_num_blocks: !cuir.global<3 x i32, row_major>, %full_kv_num_blocks: !cuir.global<3 x i32, row_major>) threads 128 smem 0 cluster 1x1x1 tile_m 64 schedule persistent skip_empty {
+  cuir.worker @w threads 0 to 128 (%i) {
+  }
+}
+
+// -----
+
+// CHECK-NEXT: {{.*}}invalid-work.mlir:[[# @LINE + 1]]:1: error: skip_empty reads the block lists, but the kernel has no argument full_kv_num_blocks
+cuir.kernel @k(%kv_num_blocks: !cuir.global<3 x i32, row_major>) threads 128 smem 0 cluster 1x1x1 tile_m 64 schedule dynamic skip_empty {
+  cuir.worker @w threads 0 to 128 (%i) {
+  }
+}
+
+// -----
+
 // CHECK-NEXT: {{.*}}invalid-work.mlir:[[# @LINE + 1]]:1: error: kernel reserves 240000 bytes of shared memory, above the 232448-byte limit
 cuir.kernel @k() threads 128 smem 240000 cluster 1x1x1 tile_m 64 schedule grid {
   cuir.worker @w threads 0 to 128 (%i) {

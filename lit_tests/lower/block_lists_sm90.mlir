@@ -5,6 +5,7 @@
 // The mask's load indexed by the key alone (document_id[kv_idx]) becomes its column: computed by columns()
 // once per key, read by keep() as columns.<name>; the five-argument keep() composes the two. The partial tiles
 // come first, so the Hopper consumer unswitches its mask test (kUnswitchedMask: masked, then mask-free loops).
+// The kernel skips the work tiles whose lists are both empty (skip_empty): its producer claims past them.
 
 // CHECK:      struct DocumentMaskVariant : FullAttention {
 // CHECK-NEXT:   struct Args {
@@ -16,6 +17,7 @@
 // CHECK-NEXT:   };
 // CHECK-NEXT:   static constexpr bool kMaskLoads = true;
 // CHECK-NEXT:   static constexpr bool kUnswitchedMask = true;
+// CHECK-NEXT:   static constexpr bool kSkipsEmptyTiles = true;
 // CHECK-NEXT:   static constexpr bool kMaskColumns = true;
 // CHECK-NEXT:   struct Columns {
 // CHECK-NEXT:     int [[KEY:v[0-9]*]];

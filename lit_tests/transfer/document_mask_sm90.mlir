@@ -6,15 +6,17 @@
 // consumer runs position 0 before its loop and the loop from position 1; the mask code
 // stays in the lift's scf.if, whose test becomes "position outside [num_partial,
 // num_visited)": full tiles run no mask. Work tiles have block lists of their own
-// lengths: the kernel claims tiles dynamically. The tests for an in-flight P V compare
-// positions with the loop's first position.
+// lengths: the kernel claims tiles dynamically, and skips those whose lists are both
+// empty (skip_empty), so no tile is forced on them. The tests for an in-flight P V
+// compare positions with the loop's first position.
 
-// CHECK:      cuir.kernel @attention_sm90_bf16_d128_full({{.*}}) threads 384 smem 196688 cluster 1x1x1 tile_m 128 schedule dynamic longest_first source "attention_sm90.cu" {
+// CHECK:      cuir.kernel @attention_sm90_bf16_d128_full({{.*}}) threads 384 smem 196688 cluster 1x1x1 tile_m 128 schedule dynamic longest_first skip_empty source "attention_sm90.cu" {
 // CHECK:      cuir.worker @producer
 // CHECK:        cuir.for_each_tile (%q_tile, %head, %batch)
 // CHECK:          %[[NP:.*]] = cuir.gather %kv_num_blocks[%batch, %head, %q_tile] : !cuir.global<3 x i32, row_major>
 // CHECK:          %[[NF:.*]] = cuir.gather %full_kv_num_blocks[%batch, %head, %q_tile] : !cuir.global<3 x i32, row_major>
-// CHECK:          %kv_hi = arith.maxsi
+// CHECK-NEXT:     %{{.*}} = arith.index_cast
+// CHECK-NEXT:     %kv_hi = arith.addi
 // CHECK:          scf.for %[[J:[a-z0-9_]+]] = %{{.*}} to %kv_hi step
 // CHECK:            %[[NEXT:[0-9]+]] = arith.addi %[[J]], %{{.*}} : index
 // CHECK:            cuir.gather %kv_indices[%batch, %head, %q_tile, %[[NEXT]]]
@@ -23,8 +25,6 @@
 // CHECK:      cuir.worker @consumer
 // CHECK:          %num_partial = arith.index_cast %{{.*}} : i32 to index
 // CHECK:          %num_visited = arith.addi %num_partial, %{{.*}} : index
-// CHECK-NEXT:     %{{.*}} = arith.addi
-// CHECK-NEXT:     %[[KV_HI:.*]] = arith.maxsi %num_visited, %{{.*}} : index
 // Position 0: its mask runs where the position is not a full tile.
 // CHECK:          cuir.gemm_wait %s_done
 // CHECK-NEXT:     %{{.*}} = arith.cmpi slt, %[[FIRST:[0-9]+]], %num_partial : index
@@ -35,7 +35,7 @@
 // CHECK-NEXT:         cuir.gather %document_id
 // The loop from position 1 to kv_hi looks each tile up in the partial, then the full list.
 // CHECK:          %[[SECOND:[0-9]+]] = arith.addi %[[FIRST]], %{{.*}} : index
-// CHECK-NEXT:     scf.for %[[J1:[a-z0-9_]+]] = %[[SECOND]] to %[[KV_HI]] step
+// CHECK-NEXT:     scf.for %[[J1:[a-z0-9_]+]] = %[[SECOND]] to %num_visited step
 // CHECK-NEXT:       arith.cmpi slt, %[[J1]], %num_partial : index
 // CHECK-NEXT:       cuir.gather %kv_indices[%batch_1, %head_1, %q_tile_1, %[[J1]]]
 // CHECK:            cuir.gather %full_kv_indices
@@ -48,4 +48,4 @@
 // CHECK-NEXT:         cuir.map %s_5 at [%q_row, %kv_row_2]
 // CHECK-NEXT:           cuir.gather %document_id
 // CHECK:          cuir.mbarrier_arrive %q_empty
-// CHECK:          arith.cmpi sgt, %[[KV_HI]], %[[SECOND]] : index
+// CHECK:          arith.cmpi sgt, %num_visited, %[[SECOND]] : index

@@ -38,10 +38,10 @@ def test_tile_counters_are_one_per_launch_and_zeroed_on_their_stream_when_all_we
 def test_pointer_fields_write_the_structure():
     from cubridge.runtime.attention_sm90 import Sm90Params
 
-    params = Sm90Params(None, None, 1, 2, 3, 4, 5, 6, 0.5, 0.7)
-    lse, counter = driver.pointer_fields(params, ("lse", "tile_counter"))
-    lse.value, counter.value = 0x1000, 0x2040
-    assert (params.lse, params.tile_counter, params.num_heads_kv) == (0x1000, 0x2040, 3)
+    params = Sm90Params(None, None, None, 1, 2, 3, 4, 5, 6, 0.5, 0.7)
+    lse, out, counter = driver.pointer_fields(params, ("lse", "out", "tile_counter"))
+    lse.value, out.value, counter.value = 0x1000, 0x3000, 0x2040
+    assert (params.lse, params.out, params.tile_counter, params.num_heads_kv) == (0x1000, 0x3000, 0x2040, 3)
 
 
 @pytest.mark.parametrize("shape", [(2, 3, 130, 257), (1, 1, 1, 1)])
@@ -131,6 +131,7 @@ def test_a_variant_checks_once_per_layout_and_writes_only_each_calls_pointers(re
     assert plan.grid == (min(2 * 2, 132), 1, 1) and plan.block == (kernel.lowered().threads, 1, 1)
     calls = [(Sm90Params.from_buffer_copy(params), _args(kernel, args)) for *_, params, args in plan.launches]
     assert [params.lse for params, _ in calls][:1] == [lse.data_ptr()]
+    assert [params.out for params, _ in calls][:1] == [first.data_ptr()]  # the rows of skipped empty tiles
     counters = [params.tile_counter for params, _ in calls]
     slab = driver._counter_slabs[0, 5][0]
     assert counters == [slab.data_ptr() + 4 * i for i in range(3)]  # one zeroed counter per launch

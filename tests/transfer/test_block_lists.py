@@ -14,6 +14,8 @@ from xdsl.dialects import scf
 from cubridge.dialect.cuir import GatherOp, GemmAsyncOp, GemmOp, MapOp
 from cubridge.frontends.spec import load_spec
 from cubridge.interpreter import ProblemShape, verify
+from cubridge.interpreter.executor import find_kernel, execute, KernelPlan
+from cubridge.interpreter.inputs import kernel_inputs
 from cubridge.interpreter.compiler import HANDLERS, Step
 from cubridge.runtime.kernel_inputs import classify_kv_tiles
 
@@ -136,3 +138,48 @@ def test_masks_of_disjoint_bands_take_block_lists(program):
 
     assert "kv_num_blocks" in argument_names("share_question")
     assert "kv_num_blocks" not in argument_names("prefix_lm")
+
+
+# Interleaved documents with one key: query tile 2 (row 256, document 1) keeps none, tiles 0 and 1 (document 0) do.
+ONE_KEY = ProblemShape(2, 2, 1, 257, 1, 128)
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_empty_work_tiles_are_skipped_under_the_dynamic_schedule(program, visits):
+    """The Hopper program claims its tiles (dynamic schedule) and skips those whose lists are both empty: no
+    worker visits them and their rows come out as a tile with no visible key (O 0, LSE -inf, checked against the
+    reference). The Ampere program (a program per tile, no peeled kv step) runs them with an empty kv loop."""
+    spec = load_spec(spec_path("interleaved_documents"))
+    module = transferred(program, spec_path("interleaved_documents"))
+    result = verify(module, spec, shapes=[ONE_KEY], seeds=(0,), schedules=2)
+    assert result.ok, result.summary()
+    skips = program == "sm90"
+    assert (find_kernel(module).skip_empty is not None) == skips
+    assert {q_tile for q_tile, *_ in visits} == {0, 1}
+
+
+def test_skipped_tiles_are_written_by_the_launch_not_by_a_program():
+    spec = load_spec(spec_path("interleaved_documents"))
+    plan = KernelPlan(find_kernel(transferred("sm90", spec_path("interleaved_documents"))))
+    shape = ONE_KEY
+    rng = np.random.default_rng(0)
+    inputs = {name: rng.standard_normal((shape.batch, heads, length, 128)).astype(np.float32)
+              for name, heads, length in (("q", shape.heads_q, shape.seqlen_q), ("k", 1, 1), ("v", 1, 1))}
+    tables = kernel_inputs(spec, plan.kernel, inputs["q"], inputs["k"], inputs["v"])
+    assert plan.skipped_tiles(shape, tables) == [(2, h, b) for b in range(2) for h in range(2)]
+    assert all(q_tile != 2 for tiles in plan.program_tiles(shape, 2, tables) for q_tile, _, _ in tiles)
+    execution = execute(plan, shape, inputs, 0.1, num_sms=2, tables=tables)
+    assert not execution.log
+    assert (execution.outputs["o"][:, :, 256] == 0).all() and (execution.outputs["lse"][:, :, 256] == -np.inf).all()
+    assert np.isfinite(execution.outputs["lse"][:, :, :140]).all()  # document 0 (rows 140-255 keep no key)
+
+
+def test_bounds_left_unforced_without_skip_empty_fail_verification():
+    """With skip_empty dropped, the tiles the transfer no longer forces to one kv tile reach the workers: the
+    consumers' first step waits for a K tile the producer, which loads none, never sends."""
+    spec = load_spec(spec_path("interleaved_documents"))
+    module = transferred("sm90", spec_path("interleaved_documents"))
+    del find_kernel(module).properties["skip_empty"]
+    result = verify(module, spec, shapes=[ONE_KEY], seeds=(0,), schedules=1)
+    assert not result.ok
+    assert result.verdict == "deadlock", result.summary()

@@ -12,7 +12,8 @@
 //   * tile scheduler: a persistent grid (one CTA per SM) walks 128-row query tiles (q_tile, head, batch),
 //     heads grouped in chunks (p.head_chunk) so that CTAs running together share K/V in L2, and inside a
 //     chunk the longest causal tiles first. Full masks: a static stride. Causal: CTAs claim tiles from a
-//     global counter, and the producer warp hands each index to the consumers through shared memory;
+//     global counter, and the producer warp hands each index to the consumers through shared memory (a
+//     block-list variant's producer claims past the tiles whose lists are empty and writes their rows itself);
 //   * pipeline: mbarrier pairs (full: TMA bytes landed; empty: every consumer warp is done reading) for a
 //     single Q buffer and kStages K and V buffers;
 //   * producer warp group (24 registers): one warp walks the schedule, its lane 0 issues the TMA loads;
@@ -46,6 +47,7 @@ using namespace cubridge;
 // Kernel arguments besides the tensor maps; mirrored by ctypes in cubridge/runtime/attention_sm90.py.
 struct AttentionParams {
   float* lse;           // nullptr: LSE not written
+  void* out;            // O [B, HQ, SQ, D] contiguous (the tensor o_map describes): rows of skipped empty tiles
   int* tile_counter;    // nullptr: static schedule; else a zeroed counter for the dynamic schedule
   int batch;
   int num_heads_q;
@@ -231,6 +233,39 @@ __device__ __forceinline__ void load_kv_tile(T* tile, const CUtensorMap* map, ui
                 kv_row, kv_head, batch);
 }
 
+// Policy::kSkipsEmptyTiles: the rows of a work tile that visits no kv tile, as the consumers would leave them
+// (O = 0 and, under softmax, LSE = -inf), written by the producer warp that skips the tile. The tile's rows are one
+// run of O's memory.
+template <typename T, int kHeadDim, typename Policy>
+__device__ __forceinline__ void write_empty_tile(const AttentionParams& p, const WorkTile& tile, int lane) {
+  constexpr int kRowVectors = kHeadDim * sizeof(T) / sizeof(uint4);
+  const int rows = last_row(p, tile) - first_row(tile) + 1;
+  const int64_t first = (int64_t(tile.batch) * p.num_heads_q + tile.head) * p.seqlen_q + first_row(tile);
+  uint4* out = reinterpret_cast<uint4*>(static_cast<T*>(p.out) + first * kHeadDim);
+  for (int i = lane; i < rows * kRowVectors; i += 32) out[i] = make_uint4(0u, 0u, 0u, 0u);
+  if (Policy::kSoftmax && p.lse != nullptr)
+    for (int row = lane; row < rows; row += 32) p.lse[first + row] = kNegInf;
+}
+
+// Policy::kSkipsEmptyTiles (dynamic schedule): from `linear` on, claims past the tiles whose kv range is empty,
+// writing their rows; returns the first tile that visits a kv tile, or one past the schedule. Every lane of the
+// producer warp returns the same index.
+template <typename T, int kHeadDim, typename Policy>
+__device__ __forceinline__ int claim_past_empty_tiles(const AttentionParams& p, const typename Policy::Args& args,
+                                                      const TileScheduler& scheduler, int linear, int lane) {
+  while (scheduler.valid(linear)) {
+    const WorkTile tile = scheduler.decode(linear);
+    const KvRange range =
+        Policy::template kv_range<kBlockN<kHeadDim>>(p, args, tile, first_row(tile), last_row(p, tile));
+    if (range.end > range.begin) break;
+    write_empty_tile<T, kHeadDim, Policy>(p, tile, lane);
+    int next_linear = 0;
+    if (lane == 0) next_linear = scheduler.next(linear);
+    linear = __shfl_sync(0xffffffffu, next_linear, 0);
+  }
+  return linear;
+}
+
 template <typename T, int kHeadDim, typename Policy>
 __device__ __forceinline__ void producer_mainloop(const SharedStorage<T, kHeadDim>& smem, const AttentionParams& p,
                                                   const typename Policy::Args& args, const CUtensorMap* q_map,
@@ -241,6 +276,8 @@ __device__ __forceinline__ void producer_mainloop(const SharedStorage<T, kHeadDi
   PipelineState kv;
   int linear = scheduler.first();
   for (int tile_count = 0;; ++tile_count) {
+    if constexpr (Policy::kSkipsEmptyTiles)
+      linear = claim_past_empty_tiles<T, kHeadDim, Policy>(p, args, scheduler, linear, lane);
     // Hand the tile (or the end of the schedule) to the consumers once they hold the previous one and
     // released its Q buffer.
     mbarrier_wait(smem.q_empty(), (tile_count & 1) ^ 1);

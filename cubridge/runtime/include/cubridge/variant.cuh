@@ -88,6 +88,10 @@ struct FullAttention {
   // full_begin, those up to full_end, the rest) instead of one loop that tests needs_mask(position) per step: the
   // same steps in the same order, each loop compiled for its case. Set for block lists (partial tiles first).
   static constexpr bool kUnswitchedMask = false;
+  // Whether the Hopper producer claims past the work tiles whose kv range is empty (end == begin: their rows keep
+  // no key), so that no role visits them, and writes their rows itself as such a tile ends (O = 0, LSE = -inf).
+  // Needs the dynamic schedule (the producer hands every tile to the consumers). Set for block lists.
+  static constexpr bool kSkipsEmptyTiles = false;
   // Softmax normalization; false: P = activate(score), `static float activate(float score)`, with no row max,
   // rescaling or division by row sums.
   static constexpr bool kSoftmax = true;
@@ -101,7 +105,7 @@ struct FullAttention {
   struct Columns {};
 
   // The kv tiles that rows [q_first, q_last] of `tile` visit, in every role. A kernel that peels the first
-  // position needs end > begin.
+  // position needs end > begin, unless kSkipsEmptyTiles keeps every role off the tiles where end == begin.
   template <int kBlockN, typename Params, typename VariantArgs>
   __device__ static KvRange kv_range(const Params& p, const VariantArgs&, const WorkTile&, int, int) {
     return KvRange{0, (p.seqlen_k + kBlockN - 1) / kBlockN, 0, p.seqlen_k / kBlockN};
