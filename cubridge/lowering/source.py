@@ -114,6 +114,7 @@ class LoweredKernel:
     threads: int
     modifies_scores: bool
     softmax: bool
+    takes_tile_order: bool = False  # kHostTileOrder: the launch passes the work tiles' order (p.tile_order)
 
     @property
     def changed(self) -> bool:
@@ -218,6 +219,7 @@ def lower_module(reference: ModuleOp, variant: ModuleOp, name: str = "variant",
         threads=kernel.threads.value.data,
         modifies_scores=seams.modify_score is not None,
         softmax=seams.activate is None,
+        takes_tile_order=seams.skip_empty,
     )
 
 
@@ -291,6 +293,7 @@ def render_policy(seams: VariantSeams, policy: str, variant: str) -> str:
         lines.append("  static constexpr bool kUnswitchedMask = true;")
     if seams.skip_empty:
         lines.append("  static constexpr bool kSkipsEmptyTiles = true;")
+        lines.append("  static constexpr bool kHostTileOrder = true;")
     if seams.mask_columns is not None:
         lines.append("  static constexpr bool kMaskColumns = true;")
         lines.append("  struct Columns {")

@@ -189,11 +189,13 @@ class AttentionLaunch(abc.ABC):
         return out, torch.empty(self.lse_shape, dtype=torch.float32, device=self.device)
 
     def __call__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, stream: int, capturing: bool = False,
-                 tables: tuple[torch.Tensor, ...] = ()) -> tuple[torch.Tensor, torch.Tensor | None]:
+                 tables: tuple[torch.Tensor, ...] = (), tile_order: torch.Tensor | None = None,
+                 ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(out, lse or None), enqueued on `stream` (`capturing`: that stream is captured into a CUDA graph);
         `tables` are the Args tables in `table_fields` order, of the dims the plan was made for (a tuple passed
         again is not written again: a caller passes the same tuple only for the same tables at the same
-        addresses)."""
+        addresses); `tile_order` the order of the work tiles (`kernel_inputs.tile_order`), where the kernel takes
+        one."""
         out, lse = self.new_outputs()
         with LAUNCH_LOCK:
             counter = tile_counter(self.device, self.device_index, stream, capturing) if self.dynamic else (None, None)
@@ -201,14 +203,15 @@ class AttentionLaunch(abc.ABC):
                 for field, table in zip(self._tables, tables):
                     field.value = table.data_ptr()
                 self._tables_written = tables
-            self._point_at(q, k, v, out, lse, counter[0])
+            self._point_at(q, k, v, out, lse, counter[0], tile_order)
             self.plan.launch(stream)
         return out, lse
 
     @abc.abstractmethod
-    def _point_at(self, q, k, v, out, lse, counter: int | None) -> None:
+    def _point_at(self, q, k, v, out, lse, counter: int | None, tile_order: torch.Tensor | None) -> None:
         """Writes the call's data pointers into the kernel's parameter structs (`counter`: the tile counter's
-        address under a dynamic schedule, else None)."""
+        address under a dynamic schedule, else None; `tile_order`: the tile order, or None for the kernel's
+        own)."""
 
 
 class Sm80Launch(AttentionLaunch):
@@ -230,7 +233,7 @@ class Sm80Launch(AttentionLaunch):
         self.plan = LaunchPlan(function, grid, (threads, 1, 1), shared_bytes(head_dim), [self.params, args],
                                device_index)
 
-    def _point_at(self, q, k, v, out, lse, counter) -> None:
+    def _point_at(self, q, k, v, out, lse, counter, tile_order) -> None:
         q_field, k_field, v_field, out_field, lse_field = self._pointers
         q_field.value, k_field.value, v_field.value = q.data_ptr(), k.data_ptr(), v.data_ptr()
         out_field.value = out.data_ptr()

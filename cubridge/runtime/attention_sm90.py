@@ -36,6 +36,7 @@ class Sm90Params(ctypes.Structure):
 
     _fields_ = [
         ("lse", ctypes.c_void_p), ("out", ctypes.c_void_p), ("tile_counter", ctypes.c_void_p),
+        ("tile_order", ctypes.c_void_p),
         ("batch", ctypes.c_int32), ("num_heads_q", ctypes.c_int32), ("num_heads_kv", ctypes.c_int32),
         ("seqlen_q", ctypes.c_int32), ("seqlen_k", ctypes.c_int32), ("head_chunk", ctypes.c_int32),
         ("scale", ctypes.c_float), ("scale_log2", ctypes.c_float),
@@ -102,19 +103,21 @@ class Sm90Launch(AttentionLaunch):
         batch, heads_q, seqlen_q, head_dim = q.shape
         heads_kv, seqlen_k = k.shape[1], k.shape[2]
         self.maps = tensor_map_slots(q, k, v, self.new_outputs()[0])
-        self.params = Sm90Params(None, None, None, batch, heads_q, heads_kv, seqlen_q, seqlen_k,
+        self.params = Sm90Params(None, None, None, None, batch, heads_q, heads_kv, seqlen_q, seqlen_k,
                                  head_chunk(seqlen_k, head_dim, dynamic), scale, scale * _LOG2_E)
-        self._lse, self._out, self._counter = pointer_fields(self.params, ("lse", "out", "tile_counter"))
+        self._lse, self._out, self._counter, self._order = pointer_fields(
+            self.params, ("lse", "out", "tile_counter", "tile_order"))
         tiles = math.ceil(seqlen_q / tile_m) * heads_q * batch
         grid = (min(tiles, _sm_count(device_index)), 1, 1)
         self.plan = LaunchPlan(function, grid, (threads, 1, 1), shared_bytes(head_dim),
                                [*self.maps.maps, self.params, args], device_index)
 
-    def _point_at(self, q, k, v, out, lse, counter) -> None:
+    def _point_at(self, q, k, v, out, lse, counter, tile_order) -> None:
         self.maps.point_at((q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr()))
         self._out.value = out.data_ptr()
         self._lse.value = None if lse is None else lse.data_ptr()
         self._counter.value = counter
+        self._order.value = None if tile_order is None else tile_order.data_ptr()
 
 
 @functools.cache

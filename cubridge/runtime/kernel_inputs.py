@@ -26,6 +26,24 @@ FULL_NUM_BLOCKS, FULL_INDICES = "full_kv_num_blocks", "full_kv_indices"
 TABLES = {NUM_BLOCKS: 3, INDICES: 4, FULL_NUM_BLOCKS: 3, FULL_INDICES: 4}
 
 
+# What a partial kv tile (mask code) costs against a full one in the Hopper kernel's step: 804 against 503
+# instructions (docs/performance.md, run 121's census).
+PARTIAL_TILE_COST = 1.6
+
+
+def tile_order(num_blocks: torch.Tensor, full_num_blocks: torch.Tensor, head_chunk: int) -> torch.Tensor:
+    """The order in which a dynamic schedule over block lists claims its work tiles: the tile scheduler's chunks
+    of `head_chunk` (batch, head) pairs in turn (their K and V share L2), inside each its tiles by the kv tiles
+    they visit (a partial one weighing PARTIAL_TILE_COST), longest first, so that the last tiles claimed are the
+    short ones. Each entry is a tile (batch * HQ + head) * QT + q_tile, int32, on the lists' device; made without
+    a host synchronization (also inside a CUDA graph capture)."""
+    batch, heads, q_tiles = num_blocks.shape
+    cost = (full_num_blocks.float() + PARTIAL_TILE_COST * num_blocks.float()).flatten()
+    chunk = torch.arange(batch * heads * q_tiles, device=cost.device) // (q_tiles * head_chunk)
+    order = torch.argsort(cost, descending=True, stable=True)
+    return order[torch.argsort(chunk[order], stable=True)].to(torch.int32)
+
+
 @dataclass(frozen=True, eq=False)
 class GivenBlockLists:
     """Block lists made elsewhere (a FlexAttention BlockMask's): the four TABLES in their order, each

@@ -42,8 +42,8 @@ from cubridge.runtime.attention import (DTYPE_NAMES, AttentionLaunch, Sm80Launch
 from cubridge.runtime.compiler import KERNELS_DIR, CompiledKernel, cache_dir, compile_cubin
 from cubridge.runtime.driver import current_stream, load_function, stream_capturing
 from cubridge.runtime.errors import InvalidInputError, UnsupportedArchError
-from cubridge.runtime.kernel_inputs import (TABLES, GivenBlockLists, block_list_shapes, build_block_lists,
-                                            captured_table)
+from cubridge.runtime.kernel_inputs import (FULL_NUM_BLOCKS, NUM_BLOCKS, TABLES, GivenBlockLists, block_list_shapes,
+                                            build_block_lists, captured_table, tile_order)
 
 # Where each reference's CuIR comes from: the lift of its CUDA source (`cuir-opt --lift=ENTRY`), one entry point
 # per kv tile size (keys). Head dims that share a kv tile share one transferred program, which the lowering
@@ -131,6 +131,7 @@ class _VariantPlan:
     shape: tuple[int, int, int, int]  # (B, HQ, SQ, SKV)
     lowered: LoweredKernel
     reads_capture_state: bool  # tables or a tile counter, made differently while a CUDA graph is captured
+    tile_order_chunk: int | None  # the kernel takes its tiles' order (kernel_inputs.tile_order): the head chunk
 
 
 @dataclass
@@ -221,8 +222,8 @@ class VariantKernel:
         plan = planned(self._plans, key, self._plan, q, k, v, scale, return_lse, captures, given)
         stream = current_stream(plan.kernel.device_index)
         capturing = plan.reads_capture_state and stream_capturing(stream)
-        tables = self._tables(plan, captures, given, capturing) if plan.sources else ()
-        out, lse = plan.kernel(q, k, v, stream, capturing, tables)
+        tables, order = self._tables(plan, captures, given, capturing) if plan.sources else ((), None)
+        out, lse = plan.kernel(q, k, v, stream, capturing, tables, order)
         return (out, lse) if return_lse else out
 
     # -- plans and inputs ------------------------------------------------------------------------------------
@@ -264,8 +265,9 @@ class VariantKernel:
             kernel = Sm80Launch(function, q, k, v, scale, return_lse, lowered.tile_m, lowered.threads, args, fields,
                                 device_index)
         has_block_lists = any(index < 0 for _, index in sources)
+        chunk = kernel.params.head_chunk if lowered.takes_tile_order and has_block_lists else None
         return _VariantPlan(kernel, tuple(sources), has_block_lists, uses_given_lists, shape, lowered,
-                            bool(sources) or kernel.dynamic)
+                            bool(sources) or kernel.dynamic, chunk)
 
     def _check_arch(self, capability: tuple[int, int]) -> None:
         if self.reference == "sm90" and capability != (9, 0):
@@ -276,15 +278,16 @@ class VariantKernel:
                                        f"sm_{capability[0]}{capability[1]}")
 
     def _tables(self, plan: _VariantPlan, captures: list[torch.Tensor], given: GivenBlockLists | None,
-                capturing: bool) -> tuple[torch.Tensor, ...]:
+                capturing: bool) -> tuple[tuple[torch.Tensor, ...], torch.Tensor | None]:
         """The Args tables in Args order, on the plan's device: captured tensors' copies (f32 / i32), block
-        lists (the given ones when they fit, else the kernel's own). The latest call's tables are reused while
-        the plan, the given lists and the captured tensors (objects, data, versions) are its; the entry keeps
-        the tensors, so their ids stay theirs. While a CUDA graph is captured, every table is made inside it."""
+        lists (the given ones when they fit, else the kernel's own); and the work tiles' order made from the
+        lists, where the kernel takes one. The latest call's tables are reused while the plan, the given lists
+        and the captured tensors (objects, data, versions) are its; the entry keeps the tensors, so their ids
+        stay theirs. While a CUDA graph is captured, every table is made inside it."""
         states = tuple([(id(t), t._version, t.data_ptr()) for t in captures])
         latest = self._latest_tables
         if not capturing and latest is not None and latest[0] is plan and latest[1] is given and latest[2] == states:
-            return latest[4]
+            return latest[4], latest[5]
         device = plan.kernel.device
         lists = None
         if plan.uses_given_lists:
@@ -293,9 +296,12 @@ class VariantKernel:
             lists = self._block_list_tables(plan, captures, states, capturing)
         tables = tuple([lists[name] if index < 0 else self._table_copy(name, captures[index], device, capturing)
                         for name, index in plan.sources])
+        order = None
+        if plan.tile_order_chunk is not None:
+            order = tile_order(lists[NUM_BLOCKS], lists[FULL_NUM_BLOCKS], plan.tile_order_chunk)
         if not capturing:
-            self._latest_tables = (plan, given, states, captures, tables)
-        return tables
+            self._latest_tables = (plan, given, states, captures, tables, order)
+        return tables, order
 
     def _given_tables(self, plan: _VariantPlan, given: GivenBlockLists, capturing: bool) -> dict[str, torch.Tensor]:
         """The given lists expanded to the plan's batch and heads, made again only for other lists (a new object)

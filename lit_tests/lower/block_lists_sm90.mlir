@@ -5,7 +5,8 @@
 // The mask's load indexed by the key alone (document_id[kv_idx]) becomes its column: computed by columns()
 // once per key, read by keep() as columns.<name>; the five-argument keep() composes the two. The partial tiles
 // come first, so the Hopper consumer unswitches its mask test (kUnswitchedMask: masked, then mask-free loops).
-// The kernel skips the work tiles whose lists are both empty (skip_empty): its producer claims past them.
+// The kernel skips the work tiles whose lists are both empty (skip_empty): its producer claims past them; and
+// its tiles are claimed in the order the host makes from the lists (kHostTileOrder: longest first).
 
 // CHECK:      struct DocumentMaskVariant : FullAttention {
 // CHECK-NEXT:   struct Args {
@@ -18,6 +19,7 @@
 // CHECK-NEXT:   static constexpr bool kMaskLoads = true;
 // CHECK-NEXT:   static constexpr bool kUnswitchedMask = true;
 // CHECK-NEXT:   static constexpr bool kSkipsEmptyTiles = true;
+// CHECK-NEXT:   static constexpr bool kHostTileOrder = true;
 // CHECK-NEXT:   static constexpr bool kMaskColumns = true;
 // CHECK-NEXT:   struct Columns {
 // CHECK-NEXT:     int [[KEY:v[0-9]*]];

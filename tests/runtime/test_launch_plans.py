@@ -38,10 +38,11 @@ def test_tile_counters_are_one_per_launch_and_zeroed_on_their_stream_when_all_we
 def test_pointer_fields_write_the_structure():
     from cubridge.runtime.attention_sm90 import Sm90Params
 
-    params = Sm90Params(None, None, None, 1, 2, 3, 4, 5, 6, 0.5, 0.7)
-    lse, out, counter = driver.pointer_fields(params, ("lse", "out", "tile_counter"))
-    lse.value, out.value, counter.value = 0x1000, 0x3000, 0x2040
-    assert (params.lse, params.out, params.tile_counter, params.num_heads_kv) == (0x1000, 0x3000, 0x2040, 3)
+    params = Sm90Params(None, None, None, None, 1, 2, 3, 4, 5, 6, 0.5, 0.7)
+    lse, out, counter, order = driver.pointer_fields(params, ("lse", "out", "tile_counter", "tile_order"))
+    lse.value, out.value, counter.value, order.value = 0x1000, 0x3000, 0x2040, 0x4000
+    assert (params.lse, params.out, params.tile_counter, params.tile_order, params.num_heads_kv) == (
+        0x1000, 0x3000, 0x2040, 0x4000, 3)
 
 
 @pytest.mark.parametrize("shape", [(2, 3, 130, 257), (1, 1, 1, 1)])
@@ -132,6 +133,8 @@ def test_a_variant_checks_once_per_layout_and_writes_only_each_calls_pointers(re
     calls = [(Sm90Params.from_buffer_copy(params), _args(kernel, args)) for *_, params, args in plan.launches]
     assert [params.lse for params, _ in calls][:1] == [lse.data_ptr()]
     assert [params.out for params, _ in calls][:1] == [first.data_ptr()]  # the rows of skipped empty tiles
+    orders = [params.tile_order for params, _ in calls]  # block lists: the tiles' order, remade with the lists
+    assert all(orders) and orders[0] == orders[1] != orders[2]
     counters = [params.tile_counter for params, _ in calls]
     slab = driver._counter_slabs[0, 5][0]
     assert counters == [slab.data_ptr() + 4 * i for i in range(3)]  # one zeroed counter per launch
@@ -240,3 +243,19 @@ def test_a_repeated_calls_tables_are_reused_and_rewritten_after_a_captured_call(
     assert copies[0] == copies[1] != copies[2] and lists[0] == lists[1] != lists[2]
     assert copies[3] != copies[2] and lists[3] != lists[2]
     assert copies[4] == copies[2] and lists[4] == lists[2]
+
+
+def test_tile_order_is_longest_first_within_each_chunk_of_heads():
+    from cubridge.runtime.kernel_inputs import PARTIAL_TILE_COST, tile_order
+
+    generator = torch.Generator().manual_seed(0)
+    partial = torch.randint(0, 5, (2, 3, 4), generator=generator, dtype=torch.int32)
+    full = torch.randint(0, 9, (2, 3, 4), generator=generator, dtype=torch.int32)
+    order = tile_order(partial, full, head_chunk=4)
+    assert order.dtype == torch.int32 and sorted(order.tolist()) == list(range(24))  # a permutation of the tiles
+    cost = (full.float() + PARTIAL_TILE_COST * partial.float()).flatten()
+    chunks = [tile // (4 * 4) for tile in order.tolist()]  # 4 q tiles a pair, 4 pairs a chunk
+    assert chunks == sorted(chunks)  # the chunks in turn: 16 tiles, then 8
+    for chunk in (0, 1):
+        costs = [cost[tile].item() for tile, c in zip(order.tolist(), chunks) if c == chunk]
+        assert costs == sorted(costs, reverse=True)

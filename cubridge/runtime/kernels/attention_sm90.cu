@@ -49,6 +49,7 @@ struct AttentionParams {
   float* lse;           // nullptr: LSE not written
   void* out;            // O [B, HQ, SQ, D] contiguous (the tensor o_map describes): rows of skipped empty tiles
   int* tile_counter;    // nullptr: static schedule; else a zeroed counter for the dynamic schedule
+  const int* tile_order;  // nullptr: decode's order; else the tile at each position (block lists: longest first)
   int batch;
   int num_heads_q;
   int num_heads_kv;
@@ -171,12 +172,15 @@ __device__ __forceinline__ void release(uint64_t* empty_barrier, int lane) {
 // (longest causal tiles first), heads fastest. The host sizes a dynamic schedule's chunk so that its K and V
 // fit in about 32 MB of L2 (causal tiles of one chunk finish at different times and restart at kv tile 0, so
 // its CTAs read all of its K/V at once); the static schedule's chunk is one pair, whose K/V stays in L2.
+// A block-list variant (Policy::kHostTileOrder) takes its order from the host (p.tile_order): the same chunks,
+// inside each the tiles by the kv tiles they visit, longest first, so that the last tiles claimed are short.
 // Each CTA starts at blockIdx.x. The static schedule then strides by gridDim.x (equal tiles: full masks);
 // the dynamic one takes the next unclaimed index from p.tile_counter (causal: tiles differ in length, and
 // claiming in longest-first order balances the CTAs to within one short tile). Only the producer calls
 // next(); it hands each index to the consumers through SharedStorage::tile_slot.
 struct TileScheduler {
   const AttentionParams& p;  // read from the kernel's parameter bank on every use: no registers held
+  bool host_order;           // Policy::kHostTileOrder: decode reads p.tile_order when the host passes one
 
   __device__ int num_q_tiles() const { return (p.seqlen_q + kBlockM - 1) / kBlockM; }
   __device__ int total() const { return num_q_tiles() * p.batch * p.num_heads_q; }
@@ -193,6 +197,11 @@ struct TileScheduler {
 
   __device__ WorkTile decode(int linear) const {
     const int q_tiles = num_q_tiles();
+    if (host_order && p.tile_order != nullptr) {  // tile (batch * HQ + head) * q_tiles + q_tile at `linear`
+      const int tile = __ldg(p.tile_order + linear);
+      const int pair = tile / q_tiles;
+      return WorkTile{tile % q_tiles, pair % p.num_heads_q, pair / p.num_heads_q};
+    }
     const int head_chunk = p.head_chunk;
     const int chunk_tiles = head_chunk * q_tiles;
     const int chunk = linear / chunk_tiles;
@@ -271,7 +280,7 @@ __device__ __forceinline__ void producer_mainloop(const SharedStorage<T, kHeadDi
                                                   const typename Policy::Args& args, const CUtensorMap* q_map,
                                                   const CUtensorMap* k_map, const CUtensorMap* v_map, int lane) {
   using Layout = SharedLayout<kHeadDim>;
-  const TileScheduler scheduler{p};
+  const TileScheduler scheduler{p, Policy::kHostTileOrder};
   const bool leader = lane == 0;
   PipelineState kv;
   int linear = scheduler.first();
@@ -575,7 +584,7 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
   const int lane = thread_in_group % 32;
   const int g = lane / 4;
   const int t = lane % 4;
-  const TileScheduler scheduler{p};
+  const TileScheduler scheduler{p, Policy::kHostTileOrder};
   const T* q_half = smem.q_half(group);
 
   if (group == 1) named_barrier_arrive(kTurnBarrier0, kConsumerGroups * kWarpGroupThreads);  // group 0 starts

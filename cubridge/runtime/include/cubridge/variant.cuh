@@ -92,6 +92,10 @@ struct FullAttention {
   // no key), so that no role visits them, and writes their rows itself as such a tile ends (O = 0, LSE = -inf).
   // Needs the dynamic schedule (the producer hands every tile to the consumers). Set for block lists.
   static constexpr bool kSkipsEmptyTiles = false;
+  // Whether the Hopper tile scheduler visits the work tiles in the order the host passes (p.tile_order, when not
+  // null): which CTA runs a tile, never what it computes. Set for block lists, whose host orders the tiles of each
+  // chunk of heads by the kv tiles they visit, longest first.
+  static constexpr bool kHostTileOrder = false;
   // Softmax normalization; false: P = activate(score), `static float activate(float score)`, with no row max,
   // rescaling or division by row sums.
   static constexpr bool kSoftmax = true;
