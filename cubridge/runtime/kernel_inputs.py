@@ -10,7 +10,8 @@
   neither list; unused slots hold other tile indices; entries past the sequence ends count as masked.
 
 `build_block_lists` materializes the mask tile by tile with torch (vectorized, on the GPU when there is
-one), as FlexAttention's `create_block_mask` does; `GivenBlockLists` holds lists made elsewhere (a BlockMask's).
+one), as FlexAttention's `create_block_mask` does; `GivenBlockLists` holds lists made elsewhere (a BlockMask's);
+`tile_order` makes from the lists the order in which a Hopper block-list variant claims its work tiles.
 """
 
 from __future__ import annotations
