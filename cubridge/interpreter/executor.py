@@ -166,14 +166,7 @@ class KernelPlan:
             raise CuBridgeError(f"skip_empty: no table {missing[0]} was given to tell the empty tiles",
                                 describe_location(self.kernel))
         partial, full = (np.asarray(tables[name]) for name in cuir.SKIP_EMPTY_LISTS)
-        q_tiles = math.ceil(shape.seqlen_q / self.tile_m)
-        return [
-            (q_tile, head, batch)
-            for batch in range(shape.batch)
-            for head in range(shape.heads_q)
-            for q_tile in range(q_tiles)
-            if partial[batch, head, q_tile] + full[batch, head, q_tile] == 0
-        ]
+        return [(int(q_tile), int(head), int(batch)) for batch, head, q_tile in np.argwhere(partial + full == 0)]
 
     def program_tiles(self, shape: ProblemShape, num_sms: int,
                       tables: dict[str, np.ndarray] | None = None) -> list[list[tuple[int, int, int]]]:

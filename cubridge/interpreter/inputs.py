@@ -21,16 +21,18 @@ def kernel_inputs(spec, kernel, q, k, v) -> dict[str, np.ndarray]:
     if not any(name in names for name in TABLES):
         return inputs
     batch, heads, seqlen_q, _ = q.shape
-    shape = (batch, heads, seqlen_q, k.shape[2])
-    device = default_device()
-    tables = build_block_lists(spec.mask_on(device), shape, kernel.tile_m.value.data, kv_tile_width(kernel), device)
+    tables = _block_lists(spec, kernel, (batch, heads, seqlen_q, k.shape[2]))
     return inputs | {name: table.numpy() for name, table in tables.items() if name in names}
+
+
+def _block_lists(spec, kernel, shape: tuple[int, int, int, int]) -> dict:
+    """The spec's block lists for (B, HQ, SQ, SKV) in the kernel's tiles, on the CPU."""
+    device = default_device()
+    return build_block_lists(spec.mask_on(device), shape, kernel.tile_m.value.data, kv_tile_width(kernel), device)
 
 
 def block_list_counts(spec, kernel, shape) -> np.ndarray:
     """The kv tiles each work tile of `shape` visits under the spec's mask: kv_num_blocks + full_kv_num_blocks,
     [B, HQ, QT] in schedule-independent order (batch, head, query tile)."""
-    device = default_device()
-    tables = build_block_lists(spec.mask_on(device), (shape.batch, shape.heads_q, shape.seqlen_q, shape.seqlen_kv),
-                               kernel.tile_m.value.data, kv_tile_width(kernel), device)
-    return (tables[NUM_BLOCKS] + tables[FULL_NUM_BLOCKS]).cpu().numpy()
+    tables = _block_lists(spec, kernel, (shape.batch, shape.heads_q, shape.seqlen_q, shape.seqlen_kv))
+    return (tables[NUM_BLOCKS] + tables[FULL_NUM_BLOCKS]).numpy()
