@@ -4,7 +4,8 @@ through that kernel's host code. Variants marked diag compute wrong results on p
 see what it costs); the others are checked against the shipped kernel's output.
 
   python3 benchmarks/ab_variants.py [--kernel sm90] [--seqlen 8192] [--batch 2] [--heads 64 --heads-kv 8]
-                                    [--variants a,b] [--rounds 60] [--extra NAME=FILE.cu ...] [--fa4]
+                                    [--head-dim 64] [--variants a,b] [--rounds 60] [--extra NAME=FILE.cu ...]
+                                    [--fa4] [--cudnn]
 
 Timing is paired (cubridge/tools/timing.py): each variant is reported against the first by the per-round ratio of
 their times (median and quartiles). Naming a variant twice (--variants shipped,shipped) adds an A/A control:
@@ -16,7 +17,7 @@ against the shipped kernel like the substitution variants.
 
 --fa4 times FlashAttention-4 (`flash_attn.cute.flash_attn_func`, installed with ../shared/gpu/fa4-wheels.sh) on
 the same problem in the same rounds, on its own [B, S, H, D] copies of the inputs; its output is compared with the
-shipped kernel's (reported, not required to match bit for bit).
+shipped kernel's (reported, not required to match bit for bit). --cudnn does the same for SDPA's cuDNN backend.
 """
 
 from __future__ import annotations
@@ -108,17 +109,26 @@ _SM90_SUM_TREE = (
     "    for (int i = 0; i < kCount / 4; ++i)\n"
     "#pragma unroll\n"
     "      for (int e = 4 * i + 2 * half; e < 4 * i + 2 * half + 2; ++e) {\n"
-    "        s[e] = fast_exp2(fmaf(s[e], scale_log2, -max_scaled));\n"
+    "        if constexpr (kFmaExp2Period > 0)\n"
+    "          s[e] = e % kFmaExp2Period == kFmaExp2Period - 1 ? fma_exp2(fmaf(s[e], scale_log2, -max_scaled))\n"
+    "                                                          : fast_exp2(fmaf(s[e], scale_log2, -max_scaled));\n"
+    "        else\n"
+    "          s[e] = fast_exp2(fmaf(s[e], scale_log2, -max_scaled));\n"
     "        sum += s[e];\n"
     "      }\n"
     "    state.sum[half] = state.sum[half] * alpha[half] + sum;\n",
     "    float sums[kCount / 4];\n"
     "#pragma unroll\n"
     "    for (int i = 0; i < kCount / 4; ++i) {\n"
-    "      const int e = 4 * i + 2 * half;\n"
-    "      s[e] = fast_exp2(fmaf(s[e], scale_log2, -max_scaled));\n"
-    "      s[e + 1] = fast_exp2(fmaf(s[e + 1], scale_log2, -max_scaled));\n"
-    "      sums[i] = s[e] + s[e + 1];\n"
+    "#pragma unroll\n"
+    "      for (int e = 4 * i + 2 * half; e < 4 * i + 2 * half + 2; ++e) {\n"
+    "        if constexpr (kFmaExp2Period > 0)\n"
+    "          s[e] = e % kFmaExp2Period == kFmaExp2Period - 1 ? fma_exp2(fmaf(s[e], scale_log2, -max_scaled))\n"
+    "                                                          : fast_exp2(fmaf(s[e], scale_log2, -max_scaled));\n"
+    "        else\n"
+    "          s[e] = fast_exp2(fmaf(s[e], scale_log2, -max_scaled));\n"
+    "      }\n"
+    "      sums[i] = s[4 * i + 2 * half] + s[4 * i + 2 * half + 1];\n"
     "    }\n"
     "#pragma unroll\n"
     "    for (int stride = 1; stride < kCount / 4; stride *= 2)\n"
@@ -217,6 +227,20 @@ def fa4_launchers(sets) -> dict[bool, object]:
     return {causal: runner(causal) for causal in (False, True)}
 
 
+def cudnn_launchers() -> dict[bool, object]:
+    """causal -> a function running SDPA's cuDNN backend on one input set."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.functional import scaled_dot_product_attention
+
+    def runner(causal: bool):
+        def run(inputs):
+            q, k, v = inputs
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                return scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=q.shape[1] != k.shape[1])
+        return run
+    return {causal: runner(causal) for causal in (False, True)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--kernel", choices=sorted(VARIANTS), default="sm90")
@@ -225,6 +249,7 @@ def main() -> int:
     parser.add_argument("--heads", type=int, default=32)
     parser.add_argument("--heads-kv", type=int, default=None,
                         help="key/value heads (GQA: a divisor of --heads; default --heads)")
+    parser.add_argument("--head-dim", type=int, default=128, choices=sorted(_sm90.BLOCK_N))
     parser.add_argument("--rounds", type=int, default=60, help="timed rounds (each launches every variant once)")
     parser.add_argument("--warmup-rounds", type=int, default=5)
     parser.add_argument("--variants", default=None,
@@ -233,6 +258,7 @@ def main() -> int:
                         help="a variant whose source is FILE (repeatable)")
     parser.add_argument("--fa4", action="store_true",
                         help="time FlashAttention-4's flash_attn_func beside the variants (sm90 only)")
+    parser.add_argument("--cudnn", action="store_true", help="time SDPA's cuDNN backend beside the variants")
     args = parser.parse_args()
     heads_kv = args.heads if args.heads_kv is None else args.heads_kv
     if heads_kv < 1 or args.heads % heads_kv:
@@ -257,11 +283,13 @@ def main() -> int:
     if unknown:
         raise SystemExit(f"ab_variants: no {args.kernel} variant named {', '.join(unknown)}")
     generator = torch.Generator(device="cuda").manual_seed(0)
-    shapes = [(args.batch, heads, args.seqlen, 128) for heads in (args.heads, heads_kv, heads_kv)]
+    shapes = [(args.batch, heads, args.seqlen, args.head_dim) for heads in (args.heads, heads_kv, heads_kv)]
     sets = [tuple(torch.randn(shape, generator=generator, device="cuda").bfloat16() for shape in shapes)
             for _ in range(3)]
-    fa4 = fa4_launchers(sets) if args.fa4 else {}
-    flops_full = 4.0 * args.batch * args.heads * args.seqlen * args.seqlen * 128
+    others = {"fa4": fa4_launchers(sets)} if args.fa4 else {}
+    if args.cudnn:
+        others["cudnn"] = cudnn_launchers()
+    flops_full = 4.0 * args.batch * args.heads * args.seqlen * args.seqlen * args.head_dim
     capability = torch.cuda.get_device_capability()
     baseline = names[0]
     sm_count = host._sm_count if host_variants else None
@@ -297,11 +325,13 @@ def main() -> int:
                 if error > 0:
                     print(f"{name} causal={causal}: differs from shipped by {error:.2e}")
             launchers = {name: launcher(name) for name in names}
-            if fa4 and reference is not None:
-                error = (fa4[causal](sets[0]).transpose(1, 2).float() - reference.float()).abs().max().item()
-                print(f"fa4 causal={causal}: max difference from shipped {error:.2e}")
-            if fa4:
-                launchers["fa4"] = (lambda run=fa4[causal], rotation=itertools.cycle(sets): run(next(rotation)))
+            for other, runs in others.items():
+                if reference is not None:
+                    result = runs[causal](sets[0])
+                    result = result.transpose(1, 2) if other == "fa4" else result
+                    error = (result.float() - reference.float()).abs().max().item()
+                    print(f"{other} causal={causal}: max difference from shipped {error:.2e}")
+                launchers[other] = (lambda run=runs[causal], rotation=itertools.cycle(sets): run(next(rotation)))
             times = time_paired(launchers, args.rounds, args.warmup_rounds)
             density = causal_density(args.seqlen, args.seqlen) if causal else 1.0
             for name in launchers:
@@ -310,7 +340,7 @@ def main() -> int:
                 low, mid, high = speedup(times, baseline, name)
                 rows[name].append(f"{tflops:.1f} | {100 * (mid - 1):+.2f}% [{100 * (low - 1):+.2f}, "
                                   f"{100 * (high - 1):+.2f}]")
-    print(f"\n{args.rounds} paired rounds, B{args.batch} HQ{args.heads} HKV{heads_kv} S{args.seqlen} D128 bf16; "
+    print(f"\n{args.rounds} paired rounds, B{args.batch} HQ{args.heads} HKV{heads_kv} S{args.seqlen} D{args.head_dim} bf16; "
           f"speed-up against {baseline}: median of per-round time ratios [quartiles]")
     print(f"| {args.kernel} variant | full TFLOP/s | full vs {baseline} | causal TFLOP/s | causal vs {baseline} |")
     print("|---|---|---|---|---|")

@@ -102,7 +102,7 @@ class Sm90Launch(AttentionLaunch):
         self.dynamic = dynamic
         batch, heads_q, seqlen_q, head_dim = q.shape
         heads_kv, seqlen_k = k.shape[1], k.shape[2]
-        self.maps = tensor_map_slots(q, k, v, self.new_outputs()[0])
+        self.maps = tensor_map_slots(q, k, v, self.new_outputs(q)[0])
         self.params = Sm90Params(None, None, None, None, batch, heads_q, heads_kv, seqlen_q, seqlen_k,
                                  head_chunk(seqlen_k, head_dim, dynamic), scale, scale * _LOG2_E)
         self._lse, self._out, self._counter, self._order = pointer_fields(

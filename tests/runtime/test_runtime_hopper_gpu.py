@@ -50,3 +50,22 @@ def test_named_barriers_with_register_reallocation(hopper_cubin):
     launch(function, (1, 1, 1), (256, 1, 1), 0, [ctypes.c_void_p(out.data_ptr())], 0)
     torch.cuda.synchronize()
     assert torch.equal(out.cpu(), torch.arange(128, dtype=torch.int32) * 3 + 1)
+
+
+def test_fma_exp2_within_its_error_bound_and_zero_below_the_floats(hopper_cubin):
+    """fma_exp2 (the softmax's exp2 on the FMA pipe) against float64 exp2: relative error at most 1.1e-4 wherever
+    the result is a normal float, and exactly +0 from -127 down, -inf included (a masked score's probability)."""
+    normal = torch.cat([torch.linspace(-126.0, 0.0, 200_001, dtype=torch.float64),
+                        -torch.rand(100_000, dtype=torch.float64, generator=torch.Generator().manual_seed(5)) * 30])
+    floor = torch.tensor([-127.0, -127.5, -200.0, -1e30, float("-inf")], dtype=torch.float64)
+    x = torch.cat([normal, floor]).float().cuda()
+    y = torch.full_like(x, float("nan"))
+    function = load_function(hopper_cubin, "fma_exp2_check", 0, 0)
+    launch(function, ((x.numel() + 255) // 256, 1, 1), (256, 1, 1), 0,
+           [ctypes.c_void_p(x.data_ptr()), ctypes.c_void_p(y.data_ptr()), ctypes.c_int(x.numel())], 0)
+    torch.cuda.synchronize()
+    expected = torch.exp2(x[: normal.numel()].double().cpu())
+    relative = ((y[: normal.numel()].double().cpu() - expected) / expected).abs()
+    assert relative.max().item() <= 1.1e-4
+    assert torch.equal(y[normal.numel():].cpu(), torch.zeros(floor.numel()))
+    assert not torch.signbit(y[normal.numel():]).any()

@@ -298,6 +298,8 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
     # =====================================================================================================
     # compile-time names: constants, struct members, template arguments
     def constant(self, name: str, arguments: tuple, scope: Scope, node: Node):
+        if name in self.profile.definition_flags:
+            return False  # the plain path's definition is lifted, not the other evaluation the constant selects
         definition = self.program.constants[name]
         inner = self.template_scope(definition, arguments, scope, node)
         value_node = definition.node.child_by_field_name("value")

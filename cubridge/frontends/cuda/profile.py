@@ -25,8 +25,9 @@ class Profile:
 
     @functools.cached_property
     def definition_flags(self) -> frozenset[str]:
-        """Policy flags the lift reads as false (`[policy] definition_flags`): each selects another
-        evaluation of what the kernel's plain path defines (a reassociated score_mod, unswitched loops)."""
+        """Policy flags and kernel constants the lift reads as false (`[policy] definition_flags`): each selects
+        another evaluation of what the kernel's plain path defines (a reassociated score_mod, unswitched loops,
+        exp2 by polynomial)."""
         return frozenset(self.section("policy").get("definition_flags", ()))
 
     @property

@@ -87,6 +87,13 @@ template <int kHeadDim>
 constexpr int kScoreRegs = kBlockN<kHeadDim> / 2;  // fp32 scores per thread (64 x kBlockN over 128 threads)
 template <int kHeadDim>
 constexpr int kProbRegs = kBlockN<kHeadDim> / 4;   // packed 16-bit probabilities per thread
+// One softmax exp2 in every kFmaExp2Period on the FMA pipe (fma_exp2), the others on the MUFU; 0: all on the MUFU.
+// At D = 64 the MUFU is a kv step's busiest unit: 96 exp2 a thread at 8 cycles a warp each, 1568 cycles a step on
+// each SM sub-partition, against 1536 of tensor-core work and about 1200 issue slots for everything else. Moving
+// one in twelve (8 FMA-pipe instructions each) gains 3-4% there, one in eight 2-3%, one in six 1-2% (run 123).
+// D = 128 and 256 have twice the GEMM work per exp2 and leave the MUFU idle half the step.
+template <int kHeadDim>
+constexpr int kFmaExp2Period = kHeadDim == 64 ? 12 : 0;
 constexpr float kNegInf = -__builtin_huge_valf();
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -448,7 +455,7 @@ __device__ __forceinline__ void score_tile(float (&s)[kCount], const AttentionPa
 // Online softmax step: raises the running max with this tile's scores, returns in `alpha` the factor
 // exp2((old max - new max) * scale_log2) that rescales the running sum (done here) and O (done by the
 // caller once the in-flight P V retired), and turns the scores into probabilities packed to 16 bits.
-template <int kCount>
+template <int kFmaExp2Period, int kCount>
 __device__ __forceinline__ void softmax_update(float (&s)[kCount], RowState& state, float (&alpha)[2],
                                                float scale_log2) {
 #pragma unroll
@@ -467,7 +474,11 @@ __device__ __forceinline__ void softmax_update(float (&s)[kCount], RowState& sta
     for (int i = 0; i < kCount / 4; ++i)
 #pragma unroll
       for (int e = 4 * i + 2 * half; e < 4 * i + 2 * half + 2; ++e) {
-        s[e] = fast_exp2(fmaf(s[e], scale_log2, -max_scaled));
+        if constexpr (kFmaExp2Period > 0)
+          s[e] = e % kFmaExp2Period == kFmaExp2Period - 1 ? fma_exp2(fmaf(s[e], scale_log2, -max_scaled))
+                                                          : fast_exp2(fmaf(s[e], scale_log2, -max_scaled));
+        else
+          s[e] = fast_exp2(fmaf(s[e], scale_log2, -max_scaled));
         sum += s[e];
       }
     state.sum[half] = state.sum[half] * alpha[half] + sum;
@@ -481,11 +492,11 @@ constexpr bool kScoresScaled = Policy::kModifiesScores || !Policy::kSoftmax;
 
 // The normalization of one score tile: the online softmax, or P = activate(score) with nothing to rescale
 // (alpha = 1, row sums unused).
-template <typename Policy, int kCount>
+template <typename Policy, int kHeadDim, int kCount>
 __device__ __forceinline__ void normalize_scores(float (&s)[kCount], RowState& state, float (&alpha)[2],
                                                  const AttentionParams& p) {
   if constexpr (Policy::kSoftmax) {
-    softmax_update(s, state, alpha, kScoresScaled<Policy> ? kLog2e : p.scale_log2);
+    softmax_update<kFmaExp2Period<kHeadDim>>(s, state, alpha, kScoresScaled<Policy> ? kLog2e : p.scale_log2);
   } else {
 #pragma unroll
     for (int e = 0; e < kCount; ++e) s[e] = Policy::activate(s[e]);
@@ -619,7 +630,7 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
     // the normalization.
     auto scores_to_probs = [&](bool masked, int n0, const KeptScores<kScoreRegs<kHeadDim>>& kept) {
       score_tile<Policy, kScoresScaled<Policy>>(s, p, args, tile, thread_row0, n0, masked, t, kept);
-      normalize_scores<Policy>(s, state, alpha, p);
+      normalize_scores<Policy, kHeadDim>(s, state, alpha, p);
     };
     // A masked tile's keep() bits, for policies whose mask loads from tables, taken at the top of its step
     // (position j, first key n0) from the key columns a masked step loads for the next position while its

@@ -1,7 +1,9 @@
 // GPU check of the Hopper primitives (sm_90a): TMA loads (2-D and 4-D) completing on an mbarrier, wgmma
 // with a K-major B (n = 64, Q K^T-like) and an MN-major B (n = 128, P V-like), a TMA store, and named
-// barriers with setmaxnreg between two warpgroups. The pytest test compares the outputs with torch.
+// barriers with setmaxnreg between two warpgroups; and the Hopper kernel's FMA-pipe exp2. The pytest tests
+// compare the outputs with torch.
 #include "cubridge/hopper.cuh"
+#include "cubridge/math.cuh"
 #include "cubridge/sync.cuh"
 
 using namespace cubridge;
@@ -84,6 +86,12 @@ extern "C" __global__ void __launch_bounds__(256, 1) named_barrier_check(int* ou
     named_barrier_sync(1, 256);
     out[thread - 128] = values[thread - 128];
   }
+}
+
+// y[i] = fma_exp2(x[i]) for i < n.
+extern "C" __global__ void fma_exp2_check(const float* x, float* y, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = fma_exp2(x[i]);
 }
 
 // Compile-only (never launched): instantiates the Hopper primitives the two checks above leave out, so
