@@ -103,38 +103,16 @@ _SM90_MAX_TREE = (
     "#pragma unroll\n"
     "      for (int i = 0; i + stride < kCount / 4; i += 2 * stride) partial[i] = fmaxf(partial[i], partial[i + stride]);\n"
     "    const float new_max = row_reduce_max(fmaxf(state.max[half], partial[0]));\n")
-_SM90_SUM_TREE = (
-    "    float sum = 0.f;\n"
-    "#pragma unroll\n"
-    "    for (int i = 0; i < kCount / 4; ++i)\n"
-    "#pragma unroll\n"
-    "      for (int e = 4 * i + 2 * half; e < 4 * i + 2 * half + 2; ++e) {\n"
-    "        if constexpr (kFmaExp2Period > 0)\n"
-    "          s[e] = e % kFmaExp2Period == kFmaExp2Period - 1 ? fma_exp2(fmaf(s[e], scale_log2, -max_scaled))\n"
-    "                                                          : fast_exp2(fmaf(s[e], scale_log2, -max_scaled));\n"
-    "        else\n"
-    "          s[e] = fast_exp2(fmaf(s[e], scale_log2, -max_scaled));\n"
-    "        sum += s[e];\n"
-    "      }\n"
-    "    state.sum[half] = state.sum[half] * alpha[half] + sum;\n",
-    "    float sums[kCount / 4];\n"
-    "#pragma unroll\n"
-    "    for (int i = 0; i < kCount / 4; ++i) {\n"
-    "#pragma unroll\n"
-    "      for (int e = 4 * i + 2 * half; e < 4 * i + 2 * half + 2; ++e) {\n"
-    "        if constexpr (kFmaExp2Period > 0)\n"
-    "          s[e] = e % kFmaExp2Period == kFmaExp2Period - 1 ? fma_exp2(fmaf(s[e], scale_log2, -max_scaled))\n"
-    "                                                          : fast_exp2(fmaf(s[e], scale_log2, -max_scaled));\n"
-    "        else\n"
-    "          s[e] = fast_exp2(fmaf(s[e], scale_log2, -max_scaled));\n"
-    "      }\n"
-    "      sums[i] = s[4 * i + 2 * half] + s[4 * i + 2 * half + 1];\n"
-    "    }\n"
-    "#pragma unroll\n"
-    "    for (int stride = 1; stride < kCount / 4; stride *= 2)\n"
-    "#pragma unroll\n"
-    "      for (int i = 0; i + stride < kCount / 4; i += 2 * stride) sums[i] += sums[i + stride];\n"
-    "    state.sum[half] = state.sum[half] * alpha[half] + sums[0];\n")
+_SM90_SUM_TREE = [
+    ("    float sum = 0.f;\n", "    float sums[kCount / 4] = {};\n"),
+    ("        sum += s[e];\n", "        sums[i] += s[e];\n"),
+    ("    state.sum[half] = state.sum[half] * alpha[half] + sum;\n",
+     "#pragma unroll\n"
+     "    for (int stride = 1; stride < kCount / 4; stride *= 2)\n"
+     "#pragma unroll\n"
+     "      for (int i = 0; i + stride < kCount / 4; i += 2 * stride) sums[i] += sums[i + stride];\n"
+     "    state.sum[half] = state.sum[half] * alpha[half] + sums[0];\n"),
+]
 
 # kernel -> name -> (diag, [(old, new), ...])
 VARIANTS: dict[str, dict[str, tuple[bool, list[tuple[str, str]]]]] = {
@@ -145,7 +123,7 @@ VARIANTS: dict[str, dict[str, tuple[bool, list[tuple[str, str]]]]] = {
         "uniform-group": (False, [_SM90_UNIFORM_GROUP]),
         "q-prefetch-l2+uniform-group": (False, [*_SM90_Q_PREFETCH, _SM90_UNIFORM_GROUP]),
         "max-tree": (False, [_SM90_MAX_TREE]),
-        "max-sum-tree": (False, [_SM90_MAX_TREE, _SM90_SUM_TREE]),
+        "max-sum-tree": (False, [_SM90_MAX_TREE, *_SM90_SUM_TREE]),
         "head-chunk-8": (False, [("const int head_chunk = p.head_chunk;", "const int head_chunk = 8;")]),
         "static-schedule": (False, [("return p.tile_counter != nullptr;", "return false;")]),
         "diag-no-exp2": (True, [("s[e] = fast_exp2(fmaf(s[e], scale_log2, -max_scaled));",

@@ -90,7 +90,7 @@ constexpr int kProbRegs = kBlockN<kHeadDim> / 4;   // packed 16-bit probabilitie
 // One softmax exp2 in every kFmaExp2Period on the FMA pipe (fma_exp2), the others on the MUFU; 0: all on the MUFU.
 // At D = 64 the MUFU is a kv step's busiest unit: 96 exp2 a thread at 8 cycles a warp each, 1568 cycles a step on
 // each SM sub-partition, against 1536 of tensor-core work and about 1200 issue slots for everything else. Moving
-// one in twelve (8 FMA-pipe instructions each) gains 3-4% there, one in eight 2-3%, one in six 1-2% (run 123).
+// one in twelve (8 FMA-pipe instructions each) gains 3.0-3.7% there; one in 6, 8, 16 or 24 less (runs 123-124).
 // D = 128 and 256 have twice the GEMM work per exp2 and leave the MUFU idle half the step.
 template <int kHeadDim>
 constexpr int kFmaExp2Period = kHeadDim == 64 ? 12 : 0;
