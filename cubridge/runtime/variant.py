@@ -55,6 +55,11 @@ LIFTED_PROGRAMS = {
     "sm80": (KERNELS_DIR / "attention_sm80.cu", {64: "attention_sm80_bf16_d128_full"}),
 }
 REFERENCE_NAMES = ("sm90", "sm80")
+# Problem shapes whose block lists and tables a variant keeps (the latest made): a model that calls one
+# variant on a few shapes in turn does not rebuild its lists at each call. Per shape only the latest captured
+# tensors' lists are kept (new values replace them), so memory grows with the shapes, not with the calls:
+# 16k tokens x 32 heads in 128 x 128 tiles take 4 MiB.
+KEPT_SHAPES = 8
 _TRANSFER_LOCK = threading.Lock()  # programs are lifted and transferred once, also when instances compile in threads
 
 
@@ -149,9 +154,11 @@ class VariantKernel:
     _programs: dict[int, TransferredProgram] = field(default_factory=dict)  # by kv tile
     _instances: dict[tuple[str, int], tuple[LoweredKernel, CompiledKernel]] = field(default_factory=dict)
     _plans: dict[tuple, _VariantPlan] = field(default_factory=dict)
-    _block_lists: dict[tuple, tuple[list[torch.Tensor], dict[str, torch.Tensor]]] = field(default_factory=dict)
+    # (shape, tile, device) -> (capture states, captured tensors, block lists), oldest first
+    _block_lists: dict[tuple, tuple] = field(default_factory=dict)
     _table_copies: dict[str, tuple] = field(default_factory=dict)
-    _latest_tables: tuple | None = None  # (plan, given lists, capture states, captured tensors, tables)
+    # id(plan) -> (plan, given lists, capture states, captured tensors, tables, tile order), oldest first
+    _plan_tables: dict[int, tuple] = field(default_factory=dict)
     _given_expansion: tuple | None = None  # (given lists, (B, HQ), their expansion)
 
     def program(self, head_dim: int = 128) -> TransferredProgram:
@@ -281,11 +288,11 @@ class VariantKernel:
                 capturing: bool) -> tuple[tuple[torch.Tensor, ...], torch.Tensor | None]:
         """The Args tables in Args order, on the plan's device: captured tensors' copies (f32 / i32), block
         lists (the given ones when they fit, else the kernel's own); and the work tiles' order made from the
-        lists, where the kernel takes one. The latest call's tables are reused while the plan, the given lists
-        and the captured tensors (objects, data, versions) are its; the entry keeps the tensors, so their ids
+        lists, where the kernel takes one. A plan's latest tables are reused while the given lists and the
+        captured tensors (objects, data, versions) are its call's; the entry keeps the tensors, so their ids
         stay theirs. While a CUDA graph is captured, every table is made inside it."""
         states = tuple([(id(t), t._version, t.data_ptr()) for t in captures])
-        latest = self._latest_tables
+        latest = self._plan_tables.get(id(plan))
         if not capturing and latest is not None and latest[0] is plan and latest[1] is given and latest[2] == states:
             return latest[4], latest[5]
         device = plan.kernel.device
@@ -300,7 +307,7 @@ class VariantKernel:
         if plan.tile_order_chunk is not None:
             order = tile_order(lists[NUM_BLOCKS], lists[FULL_NUM_BLOCKS], plan.tile_order_chunk)
         if not capturing:
-            self._latest_tables = (plan, given, states, captures, tables, order)
+            _keep_recent(self._plan_tables, id(plan), (plan, given, states, captures, tables, order))
         return tables, order
 
     def _given_tables(self, plan: _VariantPlan, given: GivenBlockLists, capturing: bool) -> dict[str, torch.Tensor]:
@@ -334,21 +341,29 @@ class VariantKernel:
                            capturing: bool) -> dict[str, torch.Tensor]:
         """The kernel's block lists for the plan's shape and these captured tensors (`states`: their ids, versions
         and data pointers), built again only when one of the tensors changed: the entry keeps the tensors, so
-        their ids stay theirs. Head dims with other kv tiles (sm90: 192 keys at D = 64) have other lists for the
-        same shape."""
-        key = (plan.shape, (plan.lowered.tile_m, plan.lowered.block_n), plan.kernel.device, states)
+        their ids stay theirs. Lists are kept for the last KEPT_SHAPES shapes built; head dims with other kv tiles
+        (sm90: 192 keys at D = 64) have other lists for the same shape."""
+        key = (plan.shape, (plan.lowered.tile_m, plan.lowered.block_n), plan.kernel.device)
         # while a CUDA graph is captured, the lists are built inside it: a replay rebuilds them from the
         # captured tensors' values at that time (a list cached before the capture would be frozen into it)
         cached = None if capturing else self._block_lists.get(key)
-        if cached is not None:
-            return cached[1]
+        if cached is not None and cached[0] == states:
+            return cached[2]
         spec = _with_captures(self.spec, dict(zip(self.spec.captures, captures)))
         device = plan.kernel.device
         tables = build_block_lists(spec.mask_on(device), plan.shape, plan.lowered.tile_m, plan.lowered.block_n,
                                    device, keep_on_device=True)
         if not capturing:
-            self._block_lists = {key: (captures, tables)}  # the latest shape and captures only
+            _keep_recent(self._block_lists, key, (states, captures, tables))
         return tables
+
+
+def _keep_recent(entries: dict, key, value) -> None:
+    """Stores `value` under `key` as the newest of `entries`, dropping the oldest beyond KEPT_SHAPES."""
+    entries.pop(key, None)
+    entries[key] = value
+    if len(entries) > KEPT_SHAPES:
+        del entries[next(iter(entries))]
 
 
 def _with_captures(spec: AttentionSpec, captures: dict[str, torch.Tensor]) -> AttentionSpec:

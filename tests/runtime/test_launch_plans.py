@@ -143,7 +143,7 @@ def test_a_variant_checks_once_per_layout_and_writes_only_each_calls_pointers(re
     copies = [args.document_id_data for _, args in calls]
     assert copies[0] == copies[1] != copies[2]
     assert list(calls[0][1].document_id_dims) == [300]
-    lists = kernel._block_lists[next(iter(kernel._block_lists))][1]
+    lists = kernel._block_lists[next(iter(kernel._block_lists))][2]
     assert calls[2][1].kv_num_blocks_data == lists["kv_num_blocks"].data_ptr()
     assert list(calls[2][1].full_kv_indices_dims) == [1, 2, 2, 3]
     assert list(first.shape) == [1, 2, 200, 128] and first.is_contiguous() and second.data_ptr() != 0
@@ -216,7 +216,7 @@ def test_given_block_lists_are_used_where_they_fit_and_expanded_once_per_object(
     for other in (_given(mask, (2, 2, 200, 300), block_size=(128, 64)), _given(mask, (2, 2, 100, 300))):
         kernel.launch(layout_key(q, k, v), q, k, v, None, False, [ids], other)
     assert len(RecordedLaunch.made) == 3 and len(kernel._block_lists) == 1
-    own = kernel._block_lists[next(iter(kernel._block_lists))][1]
+    own = kernel._block_lists[next(iter(kernel._block_lists))][2]
     assert _args(kernel, RecordedLaunch.made[2].launches[0][-1]).kv_indices_data == own["kv_indices"].data_ptr()
 
 
@@ -243,6 +243,38 @@ def test_a_repeated_calls_tables_are_reused_and_rewritten_after_a_captured_call(
     assert copies[0] == copies[1] != copies[2] and lists[0] == lists[1] != lists[2]
     assert copies[3] != copies[2] and lists[3] != lists[2]
     assert copies[4] == copies[2] and lists[4] == lists[2]
+
+
+def test_shapes_called_in_turn_keep_their_block_lists_and_tables(recorded, monkeypatch):
+    """A variant called on two shapes in turn builds each shape's lists once and reuses each plan's tables; new
+    values for a shape's captured tensor replace that shape's lists (memory grows with the shapes, not the
+    calls); past KEPT_SHAPES shapes the oldest is dropped and built again when it comes back."""
+    variant = importlib.import_module("cubridge.runtime.variant")
+    builds = []
+
+    def counted(mask, shape, *args, **kwargs):
+        builds.append(shape)
+        return build_block_lists(mask, shape, *args, **kwargs)
+
+    monkeypatch.setattr(variant, "build_block_lists", counted)
+    build, _ = recorded
+    kernel = build()
+    ids = torch.repeat_interleave(torch.arange(2), torch.tensor([150, 150]))
+    long, short = torch.randn(1, 2, 300, 128, dtype=torch.bfloat16), torch.randn(1, 2, 100, 128, dtype=torch.bfloat16)
+    for q in (long, short, long, short):
+        kernel(q, long, long, document_id=ids)
+    assert builds == [(1, 2, 300, 300), (1, 2, 100, 300)]
+    plans = RecordedLaunch.made
+    long_calls = [_args(kernel, args) for *_, args in plans[0].launches]
+    assert long_calls[0].kv_indices_data == long_calls[1].kv_indices_data
+    ids[:] = 1  # new values: the shape's lists are built again and replace the old ones
+    kernel(long, long, long, document_id=ids)
+    assert builds[2:] == [(1, 2, 300, 300)] and len(kernel._block_lists) == 2
+    for rows in range(1, variant.KEPT_SHAPES + 1):
+        kernel(torch.randn(1, 2, rows, 128, dtype=torch.bfloat16), long, long, document_id=ids)
+    assert len(kernel._block_lists) == len(kernel._plan_tables) == variant.KEPT_SHAPES
+    kernel(long, long, long, document_id=ids)
+    assert builds[-1] == (1, 2, 300, 300) and len(builds) == 3 + variant.KEPT_SHAPES + 1
 
 
 def test_tile_order_is_longest_first_within_each_chunk_of_heads():
