@@ -3,7 +3,8 @@ call in a fresh process with an empty cache and with a warm one (GPU-only).
 
 Per-call time on a [1, 1, 64, 128] bf16 problem after a warm-up: the host's time to enqueue a call (bursts
 of calls too short to fill the launch queue, the paths' bursts interleaved round by round so that a drift of
-the host's speed reaches every path alike) and the time per call of a long back-to-back run, for SDPA
+the host's speed reaches every path alike; and a burst's first call alone, which shows a cost paid once per
+burst) and the time per call of a long back-to-back run, for SDPA
 (default backend and cuDNN), the plain Hopper entry, and cubridge.attention without hooks, with a score_mod
 (softcap), with a captured-tensor mask (documents: block lists cached across calls), with that mask given as a
 BlockMask (its lists reused), and with the captured document ids changed in place before every call (each call
@@ -45,24 +46,30 @@ def documents(b, h, q_idx, kv_idx):
     return document[q_idx] == document[kv_idx]
 
 
-def per_call_us(calls: dict) -> dict[str, tuple[float, float]]:
-    """name -> (host µs per call, µs per call in a long back-to-back run). Host time: the median over BURSTS
-    rounds of the mean time to enqueue BURST_CALLS calls after the GPU went idle, too few to fill the launch
-    queue, so that the host never waits for the GPU; each round times every path once, in a rotated order.
-    The long run is bounded by whichever of host and GPU is slower."""
+def per_call_us(calls: dict) -> dict[str, tuple[float, float, float]]:
+    """name -> (host µs per call, of the burst's first call, µs per call in a long back-to-back run). Host
+    time: the median over BURSTS rounds of the mean time to enqueue BURST_CALLS calls after the GPU went idle,
+    too few to fill the launch queue, so that the host never waits for the GPU; each round times every path
+    once, in a rotated order. The first call's time (median over the rounds) shows a cost a path pays once per
+    burst, after another path ran and the GPU idled. The long run is bounded by whichever of host and GPU is
+    slower."""
     for call in calls.values():
         for _ in range(50):
             call()
     names = list(calls)
     bursts = {name: [] for name in names}
+    firsts = {name: [] for name in names}
     for round_index in range(BURSTS):
         for name in names[round_index % len(names):] + names[:round_index % len(names)]:
             call = calls[name]
             torch.cuda.synchronize()
             start = time.perf_counter()
-            for _ in range(BURST_CALLS):
+            call()
+            first = time.perf_counter()
+            for _ in range(BURST_CALLS - 1):
                 call()
             bursts[name].append((time.perf_counter() - start) / BURST_CALLS * 1e6)
+            firsts[name].append((first - start) * 1e6)
     results = {}
     for name, call in calls.items():
         torch.cuda.synchronize()
@@ -70,7 +77,8 @@ def per_call_us(calls: dict) -> dict[str, tuple[float, float]]:
         for _ in range(CALLS):
             call()
         torch.cuda.synchronize()
-        results[name] = (statistics.median(bursts[name]), (time.perf_counter() - start) / CALLS * 1e6)
+        results[name] = (statistics.median(bursts[name]), statistics.median(firsts[name]),
+                         (time.perf_counter() - start) / CALLS * 1e6)
     return results
 
 
@@ -111,8 +119,9 @@ def overheads() -> None:
     measured = per_call_us({name: call for name, call in calls.items() if name != slow})
     measured.update(per_call_us({slow: calls[slow]}))
     for name in calls:
-        host, sustained = measured[name]
-        print(f"{name}: host {host:.1f} us per call; {sustained:.1f} us per call back to back", flush=True)
+        host, first, sustained = measured[name]
+        print(f"{name}: host {host:.1f} us per call (a burst's first call {first:.1f}); {sustained:.1f} us per call "
+              "back to back", flush=True)
 
 
 def first_call() -> None:
