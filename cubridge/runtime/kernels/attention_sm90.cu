@@ -474,11 +474,11 @@ __device__ __forceinline__ void softmax_update(float (&s)[kCount], RowState& sta
     for (int i = 0; i < kCount / 4; ++i)
 #pragma unroll
       for (int e = 4 * i + 2 * half; e < 4 * i + 2 * half + 2; ++e) {
+        const float exponent = fmaf(s[e], scale_log2, -max_scaled);
         if constexpr (kFmaExp2Period > 0)
-          s[e] = e % kFmaExp2Period == kFmaExp2Period - 1 ? fma_exp2(fmaf(s[e], scale_log2, -max_scaled))
-                                                          : fast_exp2(fmaf(s[e], scale_log2, -max_scaled));
+          s[e] = e % kFmaExp2Period == kFmaExp2Period - 1 ? fma_exp2(exponent) : fast_exp2(exponent);
         else
-          s[e] = fast_exp2(fmaf(s[e], scale_log2, -max_scaled));
+          s[e] = fast_exp2(exponent);
         sum += s[e];
       }
     state.sum[half] = state.sum[half] * alpha[half] + sum;
