@@ -596,7 +596,7 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
   const int g = lane / 4;
   const int t = lane % 4;
   const TileScheduler scheduler{p, Policy::kHostTileOrder};
-  const T* q_half = smem.q_half(group);
+  const T* q_half = smem.q_half(__shfl_sync(0xffffffffu, group, 0));  // uniform: Q descriptors in URs (run 132)
 
   if (group == 1) named_barrier_arrive(kTurnBarrier0, kConsumerGroups * kWarpGroupThreads);  // group 0 starts
   // An empty TMA-store group: the first epilogue's store wait, like every later one, has a group to wait for
