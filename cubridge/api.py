@@ -14,8 +14,10 @@ call traces the hooks (cached on disk), transfers them onto the reference progra
 quick check, recorded on disk; `cubridge build` runs the full one), lowers it to CUDA and compiles it with
 nvcc (cubins cached on disk) once per (dtype, head dim). Steps longer than a second say so on stderr. Later
 calls find the variant in memory, bound to the hook objects: re-reading the captured tensors and comparing
-the Python values the hooks read costs microseconds. Captured tensors' values and sequence lengths are
-arguments, never part of the key: new document boundaries do not recompile.
+the Python values the hooks read costs microseconds. A call repeated with the same hooks, BlockMask, scale and
+flags on inputs of the same layout (shapes, strides, dtype, device) runs bound to the first one's launch plan,
+without the argument checks. Captured tensors' values and sequence lengths are arguments, never part of the
+key: new document boundaries do not recompile.
 
 **Block lists.** A mask that the symbolic analysis cannot bound (it reads captured data, or b and h) runs
 over FlexAttention-style block lists. Those of a given BlockMask are used when its BLOCK_SIZE equals the
@@ -380,35 +382,92 @@ def _fallback(variant: _Variant | None, query, key, value, captures: list[torch.
 
 
 def _run(query, key, value, captures: list[torch.Tensor], block_lists: list[torch.Tensor], block_shape: list[int],
-         variant_key: str, scale: float, return_lse: bool,
-         layout: tuple | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+         variant_key: str, scale: float, return_lse: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The op's implementation: (out, lse; None without return_lse) from the variant's kernel on a supported GPU,
-    else from the eager reference. `layout`: the inputs' `layout_key`, when the caller has it."""
-    variant = None
-    if variant_key != PLAIN:
-        variant = _VARIANTS.get(variant_key)
-        if variant is None:
-            raise AttentionError(f"variant {variant_key} is not known to this process (a graph compiled "
-                                 "elsewhere); call cubridge.attention once with its hooks first")
+    else from the eager reference."""
     reference = _reference_for(query.device)
     if reference is None:
-        return _fallback(variant, query, key, value, captures, scale, return_lse)
-    layout = layout_key(query, key, value) if layout is None else layout
-    if variant is None:
-        result = _plain_entry(reference)(layout, query, key, value, False, scale, return_lse)
-        return result if return_lse else (result, None)
+        return _fallback(_variant(variant_key), query, key, value, captures, scale, return_lse)
     given = _given_lists(block_lists, block_shape) if block_lists else None
-    result = variant.kernel(reference).launch(layout, query, key, value, scale, return_lse, captures, given)
-    return result if return_lse else (result, None)
+    kernel, plan = _planned(reference, variant_key, layout_key(query, key, value), query, key, value, scale,
+                            return_lse, captures, given)
+    return _Call.enqueue(kernel, plan, query, key, value, captures, given)
+
+
+def _variant(variant_key: str) -> _Variant | None:
+    """The variant under `variant_key`, None for attention without hooks (PLAIN)."""
+    if variant_key == PLAIN:
+        return None
+    variant = _VARIANTS.get(variant_key)
+    if variant is None:
+        raise AttentionError(f"variant {variant_key} is not known to this process (a graph compiled "
+                             "elsewhere); call cubridge.attention once with its hooks first")
+    return variant
+
+
+def _planned(reference: str, variant_key: str, layout: tuple, query, key, value, scale: float, return_lse: bool,
+             captures: list[torch.Tensor], given: GivenBlockLists | None) -> tuple[object | None, object]:
+    """(the variant's kernel, None without hooks; its launch plan for these arguments), checked and made on
+    their layout's first call."""
+    variant = _variant(variant_key)
+    if variant is None:
+        return None, _plain_planner(reference)(layout, query, key, value, False, scale, return_lse)
+    kernel = variant.kernel(reference)
+    return kernel, kernel.plan_for(layout, query, key, value, scale, return_lse, captures, given)
 
 
 @functools.cache
-def _plain_entry(reference: str) -> Callable:
-    """The reference kernel's entry point (`launch_sm90` or `launch_sm80`), imported once."""
-    from cubridge.runtime.attention import launch_sm80
-    from cubridge.runtime.attention_sm90 import launch_sm90
+def _plain_planner(reference: str) -> Callable:
+    """The reference kernel's planner (`plan_sm90` or `plan_sm80`), imported once."""
+    from cubridge.runtime.attention import plan_sm80
+    from cubridge.runtime.attention_sm90 import plan_sm90
 
-    return launch_sm90 if reference == "sm90" else launch_sm80
+    return plan_sm90 if reference == "sm90" else plan_sm80
+
+
+@dataclass(frozen=True)
+class _Call:
+    """A call's checked arguments bound to its launch plan: the next call with the same hooks, BlockMask, scale
+    and flags, on inputs of the same layout, skips the argument checks and lookups (host time per call matters
+    for short kernels). It still reads what may differ between such calls: the hooks' captured tensors and the
+    Python values they read (`_Binding.captures_now`), the BlockMask's lists, and grad mode."""
+
+    layout: tuple
+    hooks: tuple
+    binding: _Binding | None  # None without hooks
+    given: GivenBlockLists | None  # the BlockMask's lists the plan was made for
+    kernel: object | None  # the variant's VariantKernel; None: the reference kernel
+    plan: object  # the kernel's launch plan for the layout
+
+    def __call__(self, query, key, value, block_mask) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+        """(out, lse or None), or None where this call is not the bound one (the checked path then runs)."""
+        if layout_key(query, key, value) != self.layout:
+            return None
+        if torch.is_grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad):
+            return None
+        captures = [] if self.binding is None else self.binding.captures_now(self.hooks)
+        if captures is None:
+            return None
+        given = None
+        if self.given is not None:
+            block_lists, block_shape = _block_mask_lists(block_mask, self.binding.key)
+            given = _given_lists(block_lists, block_shape) if block_lists else None
+            if given is not self.given:
+                return None
+        return self.enqueue(self.kernel, self.plan, query, key, value, captures, given)
+
+    @staticmethod
+    def enqueue(kernel, plan, query, key, value, captures: list[torch.Tensor],
+                given: GivenBlockLists | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(out, lse or None) of `plan` (the reference kernel's where `kernel` is None, else the variant kernel's)
+        on torch's current stream."""
+        if kernel is None:
+            return plan.enqueue(query, key, value)
+        return kernel.run(plan, query, key, value, captures, given)
+
+
+_CALLS: dict[tuple, _Call] = {}  # (score_mod, mask_mod, block_mask, normalization, scale, enable_gqa, return_lse)
+_CALLS_LIMIT = 64
 
 
 @torch.library.custom_op("cubridge::attention", mutates_args=())
@@ -442,6 +501,17 @@ def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, score
     return_aux=AuxRequest(lse=True): an AuxOutput), the natural-log LSE, float32 [B, HQ, SQ] (-inf for fully
     masked rows, whose output is 0). kernel_options, FlexAttention's tuning of its own kernels, is accepted
     and does not apply."""
+    eager = (return_aux is None and type(query) is torch.Tensor and type(key) is torch.Tensor
+             and type(value) is torch.Tensor and not torch.compiler.is_compiling())
+    call_key = (score_mod, mask_mod, block_mask, normalization, scale, enable_gqa, return_lse) if eager else None
+    if eager:
+        try:
+            call = _CALLS.get(call_key)
+        except TypeError:  # an unhashable argument: the checks below name it, or the call runs unbound
+            call_key = call = None
+        result = None if call is None else call(query, key, value, block_mask)
+        if result is not None:
+            return result if return_lse else result[0]
     mask_mod = _mask_of(block_mask, mask_mod)
     if return_aux is not None:
         if return_lse:
@@ -452,6 +522,7 @@ def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, score
     compiling = torch.compiler.is_compiling()
     scale, layout = _check(query, key, value, score_mod, mask_mod, scale, enable_gqa, return_lse, normalization,
                            compiling)
+    binding = None
     if score_mod is None and mask_mod is None and normalization == "softmax":
         variant_key, captures = PLAIN, []
     elif compiling:
@@ -465,9 +536,18 @@ def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, score
         binding, captures = _binding(score_mod, mask_mod, normalization)
         variant_key = binding.key
     block_lists, block_shape = _block_mask_lists(block_mask, variant_key)
-    arguments = (query, key, value, captures, block_lists, block_shape, variant_key, scale, return_lse)
-    out, lse = (_attention_op(*arguments) if compiling or type(query) is not torch.Tensor
-                else _run(*arguments, layout))
+    reference = None if compiling or type(query) is not torch.Tensor else _reference_for(query.device)
+    if reference is not None:
+        given = _given_lists(block_lists, block_shape) if block_lists else None
+        kernel, plan = _planned(reference, variant_key, layout, query, key, value, scale, return_lse, captures, given)
+        if call_key is not None:
+            if len(_CALLS) >= _CALLS_LIMIT:
+                _CALLS.clear()
+            _CALLS[call_key] = _Call(layout, (score_mod, mask_mod), binding, given, kernel, plan)
+        out, lse = _Call.enqueue(kernel, plan, query, key, value, captures, given)
+    else:
+        arguments = (query, key, value, captures, block_lists, block_shape, variant_key, scale, return_lse)
+        out, lse = _attention_op(*arguments) if compiling or type(query) is not torch.Tensor else _run(*arguments)
     if return_aux is not None:
         from torch.nn.attention.flex_attention import AuxOutput
 

@@ -11,7 +11,7 @@ import torch
 
 from cubridge.runtime.compiler import KERNELS_DIR, CompiledKernel, compile_cubin
 from cubridge.runtime.driver import (LAUNCH_LOCK, LaunchPlan, cuda_driver, current_stream, load_function,
-                                     pointer_fields, tile_counter)
+                                     pointer_fields, stream_capturing, tile_counter)
 from cubridge.runtime.errors import InvalidInputError, UnsupportedArchError
 
 BLOCK_M = 128
@@ -193,6 +193,11 @@ class AttentionLaunch(abc.ABC):
             return out, None
         return out, torch.empty(self.lse_shape, dtype=torch.float32, device=self.device)
 
+    def enqueue(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(out, lse or None) on torch's current stream, for q, k, v of the plan's layout and no tables."""
+        stream = current_stream(self.device_index)
+        return self(q, k, v, stream, self.dynamic and stream_capturing(stream))
+
     def __call__(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, stream: int, capturing: bool = False,
                  tables: tuple[torch.Tensor, ...] = (), tile_order: torch.Tensor | None = None,
                  ) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -257,15 +262,15 @@ def attention_sm80(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
     SDPA's is_causal. Enqueued on torch's current stream; the tensors are ready when that stream reaches it.
     """
     check_tensors(q, k, v)
-    return launch_sm80(layout_key(q, k, v), q, k, v, causal, scale, return_lse)
-
-
-def launch_sm80(layout: tuple, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float | None,
-                return_lse: bool):
-    """attention_sm80 on tensors whose `layout_key` the caller computed."""
-    plan = planned(_PLANS, (layout, causal, scale, return_lse), _sm80_plan, q, k, v, causal, scale, return_lse)
-    out, lse = plan(q, k, v, current_stream(plan.device_index))
+    out, lse = plan_sm80(layout_key(q, k, v), q, k, v, causal, scale, return_lse).enqueue(q, k, v)
     return (out, lse) if return_lse else out
+
+
+def plan_sm80(layout: tuple, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float | None,
+              return_lse: bool) -> Sm80Launch:
+    """attention_sm80's launch plan for tensors whose `layout_key` the caller computed (checked and made on the
+    layout's first call)."""
+    return planned(_PLANS, (layout, causal, scale, return_lse), _sm80_plan, q, k, v, causal, scale, return_lse)
 
 
 def _sm80_plan(q, k, v, causal: bool, scale: float | None, return_lse: bool) -> Sm80Launch:

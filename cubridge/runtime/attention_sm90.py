@@ -143,16 +143,15 @@ def attention_sm90(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bo
     is top-left aligned (query i sees keys j <= i). Enqueued on torch's current stream.
     """
     check_tensors(q, k, v)
-    return launch_sm90(layout_key(q, k, v), q, k, v, causal, scale, return_lse)
-
-
-def launch_sm90(layout: tuple, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float | None,
-                return_lse: bool):
-    """attention_sm90 on tensors whose `layout_key` the caller computed."""
-    plan = planned(_PLANS, (layout, causal, scale, return_lse), _sm90_plan, q, k, v, causal, scale, return_lse)
-    stream = current_stream(plan.device_index)
-    out, lse = plan(q, k, v, stream, causal and stream_capturing(stream))
+    out, lse = plan_sm90(layout_key(q, k, v), q, k, v, causal, scale, return_lse).enqueue(q, k, v)
     return (out, lse) if return_lse else out
+
+
+def plan_sm90(layout: tuple, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, scale: float | None,
+              return_lse: bool) -> Sm90Launch:
+    """attention_sm90's launch plan for tensors whose `layout_key` the caller computed (checked and made on the
+    layout's first call)."""
+    return planned(_PLANS, (layout, causal, scale, return_lse), _sm90_plan, q, k, v, causal, scale, return_lse)
 
 
 def _sm90_plan(q, k, v, causal: bool, scale: float | None, return_lse: bool) -> Sm90Launch:

@@ -124,7 +124,7 @@ def _table_struct(args: tuple[tuple[str, str], ...]) -> type[ctypes.Structure]:
 
 
 @dataclass(frozen=True)
-class _VariantPlan:
+class VariantPlan:
     """A variant's launch for one problem layout (see VariantKernel.launch): the kernel's launch plan, and the
     Args tables in Args order, each (name, index of the captured tensor in the spec's captures; -1 for a block
     list)."""
@@ -153,7 +153,7 @@ class VariantKernel:
     progress: Callable[[str], AbstractContextManager] = nullcontext  # wraps each nvcc compilation, named
     _programs: dict[int, TransferredProgram] = field(default_factory=dict)  # by kv tile
     _instances: dict[tuple[str, int], tuple[LoweredKernel, CompiledKernel]] = field(default_factory=dict)
-    _plans: dict[tuple, _VariantPlan] = field(default_factory=dict)
+    _plans: dict[tuple, VariantPlan] = field(default_factory=dict)
     # (shape, tile, device) -> (capture states, captured tensors, block lists), oldest first
     _block_lists: dict[tuple, tuple] = field(default_factory=dict)
     _table_copies: dict[str, tuple] = field(default_factory=dict)
@@ -222,21 +222,32 @@ class VariantKernel:
         inputs, scale, return_lse and captured and block-list shapes; a call then reads only the tensors' data:
         the latest call's tables are reused while its plan, captured tensors (objects, data, versions) and
         given lists are."""
+        plan = self.plan_for(layout, q, k, v, scale, return_lse, captures, given)
+        out, lse = self.run(plan, q, k, v, captures, given)
+        return (out, lse) if return_lse else out
+
+    def plan_for(self, layout: tuple, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float | None,
+                 return_lse: bool, captures: list[torch.Tensor], given: GivenBlockLists | None = None) -> VariantPlan:
+        """`launch`'s plan for these arguments: checked and made on their layout's first call."""
         if return_lse and self.spec.normalization != "softmax":
             raise InvalidInputError(f"return_lse: the {self.spec.normalization} normalization has no log-sum-exp")
         shapes = tuple([t.shape if isinstance(t, torch.Tensor) else None for t in captures]) if captures else ()
         key = (layout, scale, return_lse, None if given is None else given.signature, shapes)
-        plan = planned(self._plans, key, self._plan, q, k, v, scale, return_lse, captures, given)
+        return planned(self._plans, key, self._plan, q, k, v, scale, return_lse, captures, given)
+
+    def run(self, plan: VariantPlan, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, captures: list[torch.Tensor],
+            given: GivenBlockLists | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(out, lse or None) enqueued on torch's current stream, for arguments `plan_for` made `plan` for (the
+        same layout, captured tensors' shapes and given lists' signature; their data may differ)."""
         stream = current_stream(plan.kernel.device_index)
         capturing = plan.reads_capture_state and stream_capturing(stream)
         tables, order = self._tables(plan, captures, given, capturing) if plan.sources else ((), None)
-        out, lse = plan.kernel(q, k, v, stream, capturing, tables, order)
-        return (out, lse) if return_lse else out
+        return plan.kernel(q, k, v, stream, capturing, tables, order)
 
     # -- plans and inputs ------------------------------------------------------------------------------------
 
     def _plan(self, q, k, v, scale: float | None, return_lse: bool, captures: list[torch.Tensor],
-              given: GivenBlockLists | None) -> _VariantPlan:
+              given: GivenBlockLists | None) -> VariantPlan:
         """Checks the inputs and the captured tensors' reads for this layout, and makes the launch plan."""
         for (name, expected), tensor in zip(self.spec.captures.items(), captures):
             if not isinstance(tensor, torch.Tensor) or tensor.dim() != expected.dim():
@@ -273,7 +284,7 @@ class VariantKernel:
                                 device_index)
         has_block_lists = any(index < 0 for _, index in sources)
         chunk = kernel.params.head_chunk if lowered.takes_tile_order and has_block_lists else None
-        return _VariantPlan(kernel, tuple(sources), has_block_lists, uses_given_lists, shape, lowered,
+        return VariantPlan(kernel, tuple(sources), has_block_lists, uses_given_lists, shape, lowered,
                             bool(sources) or kernel.dynamic, chunk)
 
     def _check_arch(self, capability: tuple[int, int]) -> None:
@@ -284,7 +295,7 @@ class VariantKernel:
             raise UnsupportedArchError(f"the sm80 reference needs sm_80 or newer; this GPU is "
                                        f"sm_{capability[0]}{capability[1]}")
 
-    def _tables(self, plan: _VariantPlan, captures: list[torch.Tensor], given: GivenBlockLists | None,
+    def _tables(self, plan: VariantPlan, captures: list[torch.Tensor], given: GivenBlockLists | None,
                 capturing: bool) -> tuple[tuple[torch.Tensor, ...], torch.Tensor | None]:
         """The Args tables in Args order, on the plan's device: captured tensors' copies (f32 / i32), block
         lists (the given ones when they fit, else the kernel's own); and the work tiles' order made from the
@@ -310,7 +321,7 @@ class VariantKernel:
             _keep_recent(self._plan_tables, id(plan), (plan, given, states, captures, tables, order))
         return tables, order
 
-    def _given_tables(self, plan: _VariantPlan, given: GivenBlockLists, capturing: bool) -> dict[str, torch.Tensor]:
+    def _given_tables(self, plan: VariantPlan, given: GivenBlockLists, capturing: bool) -> dict[str, torch.Tensor]:
         """The given lists expanded to the plan's batch and heads, made again only for other lists (a new object)
         or another shape; while a CUDA graph is captured they are expanded inside it, so that replays follow the
         given tensors."""
@@ -337,7 +348,7 @@ class VariantKernel:
                                                  captured_table(tensor, device))
         return cached[4]
 
-    def _block_list_tables(self, plan: _VariantPlan, captures: list[torch.Tensor], states: tuple,
+    def _block_list_tables(self, plan: VariantPlan, captures: list[torch.Tensor], states: tuple,
                            capturing: bool) -> dict[str, torch.Tensor]:
         """The kernel's block lists for the plan's shape and these captured tensors (`states`: their ids, versions
         and data pointers), built again only when one of the tensors changed: the entry keeps the tensors, so

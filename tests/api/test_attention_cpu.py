@@ -362,12 +362,17 @@ def test_the_gpu_dispatch_builds_once_and_passes_captures_and_block_lists(monkey
     monkeypatch.setattr(variant_module, "build_variant",
                         lambda *args, **kwargs: builds.append(args) or build_variant(*args, **kwargs))
 
-    def launch(self, layout, q, k, v, scale, return_lse, captures, given=None):
+    def plan_for(self, layout, q, k, v, scale, return_lse, captures, given=None):
         assert layout == layout_key(q, k, v)
-        launches.append((self.reference, captures, given, scale))
-        return torch.zeros_like(q), torch.zeros(q.shape[:3])
+        return (self.reference, scale, return_lse)
 
-    monkeypatch.setattr(variant_module.VariantKernel, "launch", launch)
+    def run(self, plan, q, k, v, captures, given=None):
+        reference, scale, return_lse = plan
+        launches.append((reference, captures, given, scale))
+        return torch.zeros_like(q), torch.zeros(q.shape[:3]) if return_lse else None
+
+    monkeypatch.setattr(variant_module.VariantKernel, "plan_for", plan_for)
+    monkeypatch.setattr(variant_module.VariantKernel, "run", run)
     monkeypatch.setattr(api, "_VARIANTS", {})
     monkeypatch.setattr(api, "_BINDINGS", {})
     q, k, v = inputs()
@@ -387,6 +392,89 @@ def test_the_gpu_dispatch_builds_once_and_passes_captures_and_block_lists(monkey
                            block_mask.full_kv_indices)
     assert given.block_size == (128, 128) and given.seq_lengths == (16, 16)
     assert out.shape == q.shape and lse.shape == q.shape[:3]
+
+
+class RecordedPlan:
+    """A launch plan stand-in for the GPU branch on this machine: records its calls' tensors."""
+
+    def __init__(self, plans: list, layout: tuple, return_lse: bool):
+        self.layout, self.return_lse, self.runs = layout, return_lse, []
+        plans.append(self)
+
+    def run(self, q, captures=(), given=None):
+        self.runs.append((q, list(captures), given))
+        return torch.zeros_like(q), torch.zeros(q.shape[:3]) if self.return_lse else None
+
+
+def test_a_repeated_call_runs_bound_to_its_plan_and_notices_what_changed(monkeypatch, tmp_path):
+    """The GPU branch with recorded launch plans (no GPU here): a call repeated with the same hooks, BlockMask,
+    scale and flags on inputs of the same layout skips the checks and plan lookups, and still gets the captured
+    tensors' current objects, the BlockMask's current lists and grad mode's refusal; a rebound captured tensor,
+    a changed Python value, another layout or other flags take the checked path and a new plan."""
+    from cubridge.runtime import variant as variant_module
+
+    monkeypatch.setenv("CUBRIDGE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(api, "_reference_for", lambda device: "sm90")
+    for name in ("_VARIANTS", "_BINDINGS", "_CALLS"):
+        monkeypatch.setattr(api, name, {})
+    plans: list[RecordedPlan] = []
+    monkeypatch.setattr(variant_module.VariantKernel, "plan_for",
+                        lambda self, layout, q, k, v, scale, return_lse, captures, given=None:
+                        RecordedPlan(plans, layout, return_lse))
+    monkeypatch.setattr(variant_module.VariantKernel, "run",
+                        lambda self, plan, q, k, v, captures, given=None: plan.run(q, captures, given))
+    monkeypatch.setattr(api, "_plain_planner", lambda reference: lambda layout, q, k, v, causal, scale, return_lse:
+                        RecordedPlan(plans, layout, return_lse))
+    monkeypatch.setattr(RecordedPlan, "enqueue", lambda self, q, k, v: self.run(q), raising=False)
+    checks = []
+    check = api._check
+    monkeypatch.setattr(api, "_check", lambda *args: checks.append(args) or check(*args))
+    ids = document.clone()
+    width = 20.0
+
+    def in_documents(b, h, q_idx, kv_idx):
+        return ids[q_idx] == ids[kv_idx]
+
+    def capped(score, b, h, q_idx, kv_idx):
+        return width * torch.tanh(score / width)
+
+    q, k, v = inputs()
+    for _ in range(3):
+        cubridge.attention(q, k, v, capped, mask_mod=in_documents, enable_gqa=True)
+    assert len(plans) == 1 and len(plans[0].runs) == 3 and len(checks) == 1
+    ids.add_(1)  # new values in place: the same tensor, still bound
+    cubridge.attention(q, k, v, capped, mask_mod=in_documents, enable_gqa=True)
+    assert len(plans) == 1 and plans[0].runs[-1][1] == [ids] and len(checks) == 1
+    ids = torch.zeros(32, dtype=torch.int64)  # rebound to another shape: another variant
+    cubridge.attention(q, k, v, capped, mask_mod=in_documents, enable_gqa=True)
+    assert len(plans) == 2 and plans[1].runs[-1][1][0] is ids
+    width = 10.0  # a Python value the hook reads: another variant
+    cubridge.attention(q, k, v, capped, mask_mod=in_documents, enable_gqa=True)
+    assert len(plans) == 3 and len(checks) == 3
+    q2, k2, v2 = inputs(seqlen=24)  # another layout
+    cubridge.attention(q2, k2, v2, capped, mask_mod=in_documents, enable_gqa=True)
+    cubridge.attention(q2, k2, v2, capped, mask_mod=in_documents, enable_gqa=True)
+    assert len(plans) == 4 and len(plans[3].runs) == 2 and plans[3].layout == layout_key(q2, k2, v2)
+    out, lse = cubridge.attention(q2, k2, v2, capped, mask_mod=in_documents, enable_gqa=True, return_lse=True)
+    assert len(plans) == 5 and lse.shape == q2.shape[:3]
+    with pytest.raises(AttentionError, match="forward pass only"):
+        cubridge.attention(q2.requires_grad_(), k2, v2, capped, mask_mod=in_documents, enable_gqa=True)
+    with torch.no_grad():
+        cubridge.attention(q2, k2, v2, capped, mask_mod=in_documents, enable_gqa=True)
+    assert len(plans) == 5
+    for _ in range(2):
+        cubridge.attention(q, k, v, enable_gqa=True)  # no hooks: the reference kernel's plan
+    assert len(plans) == 6 and len(plans[5].runs) == 2
+
+    block_mask = create_block_mask(in_documents, None, None, 16, 16, device="cpu")
+    for _ in range(2):
+        cubridge.attention(q, k, v, block_mask=block_mask, enable_gqa=True)
+    first_lists = plans[-1].runs[-1][2]
+    assert len(plans[-1].runs) == 2 and plans[-1].runs[0][2] is first_lists
+    block_mask.kv_num_blocks.zero_()  # its lists changed in place: new lists, a new plan
+    cubridge.attention(q, k, v, block_mask=block_mask, enable_gqa=True)
+    assert plans[-1].runs[-1][2] is not first_lists and len(plans[-1].runs) == 1
+    assert len(api._CALLS) == 4  # with and without lse, no hooks, the BlockMask
 
 
 def test_a_block_masks_lists_are_one_object_until_its_tensors_change():

@@ -198,3 +198,27 @@ def test_scale_is_applied_before_score_mod():
     variant = api._VARIANTS[api._binding(softcap, None, "softmax")[0].key]
     eager, _ = spec_attention(variant.spec, q, k, v, scale, exact=False)
     assert check_close(out, eager, exact)[0]
+
+
+def test_repeated_calls_follow_new_captured_values_and_block_mask_lists():
+    """Calls repeated with the same arguments run bound to the first one's launch plan: their results follow the
+    captured tensors' values and the BlockMask's lists as they are at each call."""
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    q, k, v = inputs()
+    ids = document.clone()
+
+    def in_documents(b, h, q_idx, kv_idx):
+        return ids[q_idx] == ids[kv_idx]
+
+    block_mask = create_block_mask(in_documents, None, None, SEQLEN, SEQLEN)
+    for boundaries in (document, torch.arange(SEQLEN, device="cuda") // 250, torch.arange(SEQLEN, device="cuda") // 7):
+        ids.copy_(boundaries)
+        new_lists = create_block_mask(in_documents, None, None, SEQLEN, SEQLEN)
+        for mine, new in zip(api._block_mask_lists(block_mask, "lists")[0], api._block_mask_lists(new_lists, "lists")[0]):
+            mine.copy_(new)
+        for _ in range(2):
+            assert_correct(cubridge.attention(q, k, v, softcap, mask_mod=in_documents, enable_gqa=True), None,
+                           q, k, v, softcap, in_documents)
+            assert_correct(cubridge.attention(q, k, v, softcap, block_mask=block_mask, enable_gqa=True), None,
+                           q, k, v, softcap, in_documents)
