@@ -435,13 +435,14 @@ class _Call:
     layout: tuple
     hooks: tuple
     binding: _Binding | None  # None without hooks
-    given: GivenBlockLists | None  # the BlockMask's lists the plan was made for
+    block_mask: object | None  # the BlockMask passed, if any (the latest one per hooks and flags is kept)
+    given: GivenBlockLists | None  # its lists the plan was made for
     kernel: object | None  # the variant's VariantKernel; None: the reference kernel
     plan: object  # the kernel's launch plan for the layout
 
     def __call__(self, query, key, value, block_mask) -> tuple[torch.Tensor, torch.Tensor | None] | None:
         """(out, lse or None), or None where this call is not the bound one (the checked path then runs)."""
-        if layout_key(query, key, value) != self.layout:
+        if block_mask is not self.block_mask or layout_key(query, key, value) != self.layout:
             return None
         if torch.is_grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad):
             return None
@@ -466,7 +467,9 @@ class _Call:
         return kernel.run(plan, query, key, value, captures, given)
 
 
-_CALLS: dict[tuple, _Call] = {}  # (score_mod, mask_mod, block_mask, normalization, scale, enable_gqa, return_lse)
+# (score_mod, mask_mod, normalization, scale, enable_gqa, return_lse, whether a BlockMask is passed) -> the latest
+# call's binding: a new BlockMask replaces the previous one's, so that no more of them are kept alive than one per key
+_CALLS: dict[tuple, _Call] = {}
 _CALLS_LIMIT = 64
 
 
@@ -503,7 +506,8 @@ def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, score
     and does not apply."""
     eager = (return_aux is None and type(query) is torch.Tensor and type(key) is torch.Tensor
              and type(value) is torch.Tensor and not torch.compiler.is_compiling())
-    call_key = (score_mod, mask_mod, block_mask, normalization, scale, enable_gqa, return_lse) if eager else None
+    call_key = ((score_mod, mask_mod, normalization, scale, enable_gqa, return_lse, block_mask is None) if eager
+                else None)
     if eager:
         try:
             call = _CALLS.get(call_key)
@@ -543,7 +547,7 @@ def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, score
         if call_key is not None:
             if len(_CALLS) >= _CALLS_LIMIT:
                 _CALLS.clear()
-            _CALLS[call_key] = _Call(layout, (score_mod, mask_mod), binding, given, kernel, plan)
+            _CALLS[call_key] = _Call(layout, (score_mod, mask_mod), binding, block_mask, given, kernel, plan)
         out, lse = _Call.enqueue(kernel, plan, query, key, value, captures, given)
     else:
         arguments = (query, key, value, captures, block_lists, block_shape, variant_key, scale, return_lse)

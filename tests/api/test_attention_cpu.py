@@ -474,7 +474,14 @@ def test_a_repeated_call_runs_bound_to_its_plan_and_notices_what_changed(monkeyp
     block_mask.kv_num_blocks.zero_()  # its lists changed in place: new lists, a new plan
     cubridge.attention(q, k, v, block_mask=block_mask, enable_gqa=True)
     assert plans[-1].runs[-1][2] is not first_lists and len(plans[-1].runs) == 1
-    assert len(api._CALLS) == 4  # with and without lse, no hooks, the BlockMask
+    cubridge.attention(q, k, v, enable_gqa=True)  # a call without a BlockMask has its own binding
+    cubridge.attention(q, k, v, block_mask=block_mask, enable_gqa=True)
+    assert len(plans[-1].runs) == 2
+    other = create_block_mask(in_documents, None, None, 16, 16, device="cpu")  # another BlockMask replaces it
+    for _ in range(2):
+        cubridge.attention(q, k, v, block_mask=other, enable_gqa=True)
+    assert len(plans[-1].runs) == 2 and plans[-1].runs[-1][2].lists[0] is other.kv_num_blocks
+    assert len(api._CALLS) == 4  # with and without lse, no hooks, a BlockMask
 
 
 def test_a_block_masks_lists_are_one_object_until_its_tensors_change():

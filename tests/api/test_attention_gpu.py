@@ -212,11 +212,12 @@ def test_repeated_calls_follow_new_captured_values_and_block_mask_lists():
         return ids[q_idx] == ids[kv_idx]
 
     block_mask = create_block_mask(in_documents, None, None, SEQLEN, SEQLEN)
-    for boundaries in (document, torch.arange(SEQLEN, device="cuda") // 250, torch.arange(SEQLEN, device="cuda") // 7):
+    positions = torch.arange(SEQLEN, device="cuda")
+    for boundaries in (document, positions // 250, positions // 7):
         ids.copy_(boundaries)
         new_lists = create_block_mask(in_documents, None, None, SEQLEN, SEQLEN)
-        for mine, new in zip(api._block_mask_lists(block_mask, "lists")[0], api._block_mask_lists(new_lists, "lists")[0]):
-            mine.copy_(new)
+        for name in ("kv_num_blocks", "kv_indices", "full_kv_num_blocks", "full_kv_indices"):
+            getattr(block_mask, name).copy_(getattr(new_lists, name))  # the BlockMask's lists, in place
         for _ in range(2):
             assert_correct(cubridge.attention(q, k, v, softcap, mask_mod=in_documents, enable_gqa=True), None,
                            q, k, v, softcap, in_documents)
