@@ -72,6 +72,9 @@ from cubridge.runtime.errors import InvalidInputError
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
+    from cubridge.runtime.attention import AttentionLaunch
+    from cubridge.runtime.variant import VariantKernel, VariantPlan
+
 FALLBACK_DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
 PLAIN = ""  # the variant name of attention without hooks
 PROGRESS_AFTER_S = 1.0
@@ -406,7 +409,8 @@ def _variant(variant_key: str) -> _Variant | None:
 
 
 def _planned(reference: str, variant_key: str, layout: tuple, query, key, value, scale: float, return_lse: bool,
-             captures: list[torch.Tensor], given: GivenBlockLists | None) -> tuple[object | None, object]:
+             captures: list[torch.Tensor], given: GivenBlockLists | None,
+             ) -> tuple[VariantKernel | None, AttentionLaunch | VariantPlan]:
     """(the variant's kernel, None without hooks; its launch plan for these arguments), checked and made on
     their layout's first call."""
     variant = _variant(variant_key)
@@ -437,8 +441,8 @@ class _Call:
     binding: _Binding | None  # None without hooks
     block_mask: object | None  # the BlockMask passed, if any (the latest one per hooks and flags is kept)
     given: GivenBlockLists | None  # its lists the plan was made for
-    kernel: object | None  # the variant's VariantKernel; None: the reference kernel
-    plan: object  # the kernel's launch plan for the layout
+    kernel: VariantKernel | None  # None: the reference kernel
+    plan: AttentionLaunch | VariantPlan  # the kernel's launch plan for the layout
 
     def __call__(self, query, key, value, block_mask) -> tuple[torch.Tensor, torch.Tensor | None] | None:
         """(out, lse or None), or None where this call is not the bound one (the checked path then runs)."""
