@@ -394,7 +394,7 @@ def _run(query, key, value, captures: list[torch.Tensor], block_lists: list[torc
     given = _given_lists(block_lists, block_shape) if block_lists else None
     kernel, plan = _planned(reference, variant_key, layout_key(query, key, value), query, key, value, scale,
                             return_lse, captures, given)
-    return _Call.enqueue(kernel, plan, query, key, value, captures, given)
+    return _enqueue(kernel, plan, query, key, value, captures, given)
 
 
 def _variant(variant_key: str) -> _Variant | None:
@@ -459,16 +459,16 @@ class _Call:
             given = _given_lists(block_lists, block_shape) if block_lists else None
             if given is not self.given:
                 return None
-        return self.enqueue(self.kernel, self.plan, query, key, value, captures, given)
+        return _enqueue(self.kernel, self.plan, query, key, value, captures, given)
 
-    @staticmethod
-    def enqueue(kernel, plan, query, key, value, captures: list[torch.Tensor],
-                given: GivenBlockLists | None) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """(out, lse or None) of `plan` (the reference kernel's where `kernel` is None, else the variant kernel's)
-        on torch's current stream."""
-        if kernel is None:
-            return plan.enqueue(query, key, value)
-        return kernel.run(plan, query, key, value, captures, given)
+
+def _enqueue(kernel: VariantKernel | None, plan: AttentionLaunch | VariantPlan, query, key, value,
+             captures: list[torch.Tensor], given: GivenBlockLists | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(out, lse or None) of `plan` (the reference kernel's where `kernel` is None, else the variant kernel's) on
+    torch's current stream."""
+    if kernel is None:
+        return plan.enqueue(query, key, value)
+    return kernel.run(plan, query, key, value, captures, given)
 
 
 # (score_mod, mask_mod, normalization, scale, enable_gqa, return_lse, whether a BlockMask is passed) -> the latest
@@ -508,8 +508,9 @@ def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, score
     return_aux=AuxRequest(lse=True): an AuxOutput), the natural-log LSE, float32 [B, HQ, SQ] (-inf for fully
     masked rows, whose output is 0). kernel_options, FlexAttention's tuning of its own kernels, is accepted
     and does not apply."""
-    eager = (return_aux is None and type(query) is torch.Tensor and type(key) is torch.Tensor
-             and type(value) is torch.Tensor and not torch.compiler.is_compiling())
+    compiling = torch.compiler.is_compiling()
+    eager = (return_aux is None and not compiling and type(query) is torch.Tensor and type(key) is torch.Tensor
+             and type(value) is torch.Tensor)
     call_key = ((score_mod, mask_mod, normalization, scale, enable_gqa, return_lse, block_mask is None) if eager
                 else None)
     if eager:
@@ -527,7 +528,6 @@ def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, score
         if getattr(return_aux, "max_scores", False):
             raise AttentionError("return_aux: max_scores is not computed by CuBridge kernels; request lse only")
         return_lse = bool(getattr(return_aux, "lse", False))
-    compiling = torch.compiler.is_compiling()
     scale, layout = _check(query, key, value, score_mod, mask_mod, scale, enable_gqa, return_lse, normalization,
                            compiling)
     binding = None
@@ -552,7 +552,7 @@ def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, score
             if len(_CALLS) >= _CALLS_LIMIT:
                 _CALLS.clear()
             _CALLS[call_key] = _Call(layout, (score_mod, mask_mod), binding, block_mask, given, kernel, plan)
-        out, lse = _Call.enqueue(kernel, plan, query, key, value, captures, given)
+        out, lse = _enqueue(kernel, plan, query, key, value, captures, given)
     else:
         arguments = (query, key, value, captures, block_lists, block_shape, variant_key, scale, return_lse)
         out, lse = _attention_op(*arguments) if compiling or type(query) is not torch.Tensor else _run(*arguments)

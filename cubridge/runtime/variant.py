@@ -285,7 +285,7 @@ class VariantKernel:
         has_block_lists = any(index < 0 for _, index in sources)
         chunk = kernel.params.head_chunk if lowered.takes_tile_order and has_block_lists else None
         return VariantPlan(kernel, tuple(sources), has_block_lists, uses_given_lists, shape, lowered,
-                            bool(sources) or kernel.dynamic, chunk)
+                           bool(sources) or kernel.dynamic, chunk)
 
     def _check_arch(self, capability: tuple[int, int]) -> None:
         if self.reference == "sm90" and capability != (9, 0):
