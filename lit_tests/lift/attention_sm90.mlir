@@ -24,7 +24,7 @@
 // CHECK: cuir.mbarrier_expect_tx %k_full[%stage], 32768 : !cuir.mbarrier<2> loc(callsite("{{.*}}attention_sm90.cu":246:3 at callsite("{{.*}}attention_sm90.cu":332:19 at
 // CHECK: cuir.copy_async %k[%batch, %kv_head, %kv_row, %c0] -> %k_tile[%stage], barrier %k_full[%stage] {{.*}} loc(callsite("{{.*}}attention_sm90.cu":248:5 at
 // CHECK: cuir.worker @consumer threads 128 to 384 regs 240 (%group) {
-// CHECK: %scale_log2 = arith.mulf %softmax_scale, %{{.*}} : f32 loc(callsite("{{.*}}attention_sm90.cu":499:96 at
+// CHECK: %scale_log2 = arith.mulf %softmax_scale, %{{.*}} : f32 loc(callsite("{{.*}}attention_sm90.cu":499:104 at
 // Ping-pong turns, async GEMMs and their waits.
 // CHECK: cuir.named_barrier_sync %{{.*}}, 256 loc(callsite("{{.*}}attention_sm90.cu":522:3 at callsite("{{.*}}attention_sm90.cu":680:7 at
 // CHECK: cuir.gemm_fence loc(callsite("{{.*}}attention_sm90.cu":682:7 at

@@ -88,12 +88,12 @@ constexpr int kScoreRegs = kBlockN<kHeadDim> / 2;  // fp32 scores per thread (64
 template <int kHeadDim>
 constexpr int kProbRegs = kBlockN<kHeadDim> / 4;   // packed 16-bit probabilities per thread
 // One softmax exp2 in every kFmaExp2Period on the FMA pipe (fma_exp2), the others on the MUFU; 0: all on the MUFU.
-// At D = 64 the MUFU is a kv step's busiest unit: 96 exp2 a thread at 8 cycles a warp each, 1568 cycles a step on
-// each SM sub-partition, against 1536 of tensor-core work and about 1200 issue slots for everything else. Moving
-// one in twelve (8 FMA-pipe instructions each) gains 3.0-3.7% there; one in 6, 8, 16 or 24 less (runs 123-124).
-// D = 128 and 256 have twice the GEMM work per exp2 and leave the MUFU idle half the step.
-template <int kHeadDim>
-constexpr int kFmaExp2Period = kHeadDim == 64 ? 12 : 0;
+// D = 64: the MUFU is a kv step's busiest unit (96 exp2 a thread, 8 cycles a warp each: 1568 cycles a step per SM
+// sub-partition against 1536 of tensor-core work); one in twelve gains 3.0-3.7%, 6, 8, 16 or 24 less (runs 123-124).
+// D = 128: the MUFU idles half the step, yet one in 32 gains 0.3-1.2% (on the path from the S wait to the GEMM
+// issue), but not beside a mask's table loads (-0.8%); 8, 16, 64 lose (runs 139-141). D = 256: the MUFU only.
+template <int kHeadDim, typename Policy>
+constexpr int kFmaExp2Period = kHeadDim == 64 ? 12 : kHeadDim == 128 && !Policy::kMaskLoads ? 32 : 0;
 constexpr float kNegInf = -__builtin_huge_valf();
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -496,7 +496,7 @@ template <typename Policy, int kHeadDim, int kCount>
 __device__ __forceinline__ void normalize_scores(float (&s)[kCount], RowState& state, float (&alpha)[2],
                                                  const AttentionParams& p) {
   if constexpr (Policy::kSoftmax) {
-    softmax_update<kFmaExp2Period<kHeadDim>>(s, state, alpha, kScoresScaled<Policy> ? kLog2e : p.scale_log2);
+    softmax_update<kFmaExp2Period<kHeadDim, Policy>>(s, state, alpha, kScoresScaled<Policy> ? kLog2e : p.scale_log2);
   } else {
 #pragma unroll
     for (int e = 0; e < kCount; ++e) s[e] = Policy::activate(s[e]);
