@@ -188,6 +188,12 @@ def base_name(name: str) -> str:
     return name.partition("#")[0]
 
 
+def source_of(name: str, extra_files: dict[str, Path], shipped: Path) -> Path:
+    """The kernel source of variant `name`: an --extra file (its repeats too: `base#2` is an A/A control of
+    `base`'s file), else the shipped source, which the substitutions of a named variant edit."""
+    return extra_files.get(base_name(name), shipped)
+
+
 def fa4_launchers(sets) -> dict[bool, object]:
     """causal -> a function running FlashAttention-4 on one input set (its own [B, S, H, D] copies), its output
     viewed as [B, H, S, D] like the variants'."""
@@ -275,7 +281,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as scratch:
         compiled = {}
         for name in names:
-            source = extra_files.get(name, host.SOURCE)
+            source = source_of(name, extra_files, host.SOURCE)
             substitutions = variants[base_name(name)][1]
             compiled[name] = compile_cubin(variant_source(Path(scratch), base_name(name), substitutions, source),
                                            capability)
