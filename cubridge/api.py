@@ -150,7 +150,7 @@ def _bind(score_mod: Callable | None, mask_mod: Callable | None, normalization: 
         spec = _spec(score_mod, mask_mod, normalization)
     names = tuple(spec.captures)
     paths = {name: path for name, path in capture_paths if name in spec.captures}
-    key = hashlib.sha256(f"{spec.name}\0{normalization}\0{_spec_identity(spec)}".encode()).hexdigest()[:32]
+    key = hashlib.sha256(f"{spec.name}\0{normalization}\0{spec.identity()}".encode()).hexdigest()[:32]
     variant = _VARIANTS.setdefault(key, _Variant(key, spec, names))
     captures = [_resolve(hooks, paths[name]) for name in variant.capture_names]
     return _Binding(key, tuple(paths[name] for name in variant.capture_names), guards,
@@ -162,12 +162,6 @@ def _spec(score_mod, mask_mod, normalization: str) -> AttentionSpec:
         return spec_from_hooks(score_mod, mask_mod, normalization)
     except CuBridgeError as error:
         raise AttentionError(str(error)) from None
-
-
-def _spec_identity(spec: AttentionSpec) -> str:
-    """The traced hooks and the captured tensors' kinds and shapes (values are arguments)."""
-    shapes = sorted((name, str(t.dtype), tuple(t.shape)) for name, t in spec.captures.items())
-    return repr((spec.score_expr, spec.mask_expr, spec.normalization, shapes))
 
 
 def _unchanged_score(score, b, h, q_idx, kv_idx):
@@ -316,7 +310,7 @@ def quick_verify(spec: AttentionSpec, program: ModuleOp) -> None:
     from cubridge.interpreter.shapes import default_shapes
     from cubridge.interpreter.verify import verify
 
-    marker = cache_dir() / "verified" / hashlib.sha256((str(program) + _spec_identity(spec)).encode()).hexdigest()
+    marker = cache_dir() / "verified" / hashlib.sha256((str(program) + spec.identity()).encode()).hexdigest()
     if marker.is_file():
         return
     traced = spec.with_traced_hooks("cpu")  # the user's hooks may read GPU tensors

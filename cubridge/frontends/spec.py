@@ -65,6 +65,13 @@ class AttentionSpec:
     user_reference: Callable | None
     hooks_broadcast: bool = False  # the hooks take broadcastable index grids (the traced ones): no vmap
 
+    def identity(self) -> str:
+        """What a variant built from this spec depends on besides the captured tensors' values (which are kernel
+        arguments): the traced hooks with the spec lines they came from, the normalization, and the captured
+        tensors' dtypes and shapes."""
+        shapes = sorted((name, str(t.dtype), tuple(t.shape)) for name, t in self.captures.items())
+        return repr((self.score_expr, self.mask_expr, self.normalization, shapes))
+
     def reference(self, q, k, v, scale: float) -> torch.Tensor:
         """Ground truth output, float64 [B, HQ, SQ, D]: `cubridge.reference.attention_reference` in float64
         (fully masked rows are 0), or the spec's own eager `reference`."""

@@ -61,6 +61,11 @@ REFERENCE_NAMES = ("sm90", "sm80")
 # 16k tokens x 32 heads in 128 x 128 tiles take 4 MiB.
 KEPT_SHAPES = 8
 _TRANSFER_LOCK = threading.Lock()  # programs are lifted and transferred once, also when instances compile in threads
+# Transferred programs by (reference, kv tile, spec name and path, spec identity, verify), the latest
+# PROGRAMS_KEPT: a spec built again in this process (its file loaded again, the same hooks traced again) takes
+# the first build's transfer, verification and lowerings, whatever its captured tensors' values.
+PROGRAMS_KEPT = 64
+_PROGRAMS: dict[tuple, "TransferredProgram"] = {}
 
 
 def reference_source(reference: str) -> ReferenceSource:
@@ -98,6 +103,7 @@ class TransferredProgram:
     reference: ModuleOp
     transferred: ModuleOp
     pairs: dict[Operation, Operation]
+    _lowerings: dict[tuple, LoweredKernel] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, spec: AttentionSpec, reference: ModuleOp) -> "TransferredProgram":
@@ -108,8 +114,13 @@ class TransferredProgram:
 
     def lowered(self, name: str, instances: tuple[tuple[str, int], ...] | None = None) -> LoweredKernel:
         """The CUDA source of `instances` ((dtype, head dim) pairs; None: every one this program's kv tile
-        serves)."""
-        return lower_module(self.reference, self.transferred, name, instances, pairs=self.pairs)
+        serves), lowered once per program."""
+        key = (name, instances)
+        lowered = self._lowerings.get(key)
+        if lowered is None:
+            lowered = self._lowerings[key] = lower_module(self.reference, self.transferred, name, instances,
+                                                          pairs=self.pairs)
+        return lowered
 
 
 @functools.cache
@@ -166,11 +177,22 @@ class VariantKernel:
         kv_tile = reference_source(self.reference).kv_tiles.get(head_dim)
         with _TRANSFER_LOCK:
             if kv_tile not in self._programs:
-                program = TransferredProgram.of(self.spec, reference_module(self.reference, head_dim))
-                if self.verify is not None:
-                    self.verify(self.spec, program.transferred)
-                self._programs[kv_tile] = program
+                self._programs[kv_tile] = self._shared_program(kv_tile, head_dim)
         return self._programs[kv_tile]
+
+    def _shared_program(self, kv_tile: int | None, head_dim: int) -> TransferredProgram:
+        """The program of an earlier build of the same spec in this process, or a new one, transferred and
+        verified now."""
+        key = (self.reference, kv_tile, self.spec.name, self.spec.path, self.spec.identity(), self.verify)
+        program = _PROGRAMS.get(key)
+        if program is None:
+            program = TransferredProgram.of(self.spec, reference_module(self.reference, head_dim))
+            if self.verify is not None:
+                self.verify(self.spec, program.transferred)
+            if len(_PROGRAMS) >= PROGRAMS_KEPT:
+                del _PROGRAMS[next(iter(_PROGRAMS))]
+            _PROGRAMS[key] = program
+        return program
 
     @property
     def transferred(self) -> ModuleOp:

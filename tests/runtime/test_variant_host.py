@@ -103,6 +103,32 @@ def test_sm90_variants_come_from_the_lifts_one_program_per_kv_tile():
     assert verified[1] is kernel.program(64).transferred and verified[2] is kernel.program(256).transferred
 
 
+def test_a_spec_built_again_takes_the_first_builds_program_and_keeps_its_own_captured_values(tmp_path):
+    """A cached build: build_variant of a spec this process built before (with the same verification) reuses the
+    first build's transferred, verified program and its lowerings; the captured values are the new spec's; an
+    edited spec is transferred anew."""
+    verified = []
+
+    def verify(spec, program):
+        verified.append(program)
+
+    path = tmp_path / "documents.py"
+    text = (SPECS / "document_mask.py").read_text()
+    path.write_text(text)
+    first = build_variant(str(path), "sm90", verify=verify)
+    path.write_text(text.replace("DOCUMENT_LENGTHS = (37, 120, 5, 64, 200, 86)",
+                                 "DOCUMENT_LENGTHS = (100, 100, 100, 100, 100, 12)"))
+    again = build_variant(str(path), "sm90", verify=verify)
+    assert len(verified) == 1 and again.program() is first.program() and again.lowered() is first.lowered()
+    assert not torch.equal(again.spec.captures["document_id"], first.spec.captures["document_id"])
+    path.write_text(text.replace("document_id[q_idx] == document_id[kv_idx]",
+                                 "document_id[q_idx] >= document_id[kv_idx]"))
+    edited = build_variant(str(path), "sm90", verify=verify)
+    assert len(verified) == 2 and edited.program() is not first.program()
+    assert "document_id[q_idx] >= document_id[kv_idx]" not in first.lowered().source
+    assert build_variant(str(path), "sm90").program() is not edited.program()  # unverified: another build
+
+
 def test_sm80_variants_come_from_its_lift_one_program_for_both_head_dims():
     """D 64 and 128 share sm80's 64-key kv tile, so both lower from the one transferred lift of the D = 128 entry
     point, verified once; D = 256 has no sm80 program."""
