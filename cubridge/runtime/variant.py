@@ -189,9 +189,7 @@ class VariantKernel:
             program = TransferredProgram.of(self.spec, reference_module(self.reference, head_dim))
             if self.verify is not None:
                 self.verify(self.spec, program.transferred)
-            if len(_PROGRAMS) >= PROGRAMS_KEPT:
-                del _PROGRAMS[next(iter(_PROGRAMS))]
-            _PROGRAMS[key] = program
+            _keep_recent(_PROGRAMS, key, program, PROGRAMS_KEPT)
         return program
 
     @property
@@ -391,11 +389,11 @@ class VariantKernel:
         return tables
 
 
-def _keep_recent(entries: dict, key, value) -> None:
-    """Stores `value` under `key` as the newest of `entries`, dropping the oldest beyond KEPT_SHAPES."""
+def _keep_recent(entries: dict, key, value, limit: int = KEPT_SHAPES) -> None:
+    """Stores `value` under `key` as the newest of `entries`, dropping the oldest beyond `limit`."""
     entries.pop(key, None)
     entries[key] = value
-    if len(entries) > KEPT_SHAPES:
+    if len(entries) > limit:
         del entries[next(iter(entries))]
 
 
