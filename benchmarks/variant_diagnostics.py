@@ -36,13 +36,14 @@ from cubridge.runtime.variant import build_variant, source_file  # noqa: E402
 VARIANTS = {
     "shipped": ((), None, False),
     # every mask_mod test on partial tiles passes: what the per-score gathers and compares cost
-    "keep-true": ((("static_cast<uint32_t>(keep & (col < p.seqlen_k))", "static_cast<uint32_t>(col < p.seqlen_k)"),
+    "keep-true": ((("static_cast<uint32_t>(keep & (8 * (e >> 2) + (e & 1) < key_limit))",
+                    "static_cast<uint32_t>(8 * (e >> 2) + (e & 1) < key_limit)"),
                    ("!Policy::keep(tile.batch, tile.head, row_of(e), col_of(e), args)", "false")), None, True),
     # a mask that loads from tables evaluated after the score GEMM's wait, as other masks are
     "late-mask": ((("static constexpr bool kMaskLoads = true;", "static constexpr bool kMaskLoads = false;"),),
                   None, False),
     # no tile is masked at all (not even the sequence end): what the masked path costs as a whole
-    "no-mask": (((" range.needs_mask(position), t,", " false, t,"),), None, True),
+    "no-mask": ((("thread_row0, n0, masked, t, kept);", "thread_row0, n0, false, t, kept);"),), None, True),
     # the static persistent schedule instead of claiming tiles from a counter
     "static-schedule": ((), "persistent", False),
 }

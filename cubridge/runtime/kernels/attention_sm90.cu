@@ -90,10 +90,10 @@ constexpr int kProbRegs = kBlockN<kHeadDim> / 4;   // packed 16-bit probabilitie
 // One softmax exp2 in every kFmaExp2Period on the FMA pipe (fma_exp2), the others on the MUFU; 0: all on the MUFU.
 // D = 64: the MUFU is a kv step's busiest unit (96 exp2 a thread, 8 cycles a warp each: 1568 cycles a step per SM
 // sub-partition against 1536 of tensor-core work); one in twelve gains 3.0-3.7%, 6, 8, 16 or 24 less (runs 123-124).
-// D = 128: the MUFU idles half the step, yet one in 32 gains 0.3-1.2% (on the path from the S wait to the GEMM
-// issue), but not beside a mask's table loads (-0.8%); 8, 16, 64 lose (runs 139-141). D = 256: the MUFU only.
+// D = 128 and 256: the MUFU idles half the step, yet one in 32 gains 0.3-1.4% (on the path from the S wait to the
+// GEMM issue), but not beside a mask's table loads (-0.8%); 8, 16, 64 lose (runs 139-141, 140 and 143 at D = 256).
 template <int kHeadDim, typename Policy>
-constexpr int kFmaExp2Period = kHeadDim == 64 ? 12 : kHeadDim == 128 && !Policy::kMaskLoads ? 32 : 0;
+constexpr int kFmaExp2Period = kHeadDim == 64 ? 12 : Policy::kMaskLoads ? 0 : 32;
 constexpr float kNegInf = -__builtin_huge_valf();
 constexpr float kLog2e = 1.4426950408889634f;
 
