@@ -126,7 +126,10 @@ VARIANTS: dict[str, dict[str, tuple[bool, list[tuple[str, str]]]]] = {
         "max-sum-tree": (False, [_SM90_MAX_TREE, *_SM90_SUM_TREE]),
         "head-chunk-8": (False, [("const int head_chunk = p.head_chunk;", "const int head_chunk = 8;")]),
         "static-schedule": (False, [("return p.tile_counter != nullptr;", "return false;")]),
-        "diag-no-exp2": (True, [("          s[e] = fast_exp2(exponent);", "          s[e] = exponent;")]),
+        "diag-no-exp2": (True, [
+            ("          s[e] = fast_exp2(exponent);", "          s[e] = exponent;"),
+            ("? fma_exp2(exponent) : fast_exp2(exponent);", "? exponent : exponent;"),
+        ]),
         "diag-no-kv-loads": (True, [_sm90_skip_loads_after_fill("k"), _sm90_skip_loads_after_fill("v")]),
         "diag-no-k-loads": (True, [_sm90_skip_loads_after_fill("k")]),
         "diag-no-v-loads": (True, [_sm90_skip_loads_after_fill("v")]),

@@ -1,8 +1,10 @@
-"""benchmarks/ab_variants.py's variant names: a repeated name is an A/A control of the same source."""
+"""benchmarks/ab_variants.py's variants: a repeated name is an A/A control of the same source; named variants edit
+the shipped kernel by text."""
 
 from pathlib import Path
 
-from benchmarks.ab_variants import source_of, unique_names
+from benchmarks.ab_variants import VARIANTS, source_of, unique_names
+from cubridge.runtime.compiler import KERNELS_DIR
 
 
 def test_a_repeated_extra_variant_times_its_own_file_again():
@@ -11,3 +13,12 @@ def test_a_repeated_extra_variant_times_its_own_file_again():
     assert names == ["shipped", "base", "shipped#2", "base#2"]
     assert [source_of(name, extra, shipped) for name in names] == [shipped, Path("base.cu"), shipped,
                                                                     Path("base.cu")]
+
+
+def test_every_named_variant_finds_its_text_in_its_kernel():
+    """A named variant edits the shipped kernel by text: every pattern it replaces is still in that kernel's source
+    (ab_variants refuses to run one that is not)."""
+    stale = [(kernel, name, old) for kernel, variants in VARIANTS.items()
+             for name, (_, substitutions) in variants.items() for old, _ in substitutions
+             if old not in (KERNELS_DIR / f"attention_{kernel}.cu").read_text()]
+    assert stale == []
