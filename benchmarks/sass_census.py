@@ -6,9 +6,10 @@ holds both GEMMs of a kv step, S = Q K^T and O += P V (at least two HGMMA chains
 reference kernels have one; a variant whose steps are unswitched (kUnswitchedMask) has a masked and a mask-free
 one, each a row. The counts are static: every instruction of the loop body once, whichever path a step takes
 through it (a loop's masked and mask-free paths both count), so they price the code a kv step can run, not what
-one step issues. The last
-column counts the loop's global loads whose result is read within a few instructions: each of those stalls
-its warp for the load's latency.
+one step issues. "Score wait to first MUFU" counts the instructions between the wait for S (its first in the
+loop, in address order) and the first MUFU op after it: the path from the score GEMM to the softmax's exps, which
+the other consumer group's GEMMs have to cover. The last column counts the loop's global loads whose result is
+read within a few instructions: each of those stalls its warp for the load's latency.
 
   python3 benchmarks/sass_census.py                                   # the reference kernel, bf16 D=128
   python3 benchmarks/sass_census.py --spec examples/specs/document_mask.py --spec examples/specs/softcap.py
@@ -133,6 +134,17 @@ def load_use_distances(body: list[Instruction]) -> list[int]:
     return distances
 
 
+def score_wait_to_mufu(body: list[Instruction]) -> int | None:
+    """Instructions between a kv step's score wait (`WARPGROUP.DEPBAR.LE gsb0, 0x1`: S done, P V in flight) and
+    the first MUFU op after it: the path the softmax's first exp2 waits on (mask selects, row max), where the other
+    consumer group's GEMMs have to cover it. None where the loop has no such wait or no MUFU after it."""
+    wait = next((index for index, instruction in enumerate(body)
+                 if instruction.opcode == "WARPGROUP" and instruction.operands.endswith("gsb0, 0x1")), None)
+    if wait is None:
+        return None
+    return next((index - wait - 1 for index in range(wait + 1, len(body)) if body[index].opcode == "MUFU"), None)
+
+
 def find_cuobjdump() -> str:
     """cuobjdump from PATH, $CUDA_HOME/bin or the nvidia-cuda-cuobjdump wheel; SystemExit naming the fix."""
     candidates = [shutil.which("cuobjdump"), os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin",
@@ -201,14 +213,16 @@ def main() -> int:
             distances = load_use_distances(body)
             exposed = sum(distance <= EXPOSED_LOAD_DISTANCE for distance in distances)
             name = label if len(loops) == 1 else f"{label} (loop {number} of {len(loops)})"
-            rows.append((name, len(instructions), census(body), len(body), f"{exposed} of {len(distances)}"))
+            to_mufu = score_wait_to_mufu(body)
+            rows.append((name, len(instructions), census(body), len(body), "-" if to_mufu is None else str(to_mufu),
+                         f"{exposed} of {len(distances)}"))
     classes = [name for name in [*CLASSES, "uniform datapath", "other"] if any(row[2][name] for row in rows)]
     print(f"| kernel ({args.dtype}, D={args.head_dim}) | whole entry | kv-step loop | " + " | ".join(classes)
-          + f" | global loads read within {EXPOSED_LOAD_DISTANCE} instructions |")
-    print("|---" * (len(classes) + 4) + "|")
-    for label, total, counts, loop, exposed in rows:
+          + f" | score wait to first MUFU | global loads read within {EXPOSED_LOAD_DISTANCE} instructions |")
+    print("|---" * (len(classes) + 5) + "|")
+    for label, total, counts, loop, to_mufu, exposed in rows:
         print(f"| {label} | {total} | {loop} | " + " | ".join(str(counts[name]) for name in classes)
-              + f" | {exposed} |")
+              + f" | {to_mufu} | {exposed} |")
     return 0
 
 

@@ -71,3 +71,24 @@ UNSWITCHED = """
 def test_unswitched_steps_are_one_loop_each():
     loops = census.kv_step_loops(census.parse_sass(UNSWITCHED))
     assert [(body[0].address, body[-1].address) for body in loops] == [(0x0, 0x30), (0x40, 0x60)]
+
+
+# A kv step whose score wait is followed by a mask select and a row max before its first exp2.
+SOFTMAX = """
+        /*0000*/                   HGMMA.64x128x16.F32.BF16 R88, gdesc[UR4], RZ, !UPT ;   /* 0x0 */
+        /*0010*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR8], R24 ;        /* 0x0 */
+        /*0020*/                   WARPGROUP.DEPBAR.LE gsb0, 0x1 ;                      /* 0x0 */
+        /*0030*/                   FSEL R88, R88, -INF , !P3 ;                            /* 0x0 */
+        /*0040*/                   FMNMX R4, R88, R89, !PT ;                              /* 0x0 */
+        /*0050*/                   FFMA R10, R88, R2, -R3 ;                              /* 0x0 */
+        /*0060*/                   MUFU.EX2 R10, R10 ;                                   /* 0x0 */
+        /*0070*/                   MUFU.EX2 R11, R11 ;                                   /* 0x0 */
+        /*0080*/              @!P1 BRA 0x0 ;                                             /* 0x0 */
+"""
+
+
+def test_the_path_from_the_score_wait_to_the_first_exp2_is_counted():
+    (body,) = census.kv_step_loops(census.parse_sass(SOFTMAX))
+    assert census.score_wait_to_mufu(body) == 3
+    (plain,) = census.kv_step_loops(census.parse_sass(LISTING))  # its only wait is outside the loop
+    assert census.score_wait_to_mufu(plain) is None
