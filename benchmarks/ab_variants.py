@@ -128,7 +128,8 @@ VARIANTS: dict[str, dict[str, tuple[bool, list[tuple[str, str]]]]] = {
         "static-schedule": (False, [("return p.tile_counter != nullptr;", "return false;")]),
         "diag-no-exp2": (True, [
             ("          s[e] = fast_exp2(exponent);", "          s[e] = exponent;"),
-            ("? fma_exp2(exponent) : fast_exp2(exponent);", "? exponent : exponent;"),
+            ("s[e] = e % kFmaExp2Period == kFmaExp2Period - 1 ? fma_exp2(exponent) : fast_exp2(exponent);",
+             "s[e] = exponent;"),
         ]),
         "diag-no-kv-loads": (True, [_sm90_skip_loads_after_fill("k"), _sm90_skip_loads_after_fill("v")]),
         "diag-no-k-loads": (True, [_sm90_skip_loads_after_fill("k")]),
