@@ -197,10 +197,6 @@ class VariantKernel:
         """The transferred program of D = 128 (and 64)."""
         return self.program().transferred
 
-    @property
-    def kernel_op(self):
-        return find_kernel(self.transferred)
-
     def lowered(self, dtype: str = "bf16", head_dim: int = 128) -> LoweredKernel:
         """The variant's CUDA source for one instance (no compilation)."""
         return self.program(head_dim).lowered(self.spec.name, ((dtype, head_dim),))
