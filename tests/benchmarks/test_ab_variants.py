@@ -22,3 +22,11 @@ def test_every_named_variant_finds_its_text_in_its_kernel():
              for name, (_, substitutions) in variants.items() for old, _ in substitutions
              if old not in (KERNELS_DIR / f"attention_{kernel}.cu").read_text()]
     assert stale == []
+
+
+def test_diag_no_exp2_leaves_no_softmax_exp2_on_either_pipe():
+    """diag-no-exp2 prices the softmax's exp2: both the MUFU's and the FMA pipe's (one in kFmaExp2Period) go."""
+    text = (KERNELS_DIR / "attention_sm90.cu").read_text()
+    for old, new in VARIANTS["sm90"]["diag-no-exp2"][1]:
+        text = text.replace(old, new)
+    assert "fast_exp2(exponent)" not in text and "fma_exp2(exponent)" not in text
