@@ -35,13 +35,16 @@ from cubridge.runtime.variant import build_variant, source_file  # noqa: E402
 # A substitution whose target is absent is skipped; a variant none of whose substitutions applies is an error.
 VARIANTS = {
     "shipped": ((), None, False),
-    # every mask_mod test on partial tiles passes: what the per-score gathers and compares cost
+    # every mask_mod test on partial tiles passes: what the per-score gathers and compares cost (where a mask's
+    # bits are loaded, kMaskBits: what their loads cost, the bounds dropped too)
     "keep-true": ((("static_cast<uint32_t>(keep & (8 * (e >> 2) + (e & 1) < key_limit))",
                     "static_cast<uint32_t>(8 * (e >> 2) + (e & 1) < key_limit)"),
                    ("const bool kept = Policy::keep(tile.batch, tile.head, row_of(e), col_of(e), args);",
-                    "const bool kept = true;")), None, True),
+                    "const bool kept = true;"),
+                   ("kept.bits[w] = words[w];", "kept.bits[w] = ~0u;")), None, True),
     # a mask that loads from tables evaluated after the score GEMM's wait, as other masks are
-    "late-mask": ((("static constexpr bool kMaskLoads = true;", "static constexpr bool kMaskLoads = false;"),),
+    "late-mask": ((("static constexpr bool kMaskLoads = true;", "static constexpr bool kMaskLoads = false;"),
+                   ("static constexpr bool kMaskBits = true;", "static constexpr bool kMaskBits = false;")),
                   None, False),
     # no tile is masked at all (not even the sequence end): what the masked path costs as a whole
     "no-mask": ((("thread_row0, n0, masked, t, kept);", "thread_row0, n0, false, t, kept);"),), None, True),

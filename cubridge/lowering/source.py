@@ -27,6 +27,7 @@ from cubridge.dialect.cuir import DimOp, KernelOp
 from cubridge.diagnostics import CuBridgeError, describe_location, location_of
 from cubridge.lowering.seams import SeamFinder, VariantSeams
 from cubridge.runtime.compiler import KERNELS_DIR
+from cubridge.runtime.kernel_inputs import MASK_BITS, MASK_BITS_RANK
 
 POLICY_MARKER = "// [variant policy]"
 ENTRIES_MARKER = "// [entry points]"
@@ -46,6 +47,7 @@ class ReferenceSource:
     dims: dict[tuple[str, int], str]  # (kernel argument, dimension) of a cuir.dim -> C++
     extra_entry_args: bool  # the entry macro takes the kv tile size after the head dim
     skips_empty_tiles: bool  # its policies' kSkipsEmptyTiles: the claiming role skips tiles that visit no kv tile
+    mask_bits: bool  # its policies' kMaskBits: a masked tile's keep() bits come from the runtime (MASK_BITS)
 
     @property
     def path(self) -> Path:
@@ -76,6 +78,7 @@ REFERENCES = {
         dims=_SHARED_DIMS | {("q", 0): "p.batch", ("k", 0): "p.batch", ("v", 0): "p.batch", ("o", 0): "p.batch"},
         extra_entry_args=False,
         skips_empty_tiles=True,
+        mask_bits=True,
     ),
     "attention_sm80.cu": ReferenceSource(
         file="attention_sm80.cu",
@@ -86,6 +89,7 @@ REFERENCES = {
         dims=_SHARED_DIMS | {(name, 0): "static_cast<int>(gridDim.z)" for name in "qkvo"},
         extra_entry_args=True,
         skips_empty_tiles=False,
+        mask_bits=False,
     ),
 }
 
@@ -107,7 +111,7 @@ class LoweredKernel:
     variant: str
     source: str
     instances: tuple[Instance, ...]
-    args: tuple[tuple[str, str], ...]  # (name, C++ table type), in the Args struct's order
+    args: tuple[tuple[str, str], ...]  # (name, C++ table type), in the Args struct's order (MASK_BITS last, if any)
     schedule: str
     tile_m: int
     block_n: int
@@ -194,6 +198,11 @@ def lower_module(reference: ModuleOp, variant: ModuleOp, name: str = "variant",
     if seams.skip_empty and not source.skips_empty_tiles:
         raise CuBridgeError(f"lower: the kernel skips empty work tiles (skip_empty), which {source.file} has no "
                             "seam for", describe_location(kernel))
+    mask_bits = source.mask_bits and seams.kv_tile is not None and seams.keep is not None
+    if any(name == MASK_BITS for name, _ in seams.args):
+        raise CuBridgeError(f"lower: kernel input '{MASK_BITS}' has the name of the runtime's mask bits; rename the "
+                            "captured tensor", describe_location(kernel))
+    args = (*seams.args, (MASK_BITS, f"Table<uint32_t, {MASK_BITS_RANK}>")) if mask_bits else tuple(seams.args)
     text = source.text()
     chosen = _instances(source, seams, instances)
     variant_name = identifier(name)
@@ -203,7 +212,7 @@ def lower_module(reference: ModuleOp, variant: ModuleOp, name: str = "variant",
     )
     if seams.changed:
         policy = f"{_pascal(variant_name)}Variant"
-        text = _insert_after_marker(text, POLICY_MARKER, render_policy(seams, policy, name))
+        text = _insert_after_marker(text, POLICY_MARKER, render_policy(seams, policy, name, args, mask_bits))
         text = _replace_entries(text, source, entries, policy)
     else:
         entries = ()
@@ -212,7 +221,7 @@ def lower_module(reference: ModuleOp, variant: ModuleOp, name: str = "variant",
         variant=variant_name,
         source=text,
         instances=entries,
-        args=tuple(seams.args),
+        args=args,
         schedule=kernel.schedule.data.value,
         tile_m=kernel.tile_m.value.data,
         block_n=seams.block_n,
@@ -269,17 +278,19 @@ def _function(signature: str, statements, result: str) -> list[str]:
     return [f"  {signature} {{", *body, f"    return {result};", "  }"]
 
 
-def render_policy(seams: VariantSeams, policy: str, variant: str) -> str:
-    """The variant's policy: FullAttention with the members whose CuIR changed overridden."""
+def render_policy(seams: VariantSeams, policy: str, variant: str, args: tuple[tuple[str, str], ...],
+                  mask_bits: bool) -> str:
+    """The variant's policy: FullAttention with the members whose CuIR changed overridden; `args` are its Args
+    tables (the seams' and, with `mask_bits`, the runtime's mask bits)."""
     lines = [
         "",
         f"// The variant '{variant}': {BASE_POLICY} with the members whose CuIR changed, written by cuir-opt --lower",
         "// from the transferred program (a trailing comment names the spec line an op came from).",
         f"struct {policy} : {BASE_POLICY} {{",
     ]
-    if seams.args:
+    if args:
         lines.append("  struct Args {")
-        lines += [f"    {kind} {name};" for name, kind in seams.args]
+        lines += [f"    {kind} {name};" for name, kind in args]
         lines.append("  };")
     if seams.modify_score is not None:
         lines.append("  static constexpr bool kModifiesScores = true;")
@@ -299,6 +310,8 @@ def render_policy(seams: VariantSeams, policy: str, variant: str) -> str:
         lines.append("  struct Columns {")
         lines += [f"    {kind} {name};" for kind, name in seams.mask_columns.fields]
         lines.append("  };")
+    if mask_bits:
+        lines.append("  static constexpr bool kMaskBits = true;")
     if seams.kv_range is not None:
         code, begin, end, full_begin, full_end = seams.kv_range
         lines += [

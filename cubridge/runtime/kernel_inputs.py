@@ -9,8 +9,13 @@
   `full_kv_num_blocks`, `full_kv_indices` likewise the full tiles (no masked entry). Empty tiles are in
   neither list; unused slots hold other tile indices; entries past the sequence ends count as masked.
 
+- mask bits (`MASK_BITS`, Hopper variants whose mask loads tables: policy `kMaskBits`): the mask's keep()
+  results as bits in the consumer threads' fragment order, one block of words per (query tile, kv tile), so
+  that a masked kv step loads its bits instead of gathering and comparing (`fragment_bits` says the layout).
+
 `build_block_lists` materializes the mask tile by tile with torch (vectorized, on the GPU when there is
-one), as FlexAttention's `create_block_mask` does; `GivenBlockLists` holds lists made elsewhere (a BlockMask's);
+one), as FlexAttention's `create_block_mask` does, and packs the bits from the same materialized mask;
+`GivenBlockLists` holds lists made elsewhere (a BlockMask's), beside which `build_mask_bits` makes the bits;
 `tile_order` makes from the lists the order in which a Hopper block-list variant claims its work tiles.
 """
 
@@ -25,11 +30,14 @@ NUM_BLOCKS, INDICES = "kv_num_blocks", "kv_indices"
 FULL_NUM_BLOCKS, FULL_INDICES = "full_kv_num_blocks", "full_kv_indices"
 # Kernel inputs and their ranks, in argument order.
 TABLES = {NUM_BLOCKS: 3, INDICES: 4, FULL_NUM_BLOCKS: 3, FULL_INDICES: 4}
+# The mask's bits (`fragment_bits`): uint32 words [mask's B or 1, mask's HQ or 1, QT, KT, words a tile].
+MASK_BITS = "mask_bits"
+MASK_BITS_RANK = 5
 
 
-# What a partial kv tile (mask code) costs against a full one in the Hopper kernel's step: 804 against 503
-# instructions (docs/performance.md, run 121's census).
-PARTIAL_TILE_COST = 1.6
+# What a partial kv tile (its mask bits loaded and selected) costs against a full one in the Hopper kernel's
+# step: 613 against 463 instructions (docs/performance.md, run 147's census).
+PARTIAL_TILE_COST = 1.3
 
 
 def tile_order(num_blocks: torch.Tensor, full_num_blocks: torch.Tensor, head_chunk: int) -> torch.Tensor:
@@ -93,18 +101,20 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def classify_kv_tiles(
+def dense_keep(
     mask_mod: Callable,
     shape: tuple[int, int, int, int],
     block_m: int,
     block_n: int,
     device: str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(partial, full) bool [B, HQ, QT, KT] for `mask_mod` and (B, HQ, SQ, SKV) = `shape`.
+    """(keep, rows): `mask_mod` materialized for (B, HQ, SQ, SKV) = `shape` over whole tiles, bool
+    [Pb, Ph, QT * block_m, KT * block_n] at the mask's own broadcast planes (Pb = B where it reads b, else 1; Ph
+    likewise for h), False for keys past SKV; and [1, 1, QT * block_m, 1], True for rows before SQ (the rows
+    past it hold their clamped last row's values).
 
-    `mask_mod` gets index tensors on `device` (default: the GPU when there is one),
-    so the tensors it reads must live there too (see `AttentionSpec.mask_on`).
-    """
+    `mask_mod` gets index tensors on `device` (default: the GPU when there is one), so the tensors it reads
+    must live there too (see `AttentionSpec.mask_on`)."""
     batch, heads, seqlen_q, seqlen_kv = shape
     device = device or default_device()
     q_tiles, kv_tiles = -(-seqlen_q // block_m), -(-seqlen_kv // block_n)
@@ -112,17 +122,97 @@ def classify_kv_tiles(
     h = torch.arange(heads, device=device).view(1, -1, 1, 1)
     q = torch.arange(q_tiles * block_m, device=device).view(1, 1, -1, 1)
     kv = torch.arange(kv_tiles * block_n, device=device).view(1, 1, 1, -1)
-    rows, columns = q < seqlen_q, kv < seqlen_kv
     keep = torch.as_tensor(mask_mod(b, h, q.clamp(max=seqlen_q - 1), kv.clamp(max=seqlen_kv - 1))).to(device)
-    # reduce at the mask's own broadcast shape (a mask that reads neither b nor h is one [Q, KV] plane), then
-    # expand: materializing [B, H, Q, KV] would take B * H times the memory
+    # the mask's own broadcast shape (a mask that reads neither b nor h is one [Q, KV] plane): materializing
+    # [B, H, Q, KV] would take B * H times the memory
     planes = (keep.shape[0] if keep.dim() == 4 else 1, keep.shape[1] if keep.dim() == 4 else 1)
-    keep = keep.expand(*planes, q.shape[2], kv.shape[3]) & columns
+    keep = keep.expand(*planes, q.shape[2], kv.shape[3]) & (kv < seqlen_kv)
+    return keep, q < seqlen_q
+
+
+def classify_kv_tiles(
+    mask_mod: Callable,
+    shape: tuple[int, int, int, int],
+    block_m: int,
+    block_n: int,
+    device: str | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(partial, full) bool [B, HQ, QT, KT] for `mask_mod` and (B, HQ, SQ, SKV) = `shape` (`dense_keep` says
+    where `mask_mod` runs)."""
+    return _classified(*dense_keep(mask_mod, shape, block_m, block_n, device), shape, block_m, block_n)
+
+
+def _classified(keep: torch.Tensor, rows: torch.Tensor, shape: tuple[int, int, int, int], block_m: int,
+                block_n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(partial, full) [B, HQ, QT, KT] from `dense_keep`'s (keep, rows): reduced at the mask's planes, then
+    expanded."""
+    planes, q_tiles, kv_tiles = keep.shape[:2], keep.shape[2] // block_m, keep.shape[3] // block_n
     tiles = (*planes, q_tiles, block_m, kv_tiles, block_n)
     kept = (keep & rows).view(tiles).any(dim=5).any(dim=3)
     full = (keep | ~rows).view(tiles).all(dim=5).all(dim=3)
-    shape = (batch, heads, q_tiles, kv_tiles)
+    shape = (shape[0], shape[1], q_tiles, kv_tiles)
     return (kept & ~full).expand(shape), full.expand(shape)
+
+
+# The Hopper consumers' score fragments (kernels/attention_sm90.cu): two warp groups of four warps take 64 rows
+# each, 16 a warp; lane 4 g + t holds rows g and g + 8 of its warp's 16, and in every 8 keys of the tile the
+# keys 2 t and 2 t + 1. Fragment element e = 4 c + 2 r + i of a thread is row 8 r + g, key 8 c + 2 t + i.
+FRAGMENT_GROUPS, FRAGMENT_WARPS, FRAGMENT_QUADS, FRAGMENT_QUAD_LANES = 2, 4, 8, 4
+FRAGMENT_THREADS = FRAGMENT_GROUPS * FRAGMENT_WARPS * FRAGMENT_QUADS * FRAGMENT_QUAD_LANES
+
+
+def fragment_words(block_n: int) -> int:
+    """uint32 words of mask bits per consumer thread and tile: one bit per fragment element, block_n / 2."""
+    return -(-block_n // 64)
+
+
+def fragment_bits(keep: torch.Tensor, block_m: int, block_n: int) -> torch.Tensor:
+    """`dense_keep`'s keep as the Hopper kernel's mask bits: int32 (the kernel reads uint32) [Pb, Ph, QT, KT,
+    FRAGMENT_THREADS * words], contiguous. The words of tile (q_tile, kv_tile) are thread-major: consumer thread
+    x (warp group * 128 + thread in the group) holds words x * W .. x * W + W - 1 (W = `fragment_words`), and
+    bit e % 32 of its word e / 32 is its fragment element e (FRAGMENT_* above). Made without a host
+    synchronization (also inside a CUDA graph capture); an eighth of the memory of `keep`."""
+    if block_m != FRAGMENT_GROUPS * FRAGMENT_WARPS * 2 * FRAGMENT_QUADS or block_n % 8:
+        raise ValueError(f"mask bits take 128-row query tiles and kv tiles of a multiple of 8 keys; got "
+                         f"{block_m} x {block_n}")
+    planes, q_tiles, kv_tiles = keep.shape[:2], keep.shape[2] // block_m, keep.shape[3] // block_n
+    words = fragment_words(block_n)
+    # rows: (q tile, group, warp, r, g); keys: (kv tile, c, t, i)
+    tiles = keep.view(*planes, q_tiles, FRAGMENT_GROUPS, FRAGMENT_WARPS, 2, FRAGMENT_QUADS,
+                      kv_tiles, block_n // 8, FRAGMENT_QUAD_LANES, 2)
+    # -> (q tile, kv tile, group, warp, g, t | c, r, i): a thread's elements in fragment order
+    elements = tiles.permute(0, 1, 2, 7, 3, 4, 6, 9, 8, 5, 10).reshape(
+        *planes, q_tiles, kv_tiles, FRAGMENT_THREADS, block_n // 2)
+    elements = torch.nn.functional.pad(elements.to(torch.uint8), (0, 32 * words - block_n // 2))
+    # made on the device (a tensor from host values would be a copy, which a CUDA graph capture refuses)
+    shifts = torch.arange(8, dtype=torch.uint8, device=keep.device)
+    octets = (elements.view(*elements.shape[:-1], 4 * words, 8) << shifts).sum(dim=-1, dtype=torch.uint8)
+    return octets.view(torch.int32).reshape(*planes, q_tiles, kv_tiles, FRAGMENT_THREADS * words)
+
+
+def mask_bits_shape(planes: tuple[int, int], shape: tuple[int, int, int, int], block_m: int,
+                    block_n: int) -> tuple[int, ...]:
+    """The shape of `fragment_bits` for a mask of broadcast `planes` and (B, HQ, SQ, SKV) = `shape`."""
+    return (*planes, -(-shape[2] // block_m), -(-shape[3] // block_n), FRAGMENT_THREADS * fragment_words(block_n))
+
+
+def mask_planes(mask_mod: Callable, shape: tuple[int, int, int, int], device: str | None = None) -> tuple[int, int]:
+    """(Pb, Ph): the broadcast planes of `mask_mod`'s values over (B, HQ) (B where it reads b, else 1; HQ
+    likewise for h), from one evaluation at query and key 0."""
+    batch, heads = shape[:2]
+    device = device or default_device()
+    zero = torch.zeros(1, 1, 1, 1, dtype=torch.int64, device=device)
+    keep = torch.as_tensor(mask_mod(torch.arange(batch, device=device).view(-1, 1, 1, 1),
+                                    torch.arange(heads, device=device).view(1, -1, 1, 1), zero, zero))
+    return (keep.shape[0], keep.shape[1]) if keep.dim() == 4 else (1, 1)
+
+
+def build_mask_bits(mask_mod: Callable, shape: tuple[int, int, int, int], block_m: int, block_n: int,
+                    device: str | None = None) -> torch.Tensor:
+    """`fragment_bits` of `mask_mod` for (B, HQ, SQ, SKV) = `shape`, where it was built (`dense_keep` says
+    where `mask_mod` runs): the bits beside block lists made elsewhere."""
+    keep, _ = dense_keep(mask_mod, shape, block_m, block_n, device)
+    return fragment_bits(keep, block_m, block_n)
 
 
 def block_list_shapes(shape: tuple[int, int, int, int], block_m: int, block_n: int) -> dict[str, tuple[int, ...]]:
@@ -140,10 +230,13 @@ def build_block_lists(
     block_n: int,
     device: str | None = None,
     keep_on_device: bool = False,
+    mask_bits: bool = False,
 ) -> dict[str, torch.Tensor]:
     """The four int32 tables (by kernel input name) for `mask_mod` and (B, HQ, SQ, SKV) = `shape`, contiguous,
-    on the CPU (or, with `keep_on_device`, where they were built)."""
-    partial, full = classify_kv_tiles(mask_mod, shape, block_m, block_n, device)
+    on the CPU (or, with `keep_on_device`, where they were built); with `mask_bits`, the mask's bits
+    (`fragment_bits`) too, under MASK_BITS."""
+    keep, rows = dense_keep(mask_mod, shape, block_m, block_n, device)
+    partial, full = _classified(keep, rows, shape, block_m, block_n)
     num_partial, partial_indices = _ascending(partial)
     num_full, full_indices = _ascending(full)
     tables = {
@@ -152,5 +245,7 @@ def build_block_lists(
         FULL_NUM_BLOCKS: num_full,
         FULL_INDICES: full_indices,
     }
+    if mask_bits:
+        tables[MASK_BITS] = fragment_bits(keep, block_m, block_n)
     target = None if keep_on_device else "cpu"
     return {name: t.to(device=target, dtype=torch.int32).contiguous() for name, t in tables.items()}

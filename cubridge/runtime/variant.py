@@ -42,8 +42,9 @@ from cubridge.runtime.attention import (DTYPE_NAMES, AttentionLaunch, Sm80Launch
 from cubridge.runtime.compiler import KERNELS_DIR, CompiledKernel, cache_dir, compile_cubin
 from cubridge.runtime.driver import current_stream, load_function, stream_capturing
 from cubridge.runtime.errors import InvalidInputError, UnsupportedArchError
-from cubridge.runtime.kernel_inputs import (FULL_NUM_BLOCKS, NUM_BLOCKS, TABLES, GivenBlockLists, block_list_shapes,
-                                            build_block_lists, captured_table, tile_order)
+from cubridge.runtime.kernel_inputs import (FULL_NUM_BLOCKS, MASK_BITS, NUM_BLOCKS, TABLES, GivenBlockLists,
+                                            block_list_shapes, build_block_lists, build_mask_bits, captured_table,
+                                            mask_bits_shape, mask_planes, tile_order)
 
 # Where each reference's CuIR comes from: the lift of its CUDA source (`cuir-opt --lift=ENTRY`), one entry point
 # per kv tile size (keys). Head dims that share a kv tile share one transferred program, which the lowering
@@ -58,7 +59,8 @@ REFERENCE_NAMES = ("sm90", "sm80")
 # Problem shapes whose block lists and tables a variant keeps (the latest made): a model that calls one
 # variant on a few shapes in turn does not rebuild its lists at each call. Per shape only the latest captured
 # tensors' lists are kept (new values replace them), so memory grows with the shapes, not with the calls:
-# 16k tokens x 32 heads in 128 x 128 tiles take 4 MiB.
+# 16k tokens x 32 heads in 128 x 128 tiles take 4 MiB, and a Hopper kernel's mask bits S^2 / 8 bytes a plane
+# of the mask (32 MiB at S = 16k for a mask that reads neither b nor h).
 KEPT_SHAPES = 8
 _TRANSFER_LOCK = threading.Lock()  # programs are lifted and transferred once, also when instances compile in threads
 # Transferred programs by (reference, kv tile, spec name and path, spec identity, verify), the latest
@@ -138,12 +140,13 @@ def _table_struct(args: tuple[tuple[str, str], ...]) -> type[ctypes.Structure]:
 class VariantPlan:
     """A variant's launch for one problem layout (see VariantKernel.launch): the kernel's launch plan, and the
     Args tables in Args order, each (name, index of the captured tensor in the spec's captures; -1 for a block
-    list)."""
+    list or the mask bits)."""
 
     kernel: AttentionLaunch
     sources: tuple[tuple[str, int], ...]
     has_block_lists: bool
     uses_given_lists: bool  # the given lists (a BlockMask's) describe the problem in the kernel's tiles
+    mask_bits: bool  # the kernel takes the mask's bits (MASK_BITS: kMaskBits)
     shape: tuple[int, int, int, int]  # (B, HQ, SQ, SKV)
     lowered: LoweredKernel
     reads_capture_state: bool  # tables or a tile counter, made differently while a CUDA graph is captured
@@ -165,7 +168,8 @@ class VariantKernel:
     _programs: dict[int, TransferredProgram] = field(default_factory=dict)  # by kv tile
     _instances: dict[tuple[str, int], tuple[LoweredKernel, CompiledKernel]] = field(default_factory=dict)
     _plans: dict[tuple, VariantPlan] = field(default_factory=dict)
-    # (shape, tile, device) -> (capture states, captured tensors, block lists), oldest first
+    # (shape, tile, device, bits) -> (capture states, captured tensors, block lists (and the mask's bits where the
+    # kernel takes them) or, for bits = MASK_BITS, the bits beside given lists), oldest first
     _block_lists: dict[tuple, tuple] = field(default_factory=dict)
     _table_copies: dict[str, tuple] = field(default_factory=dict)
     # id(plan) -> (plan, given lists, capture states, captured tensors, tables, tile order), oldest first
@@ -282,8 +286,13 @@ class VariantKernel:
         list_shapes = ({name: (*shape[:2], *t.shape[2:]) for name, t in zip(TABLES, given.lists)} if uses_given_lists
                        else block_list_shapes(shape, lowered.tile_m, lowered.block_n))
         capture_names = list(self.spec.captures)
+        mask_bits = any(name == MASK_BITS for name, _ in lowered.args)
+        if mask_bits:
+            planes = mask_planes(_with_captures(self.spec, dict(zip(capture_names, captures))).mask_on(q.device),
+                                 shape, q.device)
+            list_shapes = {**list_shapes, MASK_BITS: mask_bits_shape(planes, shape, lowered.tile_m, lowered.block_n)}
         args = _table_struct(lowered.args)()
-        sources = [(name, -1 if name in TABLES else capture_names.index(name)) for name, _ in lowered.args]
+        sources = [(name, -1 if name in list_shapes else capture_names.index(name)) for name, _ in lowered.args]
         for name, index in sources:
             getattr(args, f"{name}_dims")[:] = list(list_shapes[name] if index < 0 else captures[index].shape)
         fields = tuple(f"{name}_data" for name, _ in lowered.args)
@@ -300,7 +309,7 @@ class VariantKernel:
                                 device_index)
         has_block_lists = any(index < 0 for _, index in sources)
         chunk = kernel.params.head_chunk if lowered.takes_tile_order and has_block_lists else None
-        return VariantPlan(kernel, tuple(sources), has_block_lists, uses_given_lists, shape, lowered,
+        return VariantPlan(kernel, tuple(sources), has_block_lists, uses_given_lists, mask_bits, shape, lowered,
                            bool(sources) or kernel.dynamic, chunk)
 
     def _check_arch(self, capability: tuple[int, int]) -> None:
@@ -326,6 +335,8 @@ class VariantKernel:
         lists = None
         if plan.uses_given_lists:
             lists = self._given_tables(plan, given, capturing)
+            if plan.mask_bits:
+                lists = {**lists, MASK_BITS: self._given_mask_bits(plan, captures, states, capturing)}
         elif plan.has_block_lists:
             lists = self._block_list_tables(plan, captures, states, capturing)
         tables = tuple([lists[name] if index < 0 else self._table_copy(name, captures[index], device, capturing)
@@ -370,7 +381,7 @@ class VariantKernel:
         and data pointers), built again only when one of the tensors changed: the entry keeps the tensors, so
         their ids stay theirs. Lists are kept for the last KEPT_SHAPES shapes built; head dims with other kv tiles
         (sm90: 192 keys at D = 64) have other lists for the same shape."""
-        key = (plan.shape, (plan.lowered.tile_m, plan.lowered.block_n), plan.kernel.device)
+        key = (plan.shape, (plan.lowered.tile_m, plan.lowered.block_n), plan.kernel.device, plan.mask_bits)
         # while a CUDA graph is captured, the lists are built inside it: a replay rebuilds them from the
         # captured tensors' values at that time (a list cached before the capture would be frozen into it)
         cached = None if capturing else self._block_lists.get(key)
@@ -379,10 +390,25 @@ class VariantKernel:
         spec = _with_captures(self.spec, dict(zip(self.spec.captures, captures)))
         device = plan.kernel.device
         tables = build_block_lists(spec.mask_on(device), plan.shape, plan.lowered.tile_m, plan.lowered.block_n,
-                                   device, keep_on_device=True)
+                                   device, keep_on_device=True, mask_bits=plan.mask_bits)
         if not capturing:
             _keep_recent(self._block_lists, key, (states, captures, tables))
         return tables
+
+    def _given_mask_bits(self, plan: VariantPlan, captures: list[torch.Tensor], states: tuple,
+                         capturing: bool) -> torch.Tensor:
+        """The mask's bits beside given lists, for the plan's shape and these captured tensors, kept and made again
+        as `_block_list_tables` keeps and makes lists."""
+        key = (plan.shape, (plan.lowered.tile_m, plan.lowered.block_n), plan.kernel.device, MASK_BITS)
+        cached = None if capturing else self._block_lists.get(key)
+        if cached is not None and cached[0] == states:
+            return cached[2]
+        spec = _with_captures(self.spec, dict(zip(self.spec.captures, captures)))
+        device = plan.kernel.device
+        bits = build_mask_bits(spec.mask_on(device), plan.shape, plan.lowered.tile_m, plan.lowered.block_n, device)
+        if not capturing:
+            _keep_recent(self._block_lists, key, (states, captures, bits))
+        return bits
 
 
 def _keep_recent(entries: dict, key, value, limit: int = KEPT_SHAPES) -> None:

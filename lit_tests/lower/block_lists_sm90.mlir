@@ -6,7 +6,9 @@
 // once per key, read by keep() as columns.<name>; the five-argument keep() composes the two. The partial tiles
 // come first, so the Hopper consumer unswitches its mask test (kUnswitchedMask: masked, then mask-free loops).
 // The kernel skips the work tiles whose lists are both empty (skip_empty): its producer claims past them; and
-// its tiles are claimed in the order the host makes from the lists (kHostTileOrder: longest first).
+// its tiles are claimed in the order the host makes from the lists (kHostTileOrder: longest first). Its mask
+// loads tables, so the Hopper kernel loads a masked tile's keep() bits, which the runtime computes from the mask
+// (kMaskBits: the mask_bits table last in Args); keep() stays the definition.
 
 // CHECK:      struct DocumentMaskVariant : FullAttention {
 // CHECK-NEXT:   struct Args {
@@ -15,6 +17,7 @@
 // CHECK-NEXT:     Table<int, 4> kv_indices;
 // CHECK-NEXT:     Table<int, 3> full_kv_num_blocks;
 // CHECK-NEXT:     Table<int, 4> full_kv_indices;
+// CHECK-NEXT:     Table<uint32_t, 5> mask_bits;
 // CHECK-NEXT:   };
 // CHECK-NEXT:   static constexpr bool kMaskLoads = true;
 // CHECK-NEXT:   static constexpr bool kUnswitchedMask = true;
@@ -24,6 +27,7 @@
 // CHECK-NEXT:   struct Columns {
 // CHECK-NEXT:     int [[KEY:v[0-9]*]];
 // CHECK-NEXT:   };
+// CHECK-NEXT:   static constexpr bool kMaskBits = true;
 // CHECK:        const int num_partial = static_cast<int>(v{{[0-9]*}});
 // CHECK:        return KvRange{0, kv_hi, num_partial, num_visited};
 // CHECK:        __device__ static int kv_tile(const AttentionParams& p, const Args& args, const WorkTile& tile, int position) {

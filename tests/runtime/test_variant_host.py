@@ -72,13 +72,15 @@ def test_block_lists_are_cached_per_kv_tile():
 
     def plan(head_dim):
         lowered = kernel.lowered("bf16", head_dim)
-        return SimpleNamespace(shape=shape, lowered=lowered, kernel=SimpleNamespace(device=torch.device("cpu")))
+        return SimpleNamespace(shape=shape, lowered=lowered, kernel=SimpleNamespace(device=torch.device("cpu")),
+                               mask_bits=True)
 
     states = ((id(ids), ids._version, ids.data_ptr()),)
     for head_dim, block_n in ((128, 128), (64, 192), (128, 128)):
         lists = kernel._block_list_tables(plan(head_dim), [ids], states, capturing=False)
         assert lists["kv_indices"].shape[-1] == -(-500 // block_n)
         assert lists["kv_num_blocks"].shape == (1, 2, 4)
+        assert lists["mask_bits"].shape == (1, 1, 4, -(-500 // block_n), 256 * -(-block_n // 64))
 
 
 def test_sm90_variants_come_from_the_lifts_one_program_per_kv_tile():

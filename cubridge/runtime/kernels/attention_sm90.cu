@@ -91,9 +91,10 @@ constexpr int kProbRegs = kBlockN<kHeadDim> / 4;   // packed 16-bit probabilitie
 // D = 64: the MUFU is a kv step's busiest unit (96 exp2 a thread, 8 cycles a warp each: 1568 cycles a step per SM
 // sub-partition against 1536 of tensor-core work); one in twelve gains 3.0-3.7%, 6, 8, 16 or 24 less (runs 123-124).
 // D = 128 and 256: the MUFU idles half the step, yet one in 32 gains 0.3-1.4% (on the path from the S wait to the
-// GEMM issue), but not beside a mask's table loads (-0.8%); 8, 16, 64 lose (runs 139-141, 140 and 143 at D = 256).
+// GEMM issue), but not beside a mask's table loads (-0.8%) or loaded bits (-0.6-1%); 8, 16, 64 lose (runs 139-141,
+// 140 and 143 at D = 256, 147).
 template <int kHeadDim, typename Policy>
-constexpr int kFmaExp2Period = kHeadDim == 64 ? 12 : Policy::kMaskLoads ? 0 : 32;
+constexpr int kFmaExp2Period = kHeadDim == 64 ? 12 : Policy::kMaskLoads || Policy::kMaskBits ? 0 : 32;
 constexpr float kNegInf = -__builtin_huge_valf();
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -352,9 +353,10 @@ struct RowState {
 __device__ __forceinline__ int fragment_row(int row0, int e) { return row0 + 8 * ((e >> 1) & 1); }
 __device__ __forceinline__ int fragment_col(int n0, int t, int e) { return n0 + 8 * (e >> 2) + 2 * t + (e & 1); }
 
-// The keep() results of a policy whose mask loads from tables (Policy::kMaskLoads), one bit per score of this
-// thread's fragment (set: kept, and before seqlen_k). The consumer evaluates them at the top of a tile's step,
-// ahead of its mbarrier waits and GEMMs, from key columns loaded during the step before (LaneColumns).
+// The keep() results of a policy whose mask loads from tables (Policy::kMaskLoads) or comes as bits
+// (Policy::kMaskBits), one bit per score of this thread's fragment (set: kept, and before seqlen_k). The consumer
+// takes them at the top of a tile's step, ahead of its mbarrier waits and GEMMs: evaluated from key columns
+// loaded during the step before (LaneColumns), or the bits themselves, loaded then.
 template <int kCount>
 struct KeptScores {
   uint32_t bits[(kCount + 31) / 32];
@@ -410,6 +412,29 @@ __device__ __forceinline__ KeptScores<kCount> kept_scores(const AttentionParams&
   return kept;
 }
 
+// A work tile's keep() bits as the runtime computed them (Policy::kMaskBits; kernel_inputs.fragment_bits says
+// the layout: the bounds are in them too): this consumer thread's words of kv tile 0, in the plane of the tile's
+// batch entry and head (one plane where the mask reads neither); kv tile j's lie j * mask_bits.dims[4] words on.
+template <typename Policy, int kCount>
+__device__ __forceinline__ const uint32_t* thread_mask_bits(const typename Policy::Args& args, const WorkTile& tile,
+                                                            int consumer_thread) {
+  const auto& bits = args.mask_bits;
+  const int b = bits.dims[0] == 1 ? 0 : tile.batch;
+  const int h = bits.dims[1] == 1 ? 0 : tile.head;
+  const int64_t first_tile = ((static_cast<int64_t>(b) * bits.dims[1] + h) * bits.dims[2] + tile.q_tile) * bits.dims[3];
+  return bits.data + first_tile * bits.dims[4] + consumer_thread * ((kCount + 31) / 32);
+}
+
+// This thread's keep() bits of kv tile `kv_tile` (thread_bits: thread_mask_bits; tile_words: mask_bits.dims[4]).
+template <int kCount>
+__device__ __forceinline__ KeptScores<kCount> loaded_bits(const uint32_t* thread_bits, int kv_tile, int tile_words) {
+  const uint32_t* __restrict__ words = thread_bits + static_cast<int64_t>(kv_tile) * tile_words;
+  KeptScores<kCount> kept;
+#pragma unroll
+  for (int w = 0; w < (kCount + 31) / 32; ++w) kept.bits[w] = words[w];
+  return kept;
+}
+
 // The variant's scores of one kv tile starting at key n0, for the rows row0 and row0 + 8 of this thread:
 // modify_score on every tile (after the scale, when kScaled; a position bias reassociated), then, only where
 // `masked`, -inf for the keys past seqlen_k and those mask_mod drops (from `kept` where the mask loads tables).
@@ -437,7 +462,7 @@ __device__ __forceinline__ void score_tile(float (&s)[kCount], const AttentionPa
     for (int e = 0; e < kCount; ++e) s[e] *= p.scale;
   }
   if (!masked) return;
-  if constexpr (Policy::kMaskLoads) {
+  if constexpr (Policy::kMaskLoads || Policy::kMaskBits) {
 #pragma unroll
     for (int e = 0; e < kCount; ++e)
       if (!((kept.bits[e / 32] >> (e % 32)) & 1u)) s[e] = kNegInf;
@@ -637,31 +662,51 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
     // GEMMs run (`ahead`, of position `ahead_position`; loaded here when they are another position's). With the
     // loads after the score GEMM and the bits computed there, the loads' latency made ptxas place the S wait
     // before the shuffles and compares that follow them (runs 114-115: +3-8% on document masks).
+    // Policies with mask bits (kMaskBits) load the bits themselves the same way, a step ahead.
     LaneColumns<Policy, kScoreRegs<kHeadDim>> ahead = {};
+    KeptScores<kScoreRegs<kHeadDim>> ahead_bits = {};
     int ahead_position = -1;
+    const uint32_t* thread_bits = nullptr;
+    if constexpr (Policy::kMaskBits) {
+      const int consumer_thread = group * kWarpGroupThreads + thread_in_group;
+      thread_bits = thread_mask_bits<Policy, kScoreRegs<kHeadDim>>(args, tile, consumer_thread);
+    }
     auto kept_ahead = [&](bool masked, int n0, int j) {
       KeptScores<kScoreRegs<kHeadDim>> kept = {};
-      if constexpr (Policy::kMaskLoads)
+      if constexpr (Policy::kMaskBits) {
+        if (masked) {
+          if (ahead_position != j)
+            ahead_bits = loaded_bits<kScoreRegs<kHeadDim>>(thread_bits, n0 / kBlockKv, args.mask_bits.dims[4]);
+          kept = ahead_bits;
+        }
+      } else if constexpr (Policy::kMaskLoads) {
         if (masked) {
           if (ahead_position != j) ahead = lane_columns<Policy, kScoreRegs<kHeadDim>>(args, tile, n0);
           kept = kept_scores<Policy, kScoreRegs<kHeadDim>>(p, args, tile, thread_row0, n0, t, ahead);
         }
+      }
       return kept;
     };
     // The first key of position j + 1, looked up at the top of a masked step j, and its key columns loaded after
     // the step's GEMMs are issued.
     auto next_first_key = [&](bool masked, int j) {
       int next_n0 = 0;
-      if constexpr (Policy::kMaskLoads)
+      if constexpr (Policy::kMaskLoads || Policy::kMaskBits)
         if (masked) next_n0 = first_key(j + 1);
       return next_n0;
     };
     auto load_ahead = [&](bool masked, int next_n0, int j) {
-      if constexpr (Policy::kMaskLoads)
+      if constexpr (Policy::kMaskBits) {
+        if (masked) {
+          ahead_bits = loaded_bits<kScoreRegs<kHeadDim>>(thread_bits, next_n0 / kBlockKv, args.mask_bits.dims[4]);
+          ahead_position = j + 1;
+        }
+      } else if constexpr (Policy::kMaskLoads) {
         if (masked) {
           ahead = lane_columns<Policy, kScoreRegs<kHeadDim>>(args, tile, next_n0);
           ahead_position = j + 1;
         }
+      }
     };
 #pragma unroll
     for (int e = 0; e < kHeadDim / 2; ++e) o[e] = 0.f;

@@ -107,6 +107,11 @@ struct FullAttention {
   // tile, each lane for a few keys, and shuffles them to the scores that need them.
   static constexpr bool kMaskColumns = false;
   struct Columns {};
+  // Whether a masked tile's keep() results come as bits the runtime computed from the mask (Args::mask_bits, a
+  // Table<uint32_t, 5>: kernel_inputs.fragment_bits), which the Hopper kernel loads a step ahead instead of
+  // evaluating keep(): set for block lists (masks the symbolic analysis cannot bound, whose keep() is costly
+  // per score). keep() stays the definition (the lift reads the flag as false; the Ampere kernel evaluates it).
+  static constexpr bool kMaskBits = false;
 
   // The kv tiles that rows [q_first, q_last] of `tile` visit, in every role. A kernel that peels the first
   // position needs end > begin, unless kSkipsEmptyTiles keeps every role off the tiles where end == begin.
