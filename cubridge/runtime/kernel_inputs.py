@@ -125,9 +125,13 @@ def dense_keep(
     keep = torch.as_tensor(mask_mod(b, h, q.clamp(max=seqlen_q - 1), kv.clamp(max=seqlen_kv - 1))).to(device)
     # the mask's own broadcast shape (a mask that reads neither b nor h is one [Q, KV] plane): materializing
     # [B, H, Q, KV] would take B * H times the memory
-    planes = (keep.shape[0] if keep.dim() == 4 else 1, keep.shape[1] if keep.dim() == 4 else 1)
-    keep = keep.expand(*planes, q.shape[2], kv.shape[3]) & (kv < seqlen_kv)
+    keep = keep.expand(*_planes(keep), q.shape[2], kv.shape[3]) & (kv < seqlen_kv)
     return keep, q < seqlen_q
+
+
+def _planes(keep: torch.Tensor) -> tuple[int, int]:
+    """The (b, h) broadcast dims of a mask's values (1 for an index the mask does not read)."""
+    return (keep.shape[0], keep.shape[1]) if keep.dim() == 4 else (1, 1)
 
 
 def classify_kv_tiles(
@@ -202,9 +206,8 @@ def mask_planes(mask_mod: Callable, shape: tuple[int, int, int, int], device: st
     batch, heads = shape[:2]
     device = device or default_device()
     zero = torch.zeros(1, 1, 1, 1, dtype=torch.int64, device=device)
-    keep = torch.as_tensor(mask_mod(torch.arange(batch, device=device).view(-1, 1, 1, 1),
-                                    torch.arange(heads, device=device).view(1, -1, 1, 1), zero, zero))
-    return (keep.shape[0], keep.shape[1]) if keep.dim() == 4 else (1, 1)
+    return _planes(torch.as_tensor(mask_mod(torch.arange(batch, device=device).view(-1, 1, 1, 1),
+                                            torch.arange(heads, device=device).view(1, -1, 1, 1), zero, zero)))
 
 
 def build_mask_bits(mask_mod: Callable, shape: tuple[int, int, int, int], block_m: int, block_n: int,
