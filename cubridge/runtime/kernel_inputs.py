@@ -9,9 +9,9 @@
   `full_kv_num_blocks`, `full_kv_indices` likewise the full tiles (no masked entry). Empty tiles are in
   neither list; unused slots hold other tile indices; entries past the sequence ends count as masked.
 
-- mask bits (`MASK_BITS`, Hopper variants whose mask loads tables: policy `kMaskBits`): the mask's keep()
+- mask bits (`MASK_BITS`, Hopper variants with block lists: policy `kMaskBits`): the mask's keep()
   results as bits in the consumer threads' fragment order, one block of words per (query tile, kv tile), so
-  that a masked kv step loads its bits instead of gathering and comparing (`fragment_bits` says the layout).
+  that a masked kv step loads its bits instead of evaluating keep() (`fragment_bits` says the layout).
 
 `build_block_lists` materializes the mask tile by tile with torch (vectorized, on the GPU when there is
 one), as FlexAttention's `create_block_mask` does, and packs the bits from the same materialized mask;

@@ -421,7 +421,8 @@ __device__ __forceinline__ const uint32_t* thread_mask_bits(const typename Polic
   const auto& bits = args.mask_bits;
   const int b = bits.dims[0] == 1 ? 0 : tile.batch;
   const int h = bits.dims[1] == 1 ? 0 : tile.head;
-  const int64_t first_tile = ((static_cast<int64_t>(b) * bits.dims[1] + h) * bits.dims[2] + tile.q_tile) * bits.dims[3];
+  const int64_t plane = static_cast<int64_t>(b) * bits.dims[1] + h;
+  const int64_t first_tile = (plane * bits.dims[2] + tile.q_tile) * bits.dims[3];
   return bits.data + first_tile * bits.dims[4] + consumer_thread * ((kCount + 31) / 32);
 }
 
@@ -437,7 +438,8 @@ __device__ __forceinline__ KeptScores<kCount> loaded_bits(const uint32_t* thread
 
 // The variant's scores of one kv tile starting at key n0, for the rows row0 and row0 + 8 of this thread:
 // modify_score on every tile (after the scale, when kScaled; a position bias reassociated), then, only where
-// `masked`, -inf for the keys past seqlen_k and those mask_mod drops (from `kept` where the mask loads tables).
+// `masked`, -inf for the keys past seqlen_k and those mask_mod drops (from `kept` where the mask loads tables or
+// comes as bits).
 template <typename Policy, bool kScaled, int kCount>
 __device__ __forceinline__ void score_tile(float (&s)[kCount], const AttentionParams& p,
                                            const typename Policy::Args& args, const WorkTile& tile, int row0,
