@@ -377,38 +377,43 @@ class VariantKernel:
 
     def _block_list_tables(self, plan: VariantPlan, captures: list[torch.Tensor], states: tuple,
                            capturing: bool) -> dict[str, torch.Tensor]:
-        """The kernel's block lists for the plan's shape and these captured tensors (`states`: their ids, versions
-        and data pointers), built again only when one of the tensors changed: the entry keeps the tensors, so
-        their ids stay theirs. Lists are kept for the last KEPT_SHAPES shapes built; head dims with other kv tiles
-        (sm90: 192 keys at D = 64) have other lists for the same shape."""
-        key = (plan.shape, (plan.lowered.tile_m, plan.lowered.block_n), plan.kernel.device, plan.mask_bits)
-        # while a CUDA graph is captured, the lists are built inside it: a replay rebuilds them from the
-        # captured tensors' values at that time (a list cached before the capture would be frozen into it)
-        cached = None if capturing else self._block_lists.get(key)
-        if cached is not None and cached[0] == states:
-            return cached[2]
-        spec = _with_captures(self.spec, dict(zip(self.spec.captures, captures)))
-        device = plan.kernel.device
-        tables = build_block_lists(spec.mask_on(device), plan.shape, plan.lowered.tile_m, plan.lowered.block_n,
-                                   device, keep_on_device=True, mask_bits=plan.mask_bits)
-        if not capturing:
-            _keep_recent(self._block_lists, key, (states, captures, tables))
-        return tables
+        """The kernel's block lists (and the mask's bits, where it takes them) for the plan's shape and these
+        captured tensors, kept as `_kept_from_mask` keeps them; head dims with other kv tiles (sm90: 192 keys at
+        D = 64) have other lists for the same shape."""
+        tile_m, block_n = plan.lowered.tile_m, plan.lowered.block_n
+
+        def build(mask, device):
+            return build_block_lists(mask, plan.shape, tile_m, block_n, device, keep_on_device=True,
+                                     mask_bits=plan.mask_bits)
+
+        return self._kept_from_mask(plan, plan.mask_bits, captures, states, capturing, build)
 
     def _given_mask_bits(self, plan: VariantPlan, captures: list[torch.Tensor], states: tuple,
                          capturing: bool) -> torch.Tensor:
-        """The mask's bits beside given lists, for the plan's shape and these captured tensors, kept and made again
-        as `_block_list_tables` keeps and makes lists."""
-        key = (plan.shape, (plan.lowered.tile_m, plan.lowered.block_n), plan.kernel.device, MASK_BITS)
+        """The mask's bits beside given lists, for the plan's shape and these captured tensors, kept as
+        `_kept_from_mask` keeps them."""
+        tile_m, block_n = plan.lowered.tile_m, plan.lowered.block_n
+        return self._kept_from_mask(plan, MASK_BITS, captures, states, capturing,
+                                    lambda mask, device: build_mask_bits(mask, plan.shape, tile_m, block_n, device))
+
+    def _kept_from_mask(self, plan: VariantPlan, kind, captures: list[torch.Tensor], states: tuple, capturing: bool,
+                        build: Callable):
+        """`build(mask_mod, device)` of the spec's mask with these captured tensors (`states`: their ids, versions
+        and data pointers) on the plan's device, made again only when one of the tensors changed: the entry keeps
+        the tensors, so their ids stay theirs. Entries are kept per (shape, tile, device, kind) for the last
+        KEPT_SHAPES made."""
+        key = (plan.shape, (plan.lowered.tile_m, plan.lowered.block_n), plan.kernel.device, kind)
+        # while a CUDA graph is captured, they are built inside it: a replay rebuilds them from the captured
+        # tensors' values at that time (an entry cached before the capture would be frozen into it)
         cached = None if capturing else self._block_lists.get(key)
         if cached is not None and cached[0] == states:
             return cached[2]
         spec = _with_captures(self.spec, dict(zip(self.spec.captures, captures)))
         device = plan.kernel.device
-        bits = build_mask_bits(spec.mask_on(device), plan.shape, plan.lowered.tile_m, plan.lowered.block_n, device)
+        made = build(spec.mask_on(device), device)
         if not capturing:
-            _keep_recent(self._block_lists, key, (states, captures, bits))
-        return bits
+            _keep_recent(self._block_lists, key, (states, captures, made))
+        return made
 
 
 def _keep_recent(entries: dict, key, value, limit: int = KEPT_SHAPES) -> None:
