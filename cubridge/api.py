@@ -20,11 +20,11 @@ without the argument checks. Captured tensors' values and sequence lengths are a
 key: new document boundaries do not recompile.
 
 **Block lists.** A mask that the symbolic analysis cannot bound (it reads captured data, or b and h) runs
-over FlexAttention-style block lists. Those of a given BlockMask are used when its BLOCK_SIZE equals the
-kernel's tiles (128 x 128 on sm90 at head dim 128; its kv tiles are 192 keys at D = 64 and 80 at D = 256,
-and sm80's 64 keys, so a 128 x 128 BlockMask fits neither), its lists cover this problem's sequence lengths, and none was built with
-separate_full_blocks=False; otherwise the kernel's own lists are built on the GPU from the mask_mod and cached
-per captured tensors and shape.
+over FlexAttention-style block lists, built on the GPU from the mask_mod and cached per captured tensors and
+shape. The Hopper kernel also takes the mask's keep() bits in the order of its partial tiles, made from the same
+materialized mask, so it always builds its own lists. The sm80 kernel uses a given BlockMask's lists when its
+BLOCK_SIZE equals its tiles (128 x 64), they cover this problem's sequence lengths, and none was built with
+separate_full_blocks=False.
 
 **torch.compile and CUDA graphs.** The kernel is the custom op `torch.ops.cubridge.attention` with a fake
 implementation; under torch.compile the variant is chosen while tracing and the captured tensors become

@@ -10,12 +10,13 @@
   neither list; unused slots hold other tile indices; entries past the sequence ends count as masked.
 
 - mask bits (`MASK_BITS`, Hopper variants with block lists: policy `kMaskBits`): the mask's keep()
-  results as bits in the consumer threads' fragment order, one block of words per (query tile, kv tile), so
-  that a masked kv step loads its bits instead of evaluating keep() (`fragment_bits` says the layout).
+  results as bits in the consumer threads' fragment order (`fragment_bits`), one block of words per position of
+  a work tile's kv sequence, its partial tiles first as the lists give them (`visit_order_bits`), so that a
+  masked kv step loads its bits instead of evaluating keep(), without looking its kv tile up.
 
 `build_block_lists` materializes the mask tile by tile with torch (vectorized, on the GPU when there is
 one), as FlexAttention's `create_block_mask` does, and packs the bits from the same materialized mask;
-`GivenBlockLists` holds lists made elsewhere (a BlockMask's), beside which `build_mask_bits` makes the bits;
+`GivenBlockLists` holds lists made elsewhere (a BlockMask's), which kernels without mask bits take;
 `tile_order` makes from the lists the order in which a Hopper block-list variant claims its work tiles.
 """
 
@@ -30,14 +31,14 @@ NUM_BLOCKS, INDICES = "kv_num_blocks", "kv_indices"
 FULL_NUM_BLOCKS, FULL_INDICES = "full_kv_num_blocks", "full_kv_indices"
 # Kernel inputs and their ranks, in argument order.
 TABLES = {NUM_BLOCKS: 3, INDICES: 4, FULL_NUM_BLOCKS: 3, FULL_INDICES: 4}
-# The mask's bits (`fragment_bits`): uint32 words [mask's B or 1, mask's HQ or 1, QT, KT, words a tile].
+# The mask's bits (`visit_order_bits`): uint32 words [mask's B or 1, mask's HQ or 1, QT, KT positions, words a tile].
 MASK_BITS = "mask_bits"
 MASK_BITS_RANK = 5
 
 
 # What a partial kv tile (its mask bits loaded and selected) costs against a full one in the Hopper kernel's
-# step: 613 against 463 instructions (docs/performance.md, run 147's census).
-PARTIAL_TILE_COST = 1.3
+# step: 568 against 464 instructions (docs/performance.md, run 150's census).
+PARTIAL_TILE_COST = 1.22
 
 
 def tile_order(num_blocks: torch.Tensor, full_num_blocks: torch.Tensor, head_chunk: int) -> torch.Tensor:
@@ -143,19 +144,19 @@ def classify_kv_tiles(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(partial, full) bool [B, HQ, QT, KT] for `mask_mod` and (B, HQ, SQ, SKV) = `shape` (`dense_keep` says
     where `mask_mod` runs)."""
-    return _classified(*dense_keep(mask_mod, shape, block_m, block_n, device), shape, block_m, block_n)
+    partial, full = _classified(*dense_keep(mask_mod, shape, block_m, block_n, device), block_m, block_n)
+    tiles = (shape[0], shape[1], *partial.shape[2:])
+    return partial.expand(tiles), full.expand(tiles)
 
 
-def _classified(keep: torch.Tensor, rows: torch.Tensor, shape: tuple[int, int, int, int], block_m: int,
+def _classified(keep: torch.Tensor, rows: torch.Tensor, block_m: int,
                 block_n: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(partial, full) [B, HQ, QT, KT] from `dense_keep`'s (keep, rows): reduced at the mask's planes, then
-    expanded."""
+    """(partial, full) [Pb, Ph, QT, KT] from `dense_keep`'s (keep, rows), at the mask's planes."""
     planes, q_tiles, kv_tiles = keep.shape[:2], keep.shape[2] // block_m, keep.shape[3] // block_n
     tiles = (*planes, q_tiles, block_m, kv_tiles, block_n)
     kept = (keep & rows).view(tiles).any(dim=5).any(dim=3)
     full = (keep | ~rows).view(tiles).all(dim=5).all(dim=3)
-    shape = (shape[0], shape[1], q_tiles, kv_tiles)
-    return (kept & ~full).expand(shape), full.expand(shape)
+    return kept & ~full, full
 
 
 # The Hopper consumers' score fragments (kernels/attention_sm90.cu): two warp groups of four warps take 64 rows
@@ -171,8 +172,8 @@ def fragment_words(block_n: int) -> int:
 
 
 def fragment_bits(keep: torch.Tensor, block_m: int, block_n: int) -> torch.Tensor:
-    """`dense_keep`'s keep as the Hopper kernel's mask bits: int32 (the kernel reads uint32) [Pb, Ph, QT, KT,
-    FRAGMENT_THREADS * words], contiguous. The words of tile (q_tile, kv_tile) are thread-major: consumer thread
+    """`dense_keep`'s keep as the Hopper kernel's mask bits by kv tile: int32 (the kernel reads uint32) [Pb, Ph,
+    QT, KT, FRAGMENT_THREADS * words], contiguous. The words of tile (q_tile, kv_tile) are thread-major: consumer thread
     x (warp group * 128 + thread in the group) holds words x * W .. x * W + W - 1 (W = `fragment_words`), and
     bit e % 32 of its word e / 32 is its fragment element e (FRAGMENT_* above). Made without a host
     synchronization (also inside a CUDA graph capture); an eighth of the memory of `keep`."""
@@ -194,9 +195,17 @@ def fragment_bits(keep: torch.Tensor, block_m: int, block_n: int) -> torch.Tenso
     return octets.view(torch.int32).reshape(*planes, q_tiles, kv_tiles, FRAGMENT_THREADS * words)
 
 
+def visit_order_bits(bits: torch.Tensor, partial_indices: torch.Tensor) -> torch.Tensor:
+    """`fragment_bits`' words by position of each work tile's kv sequence, as the kernel reads them: position p
+    of query tile q holds the words of kv tile partial_indices[..., q, p] (the lists at the bits' planes, int64),
+    so that the kernel's masked positions, the first kv_num_blocks, find theirs without a lookup; the later
+    positions hold other tiles' words."""
+    return bits.gather(3, partial_indices.unsqueeze(-1).expand(*partial_indices.shape, bits.shape[-1]))
+
+
 def mask_bits_shape(planes: tuple[int, int], shape: tuple[int, int, int, int], block_m: int,
                     block_n: int) -> tuple[int, ...]:
-    """The shape of `fragment_bits` for a mask of broadcast `planes` and (B, HQ, SQ, SKV) = `shape`."""
+    """The shape of `visit_order_bits` for a mask of broadcast `planes` and (B, HQ, SQ, SKV) = `shape`."""
     return (*planes, -(-shape[2] // block_m), -(-shape[3] // block_n), FRAGMENT_THREADS * fragment_words(block_n))
 
 
@@ -208,14 +217,6 @@ def mask_planes(mask_mod: Callable, shape: tuple[int, int, int, int], device: st
     zero = torch.zeros(1, 1, 1, 1, dtype=torch.int64, device=device)
     return _planes(torch.as_tensor(mask_mod(torch.arange(batch, device=device).view(-1, 1, 1, 1),
                                             torch.arange(heads, device=device).view(1, -1, 1, 1), zero, zero)))
-
-
-def build_mask_bits(mask_mod: Callable, shape: tuple[int, int, int, int], block_m: int, block_n: int,
-                    device: str | None = None) -> torch.Tensor:
-    """`fragment_bits` of `mask_mod` for (B, HQ, SQ, SKV) = `shape`, where it was built (`dense_keep` says
-    where `mask_mod` runs): the bits beside block lists made elsewhere."""
-    keep, _ = dense_keep(mask_mod, shape, block_m, block_n, device)
-    return fragment_bits(keep, block_m, block_n)
 
 
 def block_list_shapes(shape: tuple[int, int, int, int], block_m: int, block_n: int) -> dict[str, tuple[int, ...]]:
@@ -236,19 +237,21 @@ def build_block_lists(
     mask_bits: bool = False,
 ) -> dict[str, torch.Tensor]:
     """The four int32 tables (by kernel input name) for `mask_mod` and (B, HQ, SQ, SKV) = `shape`, contiguous,
-    on the CPU (or, with `keep_on_device`, where they were built); with `mask_bits`, the mask's bits
-    (`fragment_bits`) too, under MASK_BITS."""
+    on the CPU (or, with `keep_on_device`, where they were built); with `mask_bits`, the mask's bits in the
+    lists' order (`visit_order_bits`) too, under MASK_BITS. The lists are sorted at the mask's planes, then
+    expanded."""
     keep, rows = dense_keep(mask_mod, shape, block_m, block_n, device)
-    partial, full = _classified(keep, rows, shape, block_m, block_n)
+    partial, full = _classified(keep, rows, block_m, block_n)
     num_partial, partial_indices = _ascending(partial)
     num_full, full_indices = _ascending(full)
-    tables = {
+    tiles = {
         NUM_BLOCKS: num_partial,
         INDICES: partial_indices,
         FULL_NUM_BLOCKS: num_full,
         FULL_INDICES: full_indices,
     }
+    tables = {name: t.expand(shape[0], shape[1], *t.shape[2:]) for name, t in tiles.items()}
     if mask_bits:
-        tables[MASK_BITS] = fragment_bits(keep, block_m, block_n)
+        tables[MASK_BITS] = visit_order_bits(fragment_bits(keep, block_m, block_n), partial_indices)
     target = None if keep_on_device else "cpu"
     return {name: t.to(device=target, dtype=torch.int32).contiguous() for name, t in tables.items()}

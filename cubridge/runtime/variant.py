@@ -43,7 +43,7 @@ from cubridge.runtime.compiler import KERNELS_DIR, CompiledKernel, cache_dir, co
 from cubridge.runtime.driver import current_stream, load_function, stream_capturing
 from cubridge.runtime.errors import InvalidInputError, UnsupportedArchError
 from cubridge.runtime.kernel_inputs import (FULL_NUM_BLOCKS, MASK_BITS, NUM_BLOCKS, TABLES, GivenBlockLists,
-                                            block_list_shapes, build_block_lists, build_mask_bits, captured_table,
+                                            block_list_shapes, build_block_lists, captured_table,
                                             mask_bits_shape, mask_planes, tile_order)
 
 # Where each reference's CuIR comes from: the lift of its CUDA source (`cuir-opt --lift=ENTRY`), one entry point
@@ -145,7 +145,7 @@ class VariantPlan:
     kernel: AttentionLaunch
     sources: tuple[tuple[str, int], ...]
     has_block_lists: bool
-    uses_given_lists: bool  # the given lists (a BlockMask's) describe the problem in the kernel's tiles
+    uses_given_lists: bool  # the given lists (a BlockMask's) describe the problem in the kernel's tiles (no bits)
     mask_bits: bool  # the kernel takes the mask's bits (MASK_BITS: kMaskBits)
     shape: tuple[int, int, int, int]  # (B, HQ, SQ, SKV)
     lowered: LoweredKernel
@@ -168,8 +168,8 @@ class VariantKernel:
     _programs: dict[int, TransferredProgram] = field(default_factory=dict)  # by kv tile
     _instances: dict[tuple[str, int], tuple[LoweredKernel, CompiledKernel]] = field(default_factory=dict)
     _plans: dict[tuple, VariantPlan] = field(default_factory=dict)
-    # (shape, tile, device, bits) -> (capture states, captured tensors, block lists (and the mask's bits where the
-    # kernel takes them) or, for bits = MASK_BITS, the bits beside given lists), oldest first
+    # (shape, tile, device, bits) -> (capture states, captured tensors, block lists and the mask's bits where the
+    # kernel takes them), oldest first
     _block_lists: dict[tuple, tuple] = field(default_factory=dict)
     _table_copies: dict[str, tuple] = field(default_factory=dict)
     # id(plan) -> (plan, given lists, capture states, captured tensors, tables, tile order), oldest first
@@ -282,11 +282,14 @@ class VariantKernel:
             raise InvalidInputError(str(error)) from None
         lowered, compiled = self.compiled(DTYPE_NAMES[q.dtype], q.shape[3], capability)
         shape = (q.shape[0], q.shape[1], q.shape[2], k.shape[2])
-        uses_given_lists = given is not None and given.fit(shape, (lowered.tile_m, lowered.block_n), q.device)
+        mask_bits = any(name == MASK_BITS for name, _ in lowered.args)
+        # a kernel with bits takes its own lists: the bits follow the lists' order, and both come from one
+        # materialization of the mask
+        uses_given_lists = (given is not None and not mask_bits
+                            and given.fit(shape, (lowered.tile_m, lowered.block_n), q.device))
         list_shapes = ({name: (*shape[:2], *t.shape[2:]) for name, t in zip(TABLES, given.lists)} if uses_given_lists
                        else block_list_shapes(shape, lowered.tile_m, lowered.block_n))
         capture_names = list(self.spec.captures)
-        mask_bits = any(name == MASK_BITS for name, _ in lowered.args)
         if mask_bits:
             planes = mask_planes(_with_captures(self.spec, dict(zip(capture_names, captures))).mask_on(q.device),
                                  shape, q.device)
@@ -335,8 +338,6 @@ class VariantKernel:
         lists = None
         if plan.uses_given_lists:
             lists = self._given_tables(plan, given, capturing)
-            if plan.mask_bits:
-                lists = {**lists, MASK_BITS: self._given_mask_bits(plan, captures, states, capturing)}
         elif plan.has_block_lists:
             lists = self._block_list_tables(plan, captures, states, capturing)
         tables = tuple([lists[name] if index < 0 else self._table_copy(name, captures[index], device, capturing)
@@ -378,31 +379,12 @@ class VariantKernel:
     def _block_list_tables(self, plan: VariantPlan, captures: list[torch.Tensor], states: tuple,
                            capturing: bool) -> dict[str, torch.Tensor]:
         """The kernel's block lists (and the mask's bits, where it takes them) for the plan's shape and these
-        captured tensors, kept as `_kept_from_mask` keeps them; head dims with other kv tiles (sm90: 192 keys at
-        D = 64) have other lists for the same shape."""
+        captured tensors (`states`: their ids, versions and data pointers) on the plan's device, made again only
+        when one of the tensors changed: the entry keeps the tensors, so their ids stay theirs. Entries are kept
+        per (shape, tile, device, bits) for the last KEPT_SHAPES made; head dims with other kv tiles (sm90: 192
+        keys at D = 64) have other lists for the same shape."""
         tile_m, block_n = plan.lowered.tile_m, plan.lowered.block_n
-
-        def build(mask, device):
-            return build_block_lists(mask, plan.shape, tile_m, block_n, device, keep_on_device=True,
-                                     mask_bits=plan.mask_bits)
-
-        return self._kept_from_mask(plan, plan.mask_bits, captures, states, capturing, build)
-
-    def _given_mask_bits(self, plan: VariantPlan, captures: list[torch.Tensor], states: tuple,
-                         capturing: bool) -> torch.Tensor:
-        """The mask's bits beside given lists, for the plan's shape and these captured tensors, kept as
-        `_kept_from_mask` keeps them."""
-        tile_m, block_n = plan.lowered.tile_m, plan.lowered.block_n
-        return self._kept_from_mask(plan, MASK_BITS, captures, states, capturing,
-                                    lambda mask, device: build_mask_bits(mask, plan.shape, tile_m, block_n, device))
-
-    def _kept_from_mask(self, plan: VariantPlan, kind, captures: list[torch.Tensor], states: tuple, capturing: bool,
-                        build: Callable):
-        """`build(mask_mod, device)` of the spec's mask with these captured tensors (`states`: their ids, versions
-        and data pointers) on the plan's device, made again only when one of the tensors changed: the entry keeps
-        the tensors, so their ids stay theirs. Entries are kept per (shape, tile, device, kind) for the last
-        KEPT_SHAPES made."""
-        key = (plan.shape, (plan.lowered.tile_m, plan.lowered.block_n), plan.kernel.device, kind)
+        key = (plan.shape, (tile_m, block_n), plan.kernel.device, plan.mask_bits)
         # while a CUDA graph is captured, they are built inside it: a replay rebuilds them from the captured
         # tensors' values at that time (an entry cached before the capture would be frozen into it)
         cached = None if capturing else self._block_lists.get(key)
@@ -410,7 +392,8 @@ class VariantKernel:
             return cached[2]
         spec = _with_captures(self.spec, dict(zip(self.spec.captures, captures)))
         device = plan.kernel.device
-        made = build(spec.mask_on(device), device)
+        made = build_block_lists(spec.mask_on(device), plan.shape, tile_m, block_n, device, keep_on_device=True,
+                                 mask_bits=plan.mask_bits)
         if not capturing:
             _keep_recent(self._block_lists, key, (states, captures, made))
         return made

@@ -13,7 +13,7 @@ import torch
 from cubridge.runtime import driver
 from cubridge.runtime.attention import layout_key
 from cubridge.runtime.errors import InvalidInputError
-from cubridge.runtime.kernel_inputs import MASK_BITS, TABLES, block_list_shapes, build_block_lists, build_mask_bits
+from cubridge.runtime.kernel_inputs import MASK_BITS, TABLES, block_list_shapes, build_block_lists
 from cubridge.runtime.variant import build_variant
 
 SPECS = Path(__file__).resolve().parents[2] / "examples" / "specs"
@@ -191,12 +191,11 @@ def _given(mask, shape, block_size=(128, 128), batch_heads=(1, 1)):
 
 
 def test_given_block_lists_are_used_where_they_fit_and_expanded_once_per_object(recorded):
-    """Lists given for the kernel's tiles and this problem's sequence lengths are expanded to [B, HQ, ...] once
-    and reused while the same object is given; new lists (another object) are expanded again; the mask's bits
-    beside them are made once for the captured tensors; lists for other tiles or lengths leave the kernel to
-    build its own (with their bits)."""
+    """Lists given for the kernel's tiles (sm80: 128 x 64) and this problem's sequence lengths are expanded to
+    [B, HQ, ...] once and reused while the same object is given; new lists (another object) are expanded again;
+    lists for other tiles or lengths leave the kernel to build its own."""
     build, _ = recorded
-    kernel = build()
+    kernel = build(reference="sm80")
     q = torch.randn(2, 2, 200, 128, dtype=torch.bfloat16)
     k, v = torch.randn(2, 2, 2, 300, 128, dtype=torch.bfloat16)
     ids = torch.zeros(300, dtype=torch.int64)
@@ -204,31 +203,51 @@ def test_given_block_lists_are_used_where_they_fit_and_expanded_once_per_object(
     def mask(b, h, q_idx, kv_idx):
         return kv_idx <= q_idx
 
-    given = _given(mask, (2, 2, 200, 300))
-    for call in (given, given, _given(mask, (2, 2, 200, 300))):
+    given = _given(mask, (2, 2, 200, 300), block_size=(128, 64))
+    for call in (given, given, _given(mask, (2, 2, 200, 300), block_size=(128, 64))):
         kernel.launch(layout_key(q, k, v), q, k, v, None, False, [ids], call)
-    assert [key[-1] for key in kernel._block_lists] == [MASK_BITS]  # bits only: no lists built
-    calls = [_args(kernel, args) for *_, args in RecordedLaunch.made[0].launches]
-    bits = kernel._block_lists[next(iter(kernel._block_lists))][2]
-    assert calls[0].mask_bits_data == calls[1].mask_bits_data == calls[2].mask_bits_data == bits.data_ptr()
-    assert list(calls[0].mask_bits_dims) == [1, 1, 2, 3, 512]  # the mask reads neither b nor h: one plane
-    # the bits are the spec's mask (documents) with the captured ids, whatever mask made the given lists
-    documents = build_mask_bits(lambda b, h, q_idx, kv_idx: ids[q_idx] == ids[kv_idx], (2, 2, 200, 300), 128, 128,
-                                "cpu")
-    assert torch.equal(bits, documents)
-    assert not torch.equal(bits, build_mask_bits(mask, (2, 2, 200, 300), 128, 128, "cpu"))
+    assert not kernel._block_lists  # none built
+    calls = [_args(kernel, raw[-1]) for raw in RecordedLaunch.made[0].launches]
     expanded = kernel._given_expansion[2]
     assert calls[0].kv_num_blocks_data == calls[1].kv_num_blocks_data != calls[2].kv_num_blocks_data
     assert calls[2].kv_indices_data == expanded["kv_indices"].data_ptr()
-    assert list(calls[2].kv_indices_dims) == [2, 2, 2, 3] and expanded["kv_indices"].is_contiguous()
+    assert list(calls[2].kv_indices_dims) == [2, 2, 2, 5] and expanded["kv_indices"].is_contiguous()
     assert torch.equal(expanded["kv_num_blocks"][1, 1], given.lists[0][0, 0].int())
-    for other in (_given(mask, (2, 2, 200, 300), block_size=(128, 64)), _given(mask, (2, 2, 100, 300))):
+    for other in (_given(mask, (2, 2, 200, 300)), _given(mask, (2, 2, 100, 300), block_size=(128, 64))):
         kernel.launch(layout_key(q, k, v), q, k, v, None, False, [ids], other)
-    assert len(RecordedLaunch.made) == 3 and len(kernel._block_lists) == 2
-    own = next(entry for key, entry in kernel._block_lists.items() if key[-1] is True)[2]
+    assert len(RecordedLaunch.made) == 3 and len(kernel._block_lists) == 1
+    own = next(iter(kernel._block_lists.values()))[2]
     own_call = _args(kernel, RecordedLaunch.made[2].launches[0][-1])
-    assert own_call.kv_indices_data == own["kv_indices"].data_ptr()
-    assert own_call.mask_bits_data == own[MASK_BITS].data_ptr()
+    assert own_call.kv_indices_data == own["kv_indices"].data_ptr() and MASK_BITS not in own
+
+
+def test_a_kernel_with_mask_bits_builds_its_own_lists_beside_a_block_mask(recorded):
+    """A Hopper block-list kernel takes the mask's bits in the order of its partial tiles, so it builds its own
+    lists beside them from the spec's mask and the captured tensors (once for them), whatever lists are given,
+    even lists that fit its tiles."""
+    build, _ = recorded
+    kernel = build()
+    q = torch.randn(2, 2, 200, 128, dtype=torch.bfloat16)
+    k, v = torch.randn(2, 2, 2, 300, 128, dtype=torch.bfloat16)
+    ids = torch.repeat_interleave(torch.arange(3), torch.tensor([90, 110, 100]))
+
+    def causal(b, h, q_idx, kv_idx):
+        return kv_idx <= q_idx
+
+    given = _given(causal, (2, 2, 200, 300))
+    for _ in range(2):
+        kernel.launch(layout_key(q, k, v), q, k, v, None, False, [ids], given)
+    assert [key[-1] for key in kernel._block_lists] == [True] and kernel._given_expansion is None
+    own = next(iter(kernel._block_lists.values()))[2]
+    calls = [_args(kernel, raw[-1]) for raw in RecordedLaunch.made[0].launches]
+    assert calls[0].kv_indices_data == calls[1].kv_indices_data == own["kv_indices"].data_ptr()
+    assert calls[0].mask_bits_data == own[MASK_BITS].data_ptr()
+    assert list(calls[0].mask_bits_dims) == [1, 1, 2, 3, 512]  # the mask reads neither b nor h: one plane
+    # the spec's mask (documents) with the captured ids, not the mask that made the given lists
+    documents = build_block_lists(lambda b, h, q_idx, kv_idx: ids[q_idx] == ids[kv_idx], (2, 2, 200, 300), 128,
+                                  128, "cpu", mask_bits=True)
+    assert all(torch.equal(own[name].cpu(), documents[name]) for name in documents)
+    assert not torch.equal(documents["kv_num_blocks"], given.lists[0].expand(2, 2, 2))
 
 
 def test_a_repeated_calls_tables_are_reused_and_rewritten_after_a_captured_call(recorded, monkeypatch):

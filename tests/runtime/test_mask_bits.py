@@ -1,5 +1,6 @@
 """The mask bits a Hopper block-list variant loads (policy kMaskBits): their layout against the kernel's fragment
-formulas, their planes, and where the lowering asks for them (every mask with block lists)."""
+formulas, their order (the lists' partial tiles, by position), their planes, and where the lowering asks for them
+(every mask with block lists)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import torch
 
 from cubridge.diagnostics import CuBridgeError
 from cubridge.frontends.spec import spec_from_hooks
-from cubridge.runtime.kernel_inputs import (MASK_BITS, build_block_lists, build_mask_bits, dense_keep, fragment_bits,
-                                            mask_bits_shape, mask_planes)
+from cubridge.runtime.kernel_inputs import (INDICES, MASK_BITS, NUM_BLOCKS, build_block_lists, dense_keep,
+                                            fragment_bits, mask_bits_shape, mask_planes)
 from cubridge.runtime.variant import build_variant
 
 SPECS = Path(__file__).resolve().parents[2] / "examples" / "specs"
@@ -63,8 +64,34 @@ def test_bits_take_the_masks_own_planes():
         assert mask_planes(mask, shape, "cpu") == planes
         tables = build_block_lists(mask, shape, 128, 128, "cpu", mask_bits=True)
         assert tuple(tables[MASK_BITS].shape) == mask_bits_shape(planes, shape, 128, 128)
-        assert torch.equal(tables[MASK_BITS], build_mask_bits(mask, shape, 128, 128, "cpu"))
     assert MASK_BITS not in build_block_lists(masks[(1, 1)], shape, 128, 128, "cpu")
+
+
+def test_bits_come_in_the_order_of_the_partial_tiles():
+    # a query sees the keys of another document (order), so a work tile's partial kv tiles are not its first
+    # ones; its masked positions, the first kv_num_blocks, hold the bits of the kv tiles its partial list names,
+    # in that order, at the mask's planes
+    ids = torch.repeat_interleave(torch.arange(4), torch.tensor([150, 150, 250, 150]))
+    order = torch.tensor([3, 1, 0, 2])
+
+    def mask(b, h, q_idx, kv_idx):  # reads h: planes (1, 2)
+        return order[ids[q_idx]] == ids[kv_idx] + h * 0
+
+    shape = (2, 2, 700, 700)
+    tables = build_block_lists(mask, shape, 128, 128, "cpu", mask_bits=True)
+    keep, _ = dense_keep(mask, shape, 128, 128, "cpu")
+    by_tile = fragment_bits(keep, 128, 128)
+    bits = tables[MASK_BITS]
+    visited = 0
+    for b in range(2):
+        for h in range(2):
+            for q_tile in range(bits.shape[2]):
+                plane = (min(b, bits.shape[0] - 1), min(h, bits.shape[1] - 1))
+                for position in range(int(tables[NUM_BLOCKS][b, h, q_tile])):
+                    kv_tile = int(tables[INDICES][b, h, q_tile, position])
+                    assert torch.equal(bits[(*plane, q_tile, position)], by_tile[(*plane, q_tile, kv_tile)])
+                    visited += 1
+    assert visited > 20 and bits.shape[:2] == keep.shape[:2]
 
 
 def test_fragment_bits_refuse_tiles_of_another_kernel():

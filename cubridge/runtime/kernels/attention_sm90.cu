@@ -412,9 +412,11 @@ __device__ __forceinline__ KeptScores<kCount> kept_scores(const AttentionParams&
   return kept;
 }
 
-// A work tile's keep() bits as the runtime computed them (Policy::kMaskBits; kernel_inputs.fragment_bits says
-// the layout: the bounds are in them too): this consumer thread's words of kv tile 0, in the plane of the tile's
-// batch entry and head (one plane where the mask reads neither); kv tile j's lie j * mask_bits.dims[4] words on.
+// A work tile's keep() bits as the runtime computed them (Policy::kMaskBits; kernel_inputs.visit_order_bits says
+// the layout: the bounds are in them too), by position of the tile's kv sequence: this consumer thread's words of
+// position 0, in the plane of the tile's batch entry and head (one plane where the mask reads neither); position
+// j's lie j * mask_bits.dims[4] words on. A block-list policy's masked positions are its partial tiles, positions
+// 0 .. kv_num_blocks - 1, so a masked step finds its bits without looking its kv tile up.
 template <typename Policy, int kCount>
 __device__ __forceinline__ const uint32_t* thread_mask_bits(const typename Policy::Args& args, const WorkTile& tile,
                                                             int consumer_thread) {
@@ -426,10 +428,10 @@ __device__ __forceinline__ const uint32_t* thread_mask_bits(const typename Polic
   return bits.data + first_tile * bits.dims[4] + consumer_thread * ((kCount + 31) / 32);
 }
 
-// This thread's keep() bits of kv tile `kv_tile` (thread_bits: thread_mask_bits; tile_words: mask_bits.dims[4]).
+// This thread's keep() bits of position `position` (thread_bits: thread_mask_bits; tile_words: mask_bits.dims[4]).
 template <int kCount>
-__device__ __forceinline__ KeptScores<kCount> loaded_bits(const uint32_t* thread_bits, int kv_tile, int tile_words) {
-  const uint32_t* __restrict__ words = thread_bits + static_cast<int64_t>(kv_tile) * tile_words;
+__device__ __forceinline__ KeptScores<kCount> loaded_bits(const uint32_t* thread_bits, int position, int tile_words) {
+  const uint32_t* __restrict__ words = thread_bits + static_cast<int64_t>(position) * tile_words;
   KeptScores<kCount> kept;
 #pragma unroll
   for (int w = 0; w < (kCount + 31) / 32; ++w) kept.bits[w] = words[w];
@@ -678,7 +680,7 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       if constexpr (Policy::kMaskBits) {
         if (masked) {
           if (ahead_position != j)
-            ahead_bits = loaded_bits<kScoreRegs<kHeadDim>>(thread_bits, n0 / kBlockKv, args.mask_bits.dims[4]);
+            ahead_bits = loaded_bits<kScoreRegs<kHeadDim>>(thread_bits, j, args.mask_bits.dims[4]);
           kept = ahead_bits;
         }
       } else if constexpr (Policy::kMaskLoads) {
@@ -690,17 +692,19 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       return kept;
     };
     // The first key of position j + 1, looked up at the top of a masked step j, and its key columns loaded after
-    // the step's GEMMs are issued.
+    // the step's GEMMs are issued (bits are found by position: no lookup).
     auto next_first_key = [&](bool masked, int j) {
       int next_n0 = 0;
-      if constexpr (Policy::kMaskLoads || Policy::kMaskBits)
+      if constexpr (Policy::kMaskLoads && !Policy::kMaskBits)
         if (masked) next_n0 = first_key(j + 1);
       return next_n0;
     };
     auto load_ahead = [&](bool masked, int next_n0, int j) {
       if constexpr (Policy::kMaskBits) {
         if (masked) {
-          ahead_bits = loaded_bits<kScoreRegs<kHeadDim>>(thread_bits, next_n0 / kBlockKv, args.mask_bits.dims[4]);
+          // clamped to the table: a work tile whose every position is masked loads ahead past its last one
+          ahead_bits = loaded_bits<kScoreRegs<kHeadDim>>(thread_bits, min(j + 1, args.mask_bits.dims[3] - 1),
+                                                         args.mask_bits.dims[4]);
           ahead_position = j + 1;
         }
       } else if constexpr (Policy::kMaskLoads) {

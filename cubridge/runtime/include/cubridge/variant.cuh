@@ -108,9 +108,10 @@ struct FullAttention {
   static constexpr bool kMaskColumns = false;
   struct Columns {};
   // Whether a masked tile's keep() results come as bits the runtime computed from the mask (Args::mask_bits, a
-  // Table<uint32_t, 5>: kernel_inputs.fragment_bits), which the Hopper kernel loads a step ahead instead of
-  // evaluating keep(): set for block lists (masks the symbolic analysis cannot bound, whose keep() is costly
-  // per score). keep() stays the definition (the lift reads the flag as false; the Ampere kernel evaluates it).
+  // Table<uint32_t, 5>: kernel_inputs.visit_order_bits, by position of the work tile's kv sequence), which the
+  // Hopper kernel loads a step ahead instead of evaluating keep(): set for block lists (masks the symbolic analysis
+  // cannot bound, whose keep() is costly per score; their masked positions are the partial tiles, listed first).
+  // keep() stays the definition (the lift reads the flag as false; the Ampere kernel evaluates it).
   static constexpr bool kMaskBits = false;
 
   // The kv tiles that rows [q_first, q_last] of `tile` visit, in every role. A kernel that peels the first
