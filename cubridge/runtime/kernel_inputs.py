@@ -41,17 +41,32 @@ MASK_BITS_RANK = 5
 PARTIAL_TILE_COST = 1.22
 
 
-def tile_order(num_blocks: torch.Tensor, full_num_blocks: torch.Tensor, head_chunk: int) -> torch.Tensor:
+# The work a schedule's tail holds, in waves (one tile per CTA of the mean visited tile's cost): its tiles are
+# claimed longest first across chunks of heads (`tile_order`).
+TAIL_WAVES = 3
+
+
+def tile_order(num_blocks: torch.Tensor, full_num_blocks: torch.Tensor, head_chunk: int,
+               workers: int) -> torch.Tensor:
     """The order in which a dynamic schedule over block lists claims its work tiles: the tile scheduler's chunks
     of `head_chunk` (batch, head) pairs in turn (their K and V share L2), inside each its tiles by the kv tiles
-    they visit (a partial one weighing PARTIAL_TILE_COST), longest first, so that the last tiles claimed are the
-    short ones. Each entry is a tile (batch * HQ + head) * QT + q_tile, int32, on the lists' device; made without
-    a host synchronization (also inside a CUDA graph capture)."""
+    they visit (a partial one weighing PARTIAL_TILE_COST), longest first; then the tail, the tiles claimed once
+    no more than TAIL_WAVES waves of `workers` CTAs' work is left, longest first across its chunks: a last chunk's
+    long tiles, claimed first within it but near the end, would otherwise finish after every other CTA. Each entry
+    is a tile (batch * HQ + head) * QT + q_tile, int32, on the lists' device; made without a host synchronization
+    (also inside a CUDA graph capture)."""
     batch, heads, q_tiles = num_blocks.shape
     cost = (full_num_blocks.float() + PARTIAL_TILE_COST * num_blocks.float()).flatten()
-    chunk = torch.arange(batch * heads * q_tiles, device=cost.device) // (q_tiles * head_chunk)
+    positions = torch.arange(cost.numel(), device=cost.device)
+    chunk = positions // (q_tiles * head_chunk)
     order = torch.argsort(cost, descending=True, stable=True)
-    return order[torch.argsort(chunk[order], stable=True)].to(torch.int32)
+    order = order[torch.argsort(chunk[order], stable=True)]
+    ordered = cost[order]
+    left = ordered.flip(0).cumsum(0).flip(0)  # the work from each tile on: decreasing, so the tail is a suffix
+    wave = workers * ordered.sum() / (ordered > 0).sum().clamp(min=1)
+    # the rest keep their places; the tail follows them, longest first (ties in chunk order)
+    key = torch.where(left <= TAIL_WAVES * wave, cost.numel() + ordered.max() - ordered, positions.float())
+    return order[torch.argsort(key, stable=True)].to(torch.int32)
 
 
 @dataclass(frozen=True, eq=False)

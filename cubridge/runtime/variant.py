@@ -150,7 +150,8 @@ class VariantPlan:
     shape: tuple[int, int, int, int]  # (B, HQ, SQ, SKV)
     lowered: LoweredKernel
     reads_capture_state: bool  # tables or a tile counter, made differently while a CUDA graph is captured
-    tile_order_chunk: int | None  # the kernel takes its tiles' order (kernel_inputs.tile_order): the head chunk
+    # the kernel takes its tiles' order (kernel_inputs.tile_order): (the head chunk, the CTAs), else None
+    tile_order: tuple[int, int] | None
 
 
 @dataclass
@@ -311,9 +312,10 @@ class VariantKernel:
             kernel = Sm80Launch(function, q, k, v, scale, return_lse, lowered.tile_m, lowered.threads, args, fields,
                                 device_index)
         has_block_lists = any(index < 0 for _, index in sources)
-        chunk = kernel.params.head_chunk if lowered.takes_tile_order and has_block_lists else None
+        order = ((kernel.params.head_chunk, kernel.plan.grid[0]) if lowered.takes_tile_order and has_block_lists
+                 else None)
         return VariantPlan(kernel, tuple(sources), has_block_lists, uses_given_lists, mask_bits, shape, lowered,
-                           bool(sources) or kernel.dynamic, chunk)
+                           bool(sources) or kernel.dynamic, order)
 
     def _check_arch(self, capability: tuple[int, int]) -> None:
         if self.reference == "sm90" and capability != (9, 0):
@@ -343,8 +345,8 @@ class VariantKernel:
         tables = tuple([lists[name] if index < 0 else self._table_copy(name, captures[index], device, capturing)
                         for name, index in plan.sources])
         order = None
-        if plan.tile_order_chunk is not None:
-            order = tile_order(lists[NUM_BLOCKS], lists[FULL_NUM_BLOCKS], plan.tile_order_chunk)
+        if plan.tile_order is not None:
+            order = tile_order(lists[NUM_BLOCKS], lists[FULL_NUM_BLOCKS], *plan.tile_order)
         if not capturing:
             _keep_recent(self._plan_tables, id(plan), (plan, given, states, captures, tables, order))
         return tables, order

@@ -307,17 +307,25 @@ def test_shapes_called_in_turn_keep_their_block_lists_and_tables(recorded, monke
     assert builds[-1] == (1, 2, 300, 300) and len(builds) == 3 + variant.KEPT_SHAPES + 1
 
 
-def test_tile_order_is_longest_first_within_each_chunk_of_heads():
-    from cubridge.runtime.kernel_inputs import PARTIAL_TILE_COST, tile_order
+def test_tile_order_is_longest_first_within_each_chunk_of_heads_then_in_the_tail():
+    from cubridge.runtime.kernel_inputs import PARTIAL_TILE_COST, TAIL_WAVES, tile_order
 
     generator = torch.Generator().manual_seed(0)
     partial = torch.randint(0, 5, (2, 3, 4), generator=generator, dtype=torch.int32)
     full = torch.randint(0, 9, (2, 3, 4), generator=generator, dtype=torch.int32)
-    order = tile_order(partial, full, head_chunk=4)
-    assert order.dtype == torch.int32 and sorted(order.tolist()) == list(range(24))  # a permutation of the tiles
     cost = (full.float() + PARTIAL_TILE_COST * partial.float()).flatten()
-    chunks = [tile // (4 * 4) for tile in order.tolist()]  # 4 q tiles a pair, 4 pairs a chunk
-    assert chunks == sorted(chunks)  # the chunks in turn: 16 tiles, then 8
-    for chunk in (0, 1):
-        costs = [cost[tile].item() for tile, c in zip(order.tolist(), chunks) if c == chunk]
-        assert costs == sorted(costs, reverse=True)
+    workers = 4
+    made = tile_order(partial, full, head_chunk=4, workers=workers)
+    order = made.tolist()
+    assert made.dtype == torch.int32 and sorted(order) == list(range(24))  # a permutation of the tiles
+    costs = [cost[tile].item() for tile in order]
+    # the tail: the tiles from which at most TAIL_WAVES waves of work is left, a wave being one mean visited tile
+    # a worker; it starts inside the first chunk here
+    wave = workers * cost.sum().item() / (cost > 0).sum().item()
+    tail = next(i for i in range(24) if sum(costs[i:]) <= TAIL_WAVES * wave + 1e-4)
+    assert 4 <= tail < 16 and costs[tail:] == sorted(costs[tail:], reverse=True)
+    chunks = [tile // (4 * 4) for tile in order[:tail]]  # 4 q tiles a pair, 4 pairs a chunk: 16 tiles, then 8
+    assert chunks == sorted(chunks)  # before the tail, the chunks in turn, each longest first
+    for chunk in set(chunks):
+        ahead = [c for c, k in zip(costs, chunks) if k == chunk]
+        assert ahead == sorted(ahead, reverse=True)
