@@ -7,8 +7,9 @@ the host's speed reaches every path alike; and a burst's first call alone, which
 burst) and the time per call of a long back-to-back run, for SDPA
 (default backend and cuDNN), the plain Hopper entry, and cubridge.attention without hooks, with a score_mod
 (softcap), with a captured-tensor mask (documents: block lists cached across calls), with that mask given as a
-BlockMask (its lists reused), and with the captured document ids changed in place before every call (each call
-then copies the ids and builds new block lists on the GPU; the in-place change is part of the time). The
+BlockMask (on Hopper the kernel's own cached lists beside its mask bits; elsewhere the BlockMask's where they
+fit), and with the captured document ids changed in place before every call (each call then copies the ids and
+builds new block lists on the GPU; the in-place change is part of the time). The
 first-call times run `python3 benchmarks/api_overhead.py --first-call` in subprocesses.
 
   python3 benchmarks/api_overhead.py

@@ -181,7 +181,7 @@ __device__ __forceinline__ void release(uint64_t* empty_barrier, int lane) {
 // fit in about 32 MB of L2 (causal tiles of one chunk finish at different times and restart at kv tile 0, so
 // its CTAs read all of its K/V at once); the static schedule's chunk is one pair, whose K/V stays in L2.
 // A block-list variant (Policy::kHostTileOrder) takes its order from the host (p.tile_order): the same chunks,
-// inside each the tiles by the kv tiles they visit, longest first, so that the last tiles claimed are short.
+// each longest first, and its last waves longest first across chunks, so that the last tiles claimed are short.
 // Each CTA starts at blockIdx.x. The static schedule then strides by gridDim.x (equal tiles: full masks);
 // the dynamic one takes the next unclaimed index from p.tile_counter (causal: tiles differ in length, and
 // claiming in longest-first order balances the CTAs to within one short tile). Only the producer calls

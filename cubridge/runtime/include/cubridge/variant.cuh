@@ -94,7 +94,7 @@ struct FullAttention {
   static constexpr bool kSkipsEmptyTiles = false;
   // Whether the Hopper tile scheduler visits the work tiles in the order the host passes (p.tile_order, when not
   // null): which CTA runs a tile, never what it computes. Set for block lists, whose host orders the tiles of each
-  // chunk of heads by the kv tiles they visit, longest first.
+  // chunk of heads by the kv tiles they visit, longest first, and the schedule's last waves longest first.
   static constexpr bool kHostTileOrder = false;
   // Softmax normalization; false: P = activate(score), `static float activate(float score)`, with no row max,
   // rescaling or division by row sums.
