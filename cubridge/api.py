@@ -428,13 +428,14 @@ class _Call:
     """A call's checked arguments bound to its launch plan: the next call with the same hooks, BlockMask, scale
     and flags, on inputs of the same layout, skips the argument checks and lookups (host time per call matters
     for short kernels). It still reads what may differ between such calls: the hooks' captured tensors and the
-    Python values they read (`_Binding.captures_now`), the BlockMask's lists, and grad mode."""
+    Python values they read (`_Binding.captures_now`), the BlockMask's lists where the kernel takes them, and
+    grad mode."""
 
     layout: tuple
     hooks: tuple
     binding: _Binding | None  # None without hooks
     block_mask: object | None  # the BlockMask passed, if any (the latest one per hooks and flags is kept)
-    given: GivenBlockLists | None  # its lists the plan was made for
+    given: GivenBlockLists | None  # its lists, where the plan takes them (not where the kernel builds its own)
     kernel: VariantKernel | None  # None: the reference kernel
     plan: AttentionLaunch | VariantPlan  # the kernel's launch plan for the layout
 
@@ -545,7 +546,8 @@ def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, score
         if call_key is not None:
             if len(_CALLS) >= _CALLS_LIMIT:
                 _CALLS.clear()
-            _CALLS[call_key] = _Call(layout, (score_mod, mask_mod), binding, block_mask, given, kernel, plan)
+            taken = given if kernel is not None and plan.uses_given_lists else None
+            _CALLS[call_key] = _Call(layout, (score_mod, mask_mod), binding, block_mask, taken, kernel, plan)
         out, lse = _enqueue(kernel, plan, query, key, value, captures, given)
     else:
         arguments = (query, key, value, captures, block_lists, block_shape, variant_key, scale, return_lse)

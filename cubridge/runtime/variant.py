@@ -329,9 +329,10 @@ class VariantKernel:
                 capturing: bool) -> tuple[tuple[torch.Tensor, ...], torch.Tensor | None]:
         """The Args tables in Args order, on the plan's device: captured tensors' copies (f32 / i32), block
         lists (the given ones when they fit, else the kernel's own); and the work tiles' order made from the
-        lists, where the kernel takes one. A plan's latest tables are reused while the given lists and the
+        lists, where the kernel takes one. A plan's latest tables are reused while the given lists it takes and the
         captured tensors (objects, data, versions) are its call's; the entry keeps the tensors, so their ids
         stay theirs. While a CUDA graph is captured, every table is made inside it."""
+        given = given if plan.uses_given_lists else None  # lists the plan does not take do not key its tables
         states = tuple([(id(t), t._version, t.data_ptr()) for t in captures])
         latest = self._plan_tables.get(id(plan))
         if not capturing and latest is not None and latest[0] is plan and latest[1] is given and latest[2] == states:

@@ -3,6 +3,7 @@
 
 import math
 import warnings
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -364,10 +365,10 @@ def test_the_gpu_dispatch_builds_once_and_passes_captures_and_block_lists(monkey
 
     def plan_for(self, layout, q, k, v, scale, return_lse, captures, given=None):
         assert layout == layout_key(q, k, v)
-        return (self.reference, scale, return_lse)
+        return SimpleNamespace(call=(self.reference, scale, return_lse), uses_given_lists=True)
 
     def run(self, plan, q, k, v, captures, given=None):
-        reference, scale, return_lse = plan
+        reference, scale, return_lse = plan.call
         launches.append((reference, captures, given, scale))
         return torch.zeros_like(q), torch.zeros(q.shape[:3]) if return_lse else None
 
@@ -395,7 +396,10 @@ def test_the_gpu_dispatch_builds_once_and_passes_captures_and_block_lists(monkey
 
 
 class RecordedPlan:
-    """A launch plan stand-in for the GPU branch on this machine: records its calls' tensors."""
+    """A launch plan stand-in for the GPU branch on this machine: records its calls' tensors. It takes a given
+    BlockMask's lists (as an sm80 plan whose tiles they fit) unless `uses_given_lists` says not."""
+
+    uses_given_lists = True
 
     def __init__(self, plans: list, layout: tuple, return_lse: bool):
         self.layout, self.return_lse, self.runs = layout, return_lse, []
@@ -483,6 +487,41 @@ def test_a_repeated_call_runs_bound_to_its_plan_and_notices_what_changed(monkeyp
     assert len(plans[-1].runs) == 2 and plans[-1].runs[-1][2].lists[0] is other.kv_num_blocks
     assert len(api._CALLS) == 4  # with and without lse, no hooks, a BlockMask
 
+
+
+def test_a_bound_call_ignores_the_block_mask_lists_its_kernel_does_not_take(monkeypatch, tmp_path):
+    """A Hopper block-list plan builds its own lists beside its mask bits: a repeated call with the same BlockMask
+    stays bound without reading the BlockMask's lists, also after they changed in place, and runs without them."""
+    from cubridge.runtime import variant as variant_module
+
+    monkeypatch.setenv("CUBRIDGE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(api, "_reference_for", lambda device: "sm90")
+    for name in ("_VARIANTS", "_BINDINGS", "_CALLS"):
+        monkeypatch.setattr(api, name, {})
+    monkeypatch.setattr(RecordedPlan, "uses_given_lists", False)
+    plans: list[RecordedPlan] = []
+    monkeypatch.setattr(variant_module.VariantKernel, "plan_for",
+                        lambda self, layout, q, k, v, scale, return_lse, captures, given=None:
+                        RecordedPlan(plans, layout, return_lse))
+    monkeypatch.setattr(variant_module.VariantKernel, "run",
+                        lambda self, plan, q, k, v, captures, given=None: plan.run(q, captures, given))
+    read = []
+    lists_of = api._block_mask_lists
+    monkeypatch.setattr(api, "_block_mask_lists", lambda *args: read.append(args) or lists_of(*args))
+    ids = document.clone()
+
+    def in_documents(b, h, q_idx, kv_idx):
+        return ids[q_idx] == ids[kv_idx]
+
+    q, k, v = inputs()
+    block_mask = create_block_mask(in_documents, None, None, 16, 16, device="cpu")
+    cubridge.attention(q, k, v, block_mask=block_mask, enable_gqa=True)
+    assert len(read) == 1  # the checked call
+    block_mask.kv_num_blocks.zero_()
+    for _ in range(2):
+        cubridge.attention(q, k, v, block_mask=block_mask, enable_gqa=True)
+    assert len(plans) == 1 and len(plans[0].runs) == 3 and len(read) == 1
+    assert [given for *_, given in plans[0].runs[1:]] == [None, None]
 
 def test_a_block_masks_lists_are_one_object_until_its_tensors_change():
     """The BlockMask's lists are given to the kernel as the same object while its tensors are unchanged (the kernel

@@ -221,10 +221,13 @@ def test_given_block_lists_are_used_where_they_fit_and_expanded_once_per_object(
     assert own_call.kv_indices_data == own["kv_indices"].data_ptr() and MASK_BITS not in own
 
 
-def test_a_kernel_with_mask_bits_builds_its_own_lists_beside_a_block_mask(recorded):
+def test_a_kernel_with_mask_bits_builds_its_own_lists_beside_a_block_mask(recorded, monkeypatch):
     """A Hopper block-list kernel takes the mask's bits in the order of its partial tiles, so it builds its own
     lists beside them from the spec's mask and the captured tensors (once for them), whatever lists are given,
-    even lists that fit its tiles."""
+    even lists that fit its tiles; other given lists of the same layout leave its tables as they are."""
+    variant = importlib.import_module("cubridge.runtime.variant")
+    orders = []
+    monkeypatch.setattr(variant, "tile_order", lambda *args: orders.append(args) or torch.zeros(8, dtype=torch.int32))
     build, _ = recorded
     kernel = build()
     q = torch.randn(2, 2, 200, 128, dtype=torch.bfloat16)
@@ -235,9 +238,10 @@ def test_a_kernel_with_mask_bits_builds_its_own_lists_beside_a_block_mask(record
         return kv_idx <= q_idx
 
     given = _given(causal, (2, 2, 200, 300))
-    for _ in range(2):
-        kernel.launch(layout_key(q, k, v), q, k, v, None, False, [ids], given)
+    for call in (given, given, _given(causal, (2, 2, 200, 300))):
+        kernel.launch(layout_key(q, k, v), q, k, v, None, False, [ids], call)
     assert [key[-1] for key in kernel._block_lists] == [True] and kernel._given_expansion is None
+    assert len(orders) == 1  # the tables (and the tiles' order made from them) once
     own = next(iter(kernel._block_lists.values()))[2]
     calls = [_args(kernel, raw[-1]) for raw in RecordedLaunch.made[0].launches]
     assert calls[0].kv_indices_data == calls[1].kv_indices_data == own["kv_indices"].data_ptr()
