@@ -410,11 +410,9 @@ class RecordedPlan:
         return torch.zeros_like(q), torch.zeros(q.shape[:3]) if self.return_lse else None
 
 
-def test_a_repeated_call_runs_bound_to_its_plan_and_notices_what_changed(monkeypatch, tmp_path):
-    """The GPU branch with recorded launch plans (no GPU here): a call repeated with the same hooks, BlockMask,
-    scale and flags on inputs of the same layout skips the checks and plan lookups, and still gets the captured
-    tensors' current objects, the BlockMask's current lists and grad mode's refusal; a rebound captured tensor,
-    a changed Python value, another layout or other flags take the checked path and a new plan."""
+def _recorded_gpu_branch(monkeypatch, tmp_path) -> list[RecordedPlan]:
+    """cubridge.attention's GPU branch on this machine: the sm90 reference, empty caches, and variant plans
+    recorded (the list returned) instead of launched."""
     from cubridge.runtime import variant as variant_module
 
     monkeypatch.setenv("CUBRIDGE_CACHE_DIR", str(tmp_path))
@@ -427,6 +425,15 @@ def test_a_repeated_call_runs_bound_to_its_plan_and_notices_what_changed(monkeyp
                         RecordedPlan(plans, layout, return_lse))
     monkeypatch.setattr(variant_module.VariantKernel, "run",
                         lambda self, plan, q, k, v, captures, given=None: plan.run(q, captures, given))
+    return plans
+
+
+def test_a_repeated_call_runs_bound_to_its_plan_and_notices_what_changed(monkeypatch, tmp_path):
+    """The GPU branch with recorded launch plans (no GPU here): a call repeated with the same hooks, BlockMask,
+    scale and flags on inputs of the same layout skips the checks and plan lookups, and still gets the captured
+    tensors' current objects, the BlockMask's current lists and grad mode's refusal; a rebound captured tensor,
+    a changed Python value, another layout or other flags take the checked path and a new plan."""
+    plans = _recorded_gpu_branch(monkeypatch, tmp_path)
     monkeypatch.setattr(api, "_plain_planner", lambda reference: lambda layout, q, k, v, causal, scale, return_lse:
                         RecordedPlan(plans, layout, return_lse))
     monkeypatch.setattr(RecordedPlan, "enqueue", lambda self, q, k, v: self.run(q), raising=False)
@@ -492,19 +499,8 @@ def test_a_repeated_call_runs_bound_to_its_plan_and_notices_what_changed(monkeyp
 def test_a_bound_call_ignores_the_block_mask_lists_its_kernel_does_not_take(monkeypatch, tmp_path):
     """A Hopper block-list plan builds its own lists beside its mask bits: a repeated call with the same BlockMask
     stays bound without reading the BlockMask's lists, also after they changed in place, and runs without them."""
-    from cubridge.runtime import variant as variant_module
-
-    monkeypatch.setenv("CUBRIDGE_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(api, "_reference_for", lambda device: "sm90")
-    for name in ("_VARIANTS", "_BINDINGS", "_CALLS"):
-        monkeypatch.setattr(api, name, {})
+    plans = _recorded_gpu_branch(monkeypatch, tmp_path)
     monkeypatch.setattr(RecordedPlan, "uses_given_lists", False)
-    plans: list[RecordedPlan] = []
-    monkeypatch.setattr(variant_module.VariantKernel, "plan_for",
-                        lambda self, layout, q, k, v, scale, return_lse, captures, given=None:
-                        RecordedPlan(plans, layout, return_lse))
-    monkeypatch.setattr(variant_module.VariantKernel, "run",
-                        lambda self, plan, q, k, v, captures, given=None: plan.run(q, captures, given))
     read = []
     lists_of = api._block_mask_lists
     monkeypatch.setattr(api, "_block_mask_lists", lambda *args: read.append(args) or lists_of(*args))
