@@ -42,7 +42,7 @@ PARTIAL_TILE_COST = 1.22
 
 
 # The work a schedule's tail holds, in waves (one tile per CTA of the mean visited tile's cost): its tiles are
-# claimed longest first across chunks of heads (`tile_order`; run 150: four waves +4-11% on interleaved documents
+# claimed longest first across chunks of heads (`tile_order`; run 150: four waves +4-10% on interleaved documents
 # against none, three +3-11%).
 TAIL_WAVES = 4
 
