@@ -20,24 +20,24 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cubridge.runtime import kernel_inputs  # noqa: E402
 from cubridge.runtime.variant import build_variant  # noqa: E402
-from cubridge.tools.bench import CONFIGS, TOKENS, grow_captures, hooks_on_gpu  # noqa: E402
+from cubridge.tools.bench import (CONFIGS, TOKENS, grow_captures, hooks_on_gpu, parse_configs,  # noqa: E402
+                                  parse_seqlens)
 from cubridge.tools.timing import quartiles, speedup, time_paired  # noqa: E402
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--spec", required=True)
-    parser.add_argument("--configs", default="llama2-7b")
-    parser.add_argument("--seqlens", default="4k,8k")
+    parser.add_argument("--configs", type=parse_configs, default="llama2-7b")
+    parser.add_argument("--seqlens", type=parse_seqlens, default="4k,8k")
     parser.add_argument("--waves", default="0,4", help="tail waves of each order; the first is the baseline")
     parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args()
     waves = [int(w) for w in args.waves.split(",")]
     shipped = kernel_inputs.TAIL_WAVES
-    for config in args.configs.split(","):
+    for config in args.configs:
         heads_q, heads_kv, head_dim = CONFIGS[config]
-        for text in args.seqlens.split(","):
-            seqlen = int(text.rstrip("k")) * (1024 if text.endswith("k") else 1)
+        for seqlen in args.seqlens:
             batch = max(1, TOKENS // seqlen)
             torch.manual_seed(0)
             q = torch.randn(batch, heads_q, seqlen, head_dim, device="cuda", dtype=torch.bfloat16)

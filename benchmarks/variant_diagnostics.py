@@ -24,7 +24,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cubridge.tools.bench import CONFIGS, TOKENS, Case, density, grow_captures, hooks_on_gpu  # noqa: E402
+from cubridge.tools.bench import (CONFIGS, TOKENS, Case, density, grow_captures, hooks_on_gpu,  # noqa: E402
+                                  parse_seqlens)
 from cubridge.tools.timing import quartiles, speedup, time_paired  # noqa: E402
 from cubridge.runtime import attention_sm90  # noqa: E402
 from cubridge.runtime.compiler import compile_cubin  # noqa: E402
@@ -53,10 +54,6 @@ VARIANTS = {
 }
 
 
-def _seqlen(text: str) -> int:
-    return int(text.rstrip("k")) * (1024 if text.endswith("k") else 1)
-
-
 def _compiled_copy(kernel, substitutions, capability, source=None):
     """The bf16 D=128 instance (its source replaced by `source` if given) with `substitutions` applied, compiled."""
     lowered, _ = kernel.compiled("bf16", 128, capability)
@@ -74,7 +71,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--spec", required=True)
     parser.add_argument("--configs", default="llama2-7b")
-    parser.add_argument("--seqlens", default="4k,8k")
+    parser.add_argument("--seqlens", type=parse_seqlens, default="4k,8k")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--extra", action="append", default=[], metavar="NAME=FILE.cu")
@@ -87,7 +84,7 @@ def main() -> int:
     names = args.variants.split(",") + list(extra_sources)
     for config in args.configs.split(","):
         heads_q, heads_kv, head_dim = CONFIGS[config]
-        for seqlen in map(_seqlen, args.seqlens.split(",")):
+        for seqlen in args.seqlens:
             batch = max(1, TOKENS // seqlen)
             kernels = {}
             for name in names:
