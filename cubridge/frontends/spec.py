@@ -345,22 +345,42 @@ def _trace_cache() -> Path:
     return cache_dir() / "hooks"
 
 
+# This process's traced hooks by trace key: a spec loaded again in a process neither traces nor reads the disk
+# cache (a cached build's time, issue 14). The traces are immutable Exprs, shared by the specs that load them.
+_TRACES: dict[str, tuple] = {}
+_TRACES_LIMIT = 256
+
+
 def _cached_traces(key: str):
-    """The traced (score, mask) Exprs of an earlier load with the same key, or None. Tracing imports torch's
-    compiler stack (about a second per process): both tools of a pipeline load the same spec."""
+    """The traced (score, mask) Exprs of an earlier load with the same key (this process's, else the disk
+    cache's), or None. Tracing imports torch's compiler stack (about a second per process): both tools of a
+    pipeline load the same spec."""
+    traced = _TRACES.get(key)
+    if traced is not None:
+        return traced
     try:
         with open(_trace_cache() / f"{key}.pickle", "rb") as stream:
-            return pickle.load(stream)
+            traced = pickle.load(stream)
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError):
         return None
+    _remember_traces(key, traced)
+    return traced
 
 
 def _store_traces(key: str, traced) -> None:
-    """Written whole or not at all; an unwritable cache only costs the next load a trace."""
+    """Kept in this process, and written to disk whole or not at all; an unwritable cache only costs the next
+    process's load a trace."""
+    _remember_traces(key, traced)
     try:
         write_atomically(_trace_cache() / f"{key}.pickle", pickle.dumps(traced), make_directories=True)
     except OSError:
         return
+
+
+def _remember_traces(key: str, traced) -> None:
+    if len(_TRACES) >= _TRACES_LIMIT:
+        _TRACES.clear()
+    _TRACES[key] = traced
 
 
 def _from_eager_attention(path: str, module: types.ModuleType, attention: Callable) -> AttentionSpec:
@@ -389,20 +409,31 @@ def _hook_of(expr: Expr | None, arguments: tuple[str, ...], captures: dict[str, 
 
 
 def _run_spec_file(path: str) -> types.ModuleType:
+    """The spec file run as a fresh module (every load runs it: what it captures may come from elsewhere), its
+    code compiled once per process and file text."""
     if not os.path.isfile(path):
         raise CuBridgeError("cannot read spec: no such file", path)
+    try:
+        source = Path(path).read_bytes()
+    except OSError as error:
+        raise CuBridgeError(f"cannot read spec: {error.strerror}", path) from None
     name = "cubridge_spec_" + os.path.splitext(os.path.basename(path))[0]
-    loader_spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(loader_spec)
+    module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path))
     # registered like any imported module: torch.compile (FlexAttention) looks hooks' modules up by name
     sys.modules[name] = module
     try:
-        loader_spec.loader.exec_module(module)
+        exec(_spec_code(path, source), vars(module))
     except SyntaxError as error:
         raise CuBridgeError(f"syntax error in spec: {error.msg}", f"{path}:{error.lineno}") from None
     except Exception as error:  # the spec is user code: any failure is located in it
         raise failure("importing the spec", error, path, f"{path}:1") from None
     return module
+
+
+@functools.lru_cache(maxsize=64)
+def _spec_code(path: str, source: bytes) -> types.CodeType:
+    """The spec file's module code (a SyntaxError where it has one), compiled once per path and text."""
+    return compile(source, path, "exec", dont_inherit=True)
 
 
 def _check_arity(hook: Callable, arguments: tuple[str, ...]) -> None:

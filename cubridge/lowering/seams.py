@@ -42,8 +42,10 @@ from cubridge.lowering.cxx import SliceEmitter, cxx_type, table_type
 from cubridge.passes.transfer_match import (
     AttentionMatch,
     ScoreSite,
+    carried_copies,
     copy_row,
     enclosing,
+    is_carry,
     is_constant,
     kv_column,
     kv_tile_width,
@@ -595,6 +597,7 @@ class SeamFinder:
         for copies in clones.values():
             for index, copy in enumerate(copies):
                 self.claimed_slots |= {(copy, 0), (copy, 1)}
+                self.claimed_values |= _slice(copy.operands[0]) | _slice(copy.operands[1])  # `range`'s bounds
                 if index:  # a split part takes the carried values of the part before it
                     self.claimed_slots |= {(copy, slot) for slot in range(3, len(copy.operands))}
                 self.claimed_ops |= set(copy.walk()) if index else set()
@@ -646,6 +649,7 @@ class SeamFinder:
             if seams.modify_score is not None or activation:
                 removable |= self.unfolded
                 self._claim_log2e()
+        removable |= {op for op, copies in self.diff.copies.items() if not copies and _unread(op)}
         for op, copies in self.diff.copies.items():
             if not copies and op not in removable and not _inside_any(op, removable):
                 raise _fail(f"{op.name} of the reference is gone, and no seam removes it",
@@ -775,6 +779,15 @@ def _dead(ops: list[Operation]) -> set[Operation]:
                 dead.add(op)
                 changed = True
     return dead
+
+
+def _unread(op: Operation) -> bool:
+    """Whether `op` computes values (a map, an arith or math op) that no op reads, through loop carries too (the
+    lift carries a variable its loop assigns, read or not): a variant may drop it."""
+    if not op.results or not (isinstance(op, MapOp) or op.name.split(".")[0] in ("arith", "math")):
+        return False
+    return all(is_carry(use.operation) for result in op.results for value in carried_copies(result)
+               for use in value.uses)
 
 
 def _slice(value: SSAValue) -> set[SSAValue]:

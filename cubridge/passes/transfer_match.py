@@ -472,7 +472,7 @@ def carried_copies(value: SSAValue) -> list[SSAValue]:
     return copies
 
 
-def _is_carry(op: Operation) -> bool:
+def is_carry(op: Operation) -> bool:
     """Whether `op` only passes a value on to a loop-carried one (scf.for init or yield)."""
     if isinstance(op, scf.YieldOp):
         return isinstance(op.parent_op(), scf.ForOp)
@@ -500,7 +500,7 @@ def _rescales(factor: MapOp) -> list[MapOp]:
     for value in carried_copies(factor.result):
         for use in value.uses:
             op = use.operation
-            if _is_carry(op):
+            if is_carry(op):
                 continue
             if not isinstance(op, MapOp) or use.index == 0:
                 raise _fail("the rescale factor is used other than as a later input of a map", op)

@@ -132,6 +132,7 @@ builtin.module {
           cuir.yield %40 : f32
         } : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
         %o_1 = cuir.fill 0.0 : !cuir.tile<64x128xf32, @consumer>
+        %probs = cuir.convert %s_3 : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xbf16, @consumer>
         %alpha = cuir.map %max (%41: f32, %42: index) {
           %43 = arith.cmpf oeq, %41, %24 : f32
           %44 = arith.constant 0.000000e+00 : f32
@@ -152,7 +153,7 @@ builtin.module {
           cuir.yield %58 : f32
         } : !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
         %sum = cuir.row_reduce sum %s_3 init %49 : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-        %gemm_group_end, %s_end, %o_end, %alpha_end, %max_end, %sum_end, %count_end_3 = scf.for %j_1 = %c1_1 to %end_1 step %c1_1 iter_args(%gemm_group = %s_done, %s_4 = %s_3, %o_2 = %o_1, %alpha_1 = %alpha, %max_1 = %max, %sum_1 = %sum, %count_5 = %count_4) -> (!cuir.token<@consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, index) {
+        %gemm_group_end, %s_end, %o_end, %probs_end, %alpha_end, %max_end, %sum_end, %count_end_3 = scf.for %j_1 = %c1_1 to %end_1 step %c1_1 iter_args(%gemm_group = %s_done, %s_4 = %s_3, %o_2 = %o_1, %probs_1 = %probs, %alpha_1 = %alpha, %max_1 = %max, %sum_1 = %sum, %count_5 = %count_4) -> (!cuir.token<@consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.tile<64x128xbf16, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, index) {
           %59 = arith.cmpi slt, %j_1, %c0_1 : index
           %60 = arith.cmpi sge, %j_1, %full_end : index
           %needs_mask_1 = arith.ori %59, %60 : i1
@@ -166,131 +167,114 @@ builtin.module {
           %62 = arith.divsi %count_5, %c2_1 : index
           %parity_3 = arith.andi %62, %c1_1 : index
           cuir.mbarrier_wait %k_full[%stage_2], %parity_3 : !cuir.mbarrier<2>
-          %63 = arith.cmpi sgt, %j_1, %c1_1 : index
-          %count_7 = arith.subi %count_5, %c2_1 : index
-          cuir.gemm_wait %gemm_group : !cuir.token<@consumer>
-          scf.if %63 {
-            %stage_4 = arith.remsi %count_7, %c2_1 : index
-            cuir.mbarrier_arrive %v_empty[%stage_4] : !cuir.mbarrier<2>
-          }
           cuir.named_barrier_sync %16, 256
           cuir.gemm_fence
           %s_5, %s_done_1 = cuir.gemm_async abt %q_half[%group], %k_tile[%stage_2] : !cuir.smem<64x128xbf16, stages 2, swizzle 128>, !cuir.smem<128x128xbf16, stages 2, swizzle 128> -> !cuir.tile<64x128xf32, @consumer>
-          %o_3 = cuir.map %o_2, %alpha_1 (%64: f32, %65: f32, %66: index, %67: index) {
-            %68 = arith.mulf %64, %65 : f32
-            cuir.yield %68 : f32
-          } : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
-          %probs = cuir.convert %s_4 : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xbf16, @consumer>
-          %o_4, %o_done = cuir.gemm_async ab %probs, %v_tile[%stage_3] acc %o_3 : !cuir.tile<64x128xbf16, @consumer>, !cuir.smem<128x128xbf16, stages 2, swizzle 128>, !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
+          %o_3, %o_done = cuir.gemm_async ab %probs_1, %v_tile[%stage_3] acc %o_2 : !cuir.tile<64x128xbf16, @consumer>, !cuir.smem<128x128xbf16, stages 2, swizzle 128>, !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
           cuir.named_barrier_arrive %17, 256
           cuir.gemm_wait %s_done_1 : !cuir.token<@consumer>
           %s_6 = scf.if %needs_mask_1 -> (!cuir.tile<64x128xf32, @consumer>) {
-            %s_7 = cuir.map %s_5 at [%c0_1, %n0] (%69: f32, %70: index, %71: index) {
-              %72 = arith.cmpi sge, %71, %seqlen_k_1 : index
-              %73 = arith.select %72, %24, %69 : f32
-              cuir.yield %73 : f32
+            %s_7 = cuir.map %s_5 at [%c0_1, %n0] (%63: f32, %64: index, %65: index) {
+              %66 = arith.cmpi sge, %65, %seqlen_k_1 : index
+              %67 = arith.select %66, %24, %63 : f32
+              cuir.yield %67 : f32
             } : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
             scf.yield %s_7 : !cuir.tile<64x128xf32, @consumer>
           } else {
             scf.yield %s_5 : !cuir.tile<64x128xf32, @consumer>
           }
+          cuir.gemm_wait %o_done : !cuir.token<@consumer>
+          cuir.mbarrier_arrive %v_empty[%stage_3] : !cuir.mbarrier<2>
           cuir.mbarrier_arrive %k_empty[%stage_2] : !cuir.mbarrier<2>
-          %count_8 = arith.addi %count_5, %c1_1 : index
+          %count_7 = arith.addi %count_5, %c1_1 : index
           %max_2 = cuir.row_reduce max %s_6 init %max_1 : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-          %74 = cuir.map %max_2 (%75: f32, %76: index) {
-            %77 = arith.cmpf oeq, %75, %24 : f32
-            %78 = arith.constant 0.000000e+00 : f32
-            %79 = arith.mulf %75, %scale_log2 : f32
-            %80 = arith.select %77, %78, %79 : f32
-            %81 = arith.negf %80 : f32
-            cuir.yield %81 : f32
+          %68 = cuir.map %max_2 (%69: f32, %70: index) {
+            %71 = arith.cmpf oeq, %69, %24 : f32
+            %72 = arith.constant 0.000000e+00 : f32
+            %73 = arith.mulf %69, %scale_log2 : f32
+            %74 = arith.select %71, %72, %73 : f32
+            %75 = arith.negf %74 : f32
+            cuir.yield %75 : f32
           } : !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-          %s_8 = cuir.map %s_6, %74 (%82: f32, %83: f32, %84: index, %85: index) {
-            %86 = arith.mulf %82, %scale_log2 : f32
-            %87 = arith.addf %86, %83 : f32
-            %88 = math.exp2 %87 : f32
-            cuir.yield %88 : f32
+          %s_8 = cuir.map %s_6, %68 (%76: f32, %77: f32, %78: index, %79: index) {
+            %80 = arith.mulf %76, %scale_log2 : f32
+            %81 = arith.addf %80, %77 : f32
+            %82 = math.exp2 %81 : f32
+            cuir.yield %82 : f32
           } : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
-          %alpha_2 = cuir.map %max_1, %max_2 (%89: f32, %90: f32, %91: index) {
-            %92 = arith.mulf %89, %scale_log2 : f32
-            %93 = arith.cmpf oeq, %90, %24 : f32
-            %94 = arith.constant 0.000000e+00 : f32
-            %95 = arith.mulf %90, %scale_log2 : f32
-            %96 = arith.select %93, %94, %95 : f32
-            %97 = arith.subf %92, %96 : f32
-            %98 = math.exp2 %97 : f32
-            cuir.yield %98 : f32
+          %alpha_2 = cuir.map %max_1, %max_2 (%83: f32, %84: f32, %85: index) {
+            %86 = arith.mulf %83, %scale_log2 : f32
+            %87 = arith.cmpf oeq, %84, %24 : f32
+            %88 = arith.constant 0.000000e+00 : f32
+            %89 = arith.mulf %84, %scale_log2 : f32
+            %90 = arith.select %87, %88, %89 : f32
+            %91 = arith.subf %86, %90 : f32
+            %92 = math.exp2 %91 : f32
+            cuir.yield %92 : f32
           } : !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-          %99 = cuir.map %sum_1, %max_1, %max_2 (%100: f32, %101: f32, %102: f32, %103: index) {
-            %104 = arith.mulf %101, %scale_log2 : f32
-            %105 = arith.cmpf oeq, %102, %24 : f32
-            %106 = arith.constant 0.000000e+00 : f32
-            %107 = arith.mulf %102, %scale_log2 : f32
-            %108 = arith.select %105, %106, %107 : f32
-            %109 = arith.subf %104, %108 : f32
-            %110 = math.exp2 %109 : f32
-            %111 = arith.mulf %100, %110 : f32
-            cuir.yield %111 : f32
+          %o_4 = cuir.map %o_3, %alpha_2 (%93: f32, %94: f32, %95: index, %96: index) {
+            %97 = arith.mulf %93, %94 : f32
+            cuir.yield %97 : f32
+          } : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
+          %probs_2 = cuir.convert %s_8 : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xbf16, @consumer>
+          %98 = cuir.map %sum_1, %max_1, %max_2 (%99: f32, %100: f32, %101: f32, %102: index) {
+            %103 = arith.mulf %100, %scale_log2 : f32
+            %104 = arith.cmpf oeq, %101, %24 : f32
+            %105 = arith.constant 0.000000e+00 : f32
+            %106 = arith.mulf %101, %scale_log2 : f32
+            %107 = arith.select %104, %105, %106 : f32
+            %108 = arith.subf %103, %107 : f32
+            %109 = math.exp2 %108 : f32
+            %110 = arith.mulf %99, %109 : f32
+            cuir.yield %110 : f32
           } : !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-          %sum_2 = cuir.row_reduce sum %s_8 init %99 : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-          scf.yield %o_done, %s_8, %o_4, %alpha_2, %max_2, %sum_2, %count_8 : !cuir.token<@consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, index
+          %sum_2 = cuir.row_reduce sum %s_8 init %98 : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
+          scf.yield %o_done, %s_8, %o_4, %probs_2, %alpha_2, %max_2, %sum_2, %count_7 : !cuir.token<@consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.tile<64x128xbf16, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, index
         }
         cuir.mbarrier_arrive %q_empty : !cuir.mbarrier<1>
-        %count_9 = arith.subi %count_end_3, %c1_1 : index
-        %stage_5 = arith.remsi %count_9, %c2_1 : index
-        %112 = arith.divsi %count_9, %c2_1 : index
-        %parity_4 = arith.andi %112, %c1_1 : index
-        cuir.mbarrier_wait %v_full[%stage_5], %parity_4 : !cuir.mbarrier<2>
-        %113 = arith.cmpi sgt, %end_1, %c1_1 : index
-        %count_10 = arith.subi %count_end_3, %c2_1 : index
-        cuir.gemm_wait %gemm_group_end : !cuir.token<@consumer>
-        scf.if %113 {
-          %stage_6 = arith.remsi %count_10, %c2_1 : index
-          cuir.mbarrier_arrive %v_empty[%stage_6] : !cuir.mbarrier<2>
-        }
+        %count_8 = arith.subi %count_end_3, %c1_1 : index
+        %stage_4 = arith.remsi %count_8, %c2_1 : index
+        %111 = arith.divsi %count_8, %c2_1 : index
+        %parity_4 = arith.andi %111, %c1_1 : index
+        cuir.mbarrier_wait %v_full[%stage_4], %parity_4 : !cuir.mbarrier<2>
         cuir.named_barrier_sync %16, 256
         cuir.gemm_fence
-        %o_5 = cuir.map %o_end, %alpha_end (%114: f32, %115: f32, %116: index, %117: index) {
-          %118 = arith.mulf %114, %115 : f32
-          cuir.yield %118 : f32
-        } : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
-        %probs_1 = cuir.convert %s_end : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xbf16, @consumer>
-        %o_6, %o_done_1 = cuir.gemm_async ab %probs_1, %v_tile[%stage_5] acc %o_5 : !cuir.tile<64x128xbf16, @consumer>, !cuir.smem<128x128xbf16, stages 2, swizzle 128>, !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
+        %o_5, %o_done_1 = cuir.gemm_async ab %probs_end, %v_tile[%stage_4] acc %o_end : !cuir.tile<64x128xbf16, @consumer>, !cuir.smem<128x128xbf16, stages 2, swizzle 128>, !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
         cuir.named_barrier_arrive %17, 256
         cuir.gemm_wait %o_done_1 : !cuir.token<@consumer>
-        cuir.mbarrier_arrive %v_empty[%stage_5] : !cuir.mbarrier<2>
+        cuir.mbarrier_arrive %v_empty[%stage_4] : !cuir.mbarrier<2>
         %group_row0 = arith.addi %first_row_1, %11 : index
-        %row_lse = cuir.map %sum_end, %max_end (%119: f32, %120: f32, %121: index) {
-          %122 = arith.constant 0.000000e+00 : f32
-          %123 = arith.cmpf ogt, %119, %122 : f32
-          %124 = arith.mulf %120, %softmax_scale : f32
-          %125 = math.log %119 : f32
-          %126 = arith.addf %124, %125 : f32
-          %127 = arith.select %123, %126, %24 : f32
-          cuir.yield %127 : f32
+        %row_lse = cuir.map %sum_end, %max_end (%112: f32, %113: f32, %114: index) {
+          %115 = arith.constant 0.000000e+00 : f32
+          %116 = arith.cmpf ogt, %112, %115 : f32
+          %117 = arith.mulf %113, %softmax_scale : f32
+          %118 = math.log %112 : f32
+          %119 = arith.addf %117, %118 : f32
+          %120 = arith.select %116, %119, %24 : f32
+          cuir.yield %120 : f32
         } : !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
         cuir.store %row_lse -> %lse[%batch_1, %head_1, %group_row0] : !cuir.rows<64xf32, @consumer> -> !cuir.global<3 x f32, strided>
         cuir.wait_group %store_group : !cuir.token<@consumer>
-        %128 = arith.addi %group, %c3 : index
-        cuir.named_barrier_sync %128, 128
-        %inverse = cuir.map %sum_end (%129: f32, %130: index) {
-          %131 = arith.constant 0.000000e+00 : f32
-          %132 = arith.cmpf ogt, %129, %131 : f32
-          %133 = arith.constant 1.000000e+00 : f32
-          %134 = arith.divf %133, %129 : f32
-          %135 = arith.select %132, %134, %131 : f32
-          cuir.yield %135 : f32
+        %121 = arith.addi %group, %c3 : index
+        cuir.named_barrier_sync %121, 128
+        %inverse = cuir.map %sum_end (%122: f32, %123: index) {
+          %124 = arith.constant 0.000000e+00 : f32
+          %125 = arith.cmpf ogt, %122, %124 : f32
+          %126 = arith.constant 1.000000e+00 : f32
+          %127 = arith.divf %126, %122 : f32
+          %128 = arith.select %125, %127, %124 : f32
+          cuir.yield %128 : f32
         } : !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-        %136 = cuir.map %o_6, %inverse (%137: f32, %138: f32, %139: index, %140: index) {
-          %141 = arith.mulf %137, %138 : f32
-          cuir.yield %141 : f32
+        %129 = cuir.map %o_5, %inverse (%130: f32, %131: f32, %132: index, %133: index) {
+          %134 = arith.mulf %130, %131 : f32
+          cuir.yield %134 : f32
         } : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
-        %142 = cuir.convert %136 : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xbf16, @consumer>
-        cuir.store %142 -> %o_half[%group] : !cuir.tile<64x128xbf16, @consumer> -> !cuir.smem<64x128xbf16, stages 2, swizzle 128>
+        %135 = cuir.convert %129 : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xbf16, @consumer>
+        cuir.store %135 -> %o_half[%group] : !cuir.tile<64x128xbf16, @consumer> -> !cuir.smem<64x128xbf16, stages 2, swizzle 128>
         cuir.fence_async_shared
-        cuir.named_barrier_sync %128, 128
-        %143 = arith.cmpi slt, %group_row0, %seqlen_q : index
-        %store_group_1 = scf.if %143 -> (!cuir.token<@consumer>) {
+        cuir.named_barrier_sync %121, 128
+        %136 = arith.cmpi slt, %group_row0, %seqlen_q : index
+        %store_group_1 = scf.if %136 -> (!cuir.token<@consumer>) {
           cuir.store_async %o_half[%group] -> %o[%batch_1, %head_1, %group_row0, %c0_1] : !cuir.smem<64x128xbf16, stages 2, swizzle 128> -> !cuir.global<4 x bf16, strided>
           %stored_1 = cuir.commit_group : !cuir.token<@consumer>
           scf.yield %stored_1 : !cuir.token<@consumer>
@@ -300,9 +284,9 @@ builtin.module {
         %tile_count_3 = arith.addi %tile_count_2, %c1_1 : index
         cuir.yield %store_group_1, %tile_count_3, %count_end_3 : !cuir.token<@consumer>, index, index
       }
-      %144 = arith.subi %c1_1, %group : index
-      %145 = arith.cmpi ne, %144, %c0_1 : index
-      scf.if %145 {
+      %137 = arith.subi %c1_1, %group : index
+      %138 = arith.cmpi ne, %137, %c0_1 : index
+      scf.if %138 {
         cuir.named_barrier_sync %c1_1, 256
       }
       cuir.wait_group %store_group_end : !cuir.token<@consumer>

@@ -61,58 +61,48 @@
 // SM90:          %[[P0:[a-z0-9_]+]] = cuir.map %[[SCORE0]], %{{.+}} (
 // SM90-NEXT:       arith.mulf %{{.+}}, %scale_log2 : f32
 // SM90:          %[[O_ZERO:[a-z0-9_]+]] = cuir.fill 0.0 : !cuir.tile<64x128xf32, @consumer>
+// P_0 to bf16 at the end of its softmax: the A operand of the first P V.
+// SM90-NEXT:     %[[P0_BF16:[a-z0-9_]+]] = cuir.convert %[[P0]] : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xbf16, @consumer>
 // SM90:          %[[L0:[a-z0-9_]+]] = cuir.row_reduce sum %[[P0]] init %{{.+}} : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-// The loop carries the in-flight GEMM group (S_0's at first), P, O, alpha, max, sum and the pipeline count.
-// SM90-NEXT:     %[[PV_LAST_DONE:[a-z0-9_]+]], %[[P_LAST:[a-z0-9_]+]], %[[O_LAST:[a-z0-9_]+]], %[[ALPHA_LAST:[a-z0-9_]+]], %[[M_LAST:[a-z0-9_]+]], %[[L_LAST:[a-z0-9_]+]], %[[COUNT_LAST:[a-z0-9_]+]] = scf.for %[[J:[a-z0-9_]+]] = %[[C1:[a-z0-9_]+]] to %[[NUM_KV_TILES:[a-z0-9_]+]] step %[[C1]] iter_args(%[[PV_PREV_DONE:[a-z0-9_]+]] = %[[S0_DONE]], %[[P_PREV:[a-z0-9_]+]] = %[[P0]], %[[ACC:[a-z0-9_]+]] = %[[O_ZERO]], %[[ALPHA_PREV:[a-z0-9_]+]] = %{{.+}}, %[[M:[a-z0-9_]+]] = %[[M0]], %[[L:[a-z0-9_]+]] = %[[L0]], %{{[a-z0-9_]+}} = %{{[a-z0-9_]+}}) -> (!cuir.token<@consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, index) {
+// The loop carries the in-flight GEMM group (S_0's at first), P (f32 and bf16), O, alpha, max, sum and the
+// pipeline count.
+// SM90-NEXT:     %[[PV_LAST_DONE:[a-z0-9_]+]], %{{[a-z0-9_]+}}, %[[O_LAST:[a-z0-9_]+]], %[[P_LAST_BF16:[a-z0-9_]+]], %{{[a-z0-9_]+}}, %[[M_LAST:[a-z0-9_]+]], %[[L_LAST:[a-z0-9_]+]], %[[COUNT_LAST:[a-z0-9_]+]] = scf.for %[[J:[a-z0-9_]+]] = %[[C1:[a-z0-9_]+]] to %[[NUM_KV_TILES:[a-z0-9_]+]] step %[[C1]] iter_args(%{{[a-z0-9_]+}} = %[[S0_DONE]], %{{[a-z0-9_]+}} = %[[P0]], %[[ACC:[a-z0-9_]+]] = %[[O_ZERO]], %[[P_PREV_BF16:[a-z0-9_]+]] = %[[P0_BF16]], %{{[a-z0-9_]+}} = %{{.+}}, %[[M:[a-z0-9_]+]] = %[[M0]], %[[L:[a-z0-9_]+]] = %[[L0]], %{{[a-z0-9_]+}} = %{{[a-z0-9_]+}}) -> (!cuir.token<@consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.tile<64x128xbf16, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, index) {
 // Step j: whether kv tile j needs its mask (outside [0, full_end)), tested where the step begins.
 // SM90-NEXT:       %{{.+}} = arith.cmpi slt, %[[J]], %{{.+}} : index
 // SM90-NEXT:       %{{.+}} = arith.cmpi sge, %[[J]], %[[FULL_END]] : index
 // SM90-NEXT:       %[[NEEDS_MASK:[a-z0-9_]+]] = arith.ori %{{.+}}, %{{.+}} : i1
-// Then wait for V_{j-1}, then K_j (issue order), retire P_{j-2} V_{j-2} (V_{j-2} released for j > 1).
+// Then wait for V_{j-1}, then K_j (issue order).
 // SM90:            cuir.mbarrier_wait %v_full[%[[PREV_STAGE:[a-z0-9_]+]]], %{{[a-z0-9_]+}} : !cuir.mbarrier<2>
 // SM90:            cuir.mbarrier_wait %k_full[%[[STAGE:[a-z0-9_]+]]], %{{[a-z0-9_]+}} : !cuir.mbarrier<2>
-// SM90-NEXT:       %[[IN_FLIGHT:[a-z0-9_]+]] = arith.cmpi sgt, %[[J]], %[[C1]] : index
-// SM90-NEXT:       %{{[a-z0-9_]+}} = arith.subi
-// SM90-NEXT:       cuir.gemm_wait %[[PV_PREV_DONE]] : !cuir.token<@consumer>
-// SM90-NEXT:       scf.if %[[IN_FLIGHT]] {
-// SM90-NEXT:         %[[RETIRED:[a-z0-9_]+]] = arith.remsi %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : index
-// SM90-NEXT:         cuir.mbarrier_arrive %v_empty[%[[RETIRED]]] : !cuir.mbarrier<2>
-// SM90-NEXT:       }
-// Then S_j and P_{j-1} V_{j-1} (O rescaled, P to bf16) in one GEMM turn; only S_j is waited for.
+// Then S_j and P_{j-1} V_{j-1} in one GEMM turn; only S_j is waited for.
 // SM90-NEXT:       cuir.named_barrier_sync %{{.+}}, 256
 // SM90-NEXT:       cuir.gemm_fence
 // SM90-NEXT:       %[[S:[a-z0-9_]+]], %[[S_DONE:[a-z0-9_]+]] = cuir.gemm_async abt %[[Q_SMEM]][%[[GROUP]]], %[[K_SMEM]][%[[STAGE]]] : !cuir.smem<64x128xbf16, stages 2, swizzle 128>, !cuir.smem<128x128xbf16, stages 2, swizzle 128> -> !cuir.tile<64x128xf32, @consumer>
-// SM90-NEXT:       %[[ACC_RESCALED:[a-z0-9_]+]] = cuir.map %[[ACC]], %[[ALPHA_PREV]] (
-// SM90:            %[[P_BF16:[a-z0-9_]+]] = cuir.convert %[[P_PREV]] : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xbf16, @consumer>
-// SM90-NEXT:       %[[ACC_PV:[a-z0-9_]+]], %[[PV_DONE:[a-z0-9_]+]] = cuir.gemm_async ab %[[P_BF16]], %[[V_SMEM]][%[[PREV_STAGE]]] acc %[[ACC_RESCALED]] : !cuir.tile<64x128xbf16, @consumer>, !cuir.smem<128x128xbf16, stages 2, swizzle 128>, !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
+// SM90-NEXT:       %[[ACC_PV:[a-z0-9_]+]], %[[PV_DONE:[a-z0-9_]+]] = cuir.gemm_async ab %[[P_PREV_BF16]], %[[V_SMEM]][%[[PREV_STAGE]]] acc %[[ACC]] : !cuir.tile<64x128xbf16, @consumer>, !cuir.smem<128x128xbf16, stages 2, swizzle 128>, !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
 // SM90-NEXT:       cuir.named_barrier_arrive %{{.+}}, 256
 // SM90-NEXT:       cuir.gemm_wait %[[S_DONE]] : !cuir.token<@consumer>
 // The mask branch runs on the kv tiles outside [0, full_end) only.
 // SM90-NEXT:       %[[SCORE:[a-z0-9_]+]] = scf.if %[[NEEDS_MASK]] -> (!cuir.tile<64x128xf32, @consumer>) {
 // SM90-NEXT:         %{{.+}} = cuir.map %[[S]] at
-// SM90:            cuir.mbarrier_arrive %k_empty[%[[STAGE]]] : !cuir.mbarrier<2>
+// P V retires inside the softmax of S_j, which then releases V_{j-1}'s stage and rescales O.
+// SM90:            cuir.gemm_wait %[[PV_DONE]] : !cuir.token<@consumer>
+// SM90-NEXT:       cuir.mbarrier_arrive %v_empty[%[[PREV_STAGE]]] : !cuir.mbarrier<2>
+// SM90-NEXT:       cuir.mbarrier_arrive %k_empty[%[[STAGE]]] : !cuir.mbarrier<2>
 // SM90:            %[[M_NEW:[a-z0-9_]+]] = cuir.row_reduce max %[[SCORE]] init %[[M]] : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
 // SM90:            %[[P:[a-z0-9_]+]] = cuir.map %[[SCORE]], %{{.+}} (
 // SM90:            %[[ALPHA:[a-z0-9_]+]] = cuir.map %[[M]], %[[M_NEW]] (
-// SM90:            %[[L_RESCALED:[a-z0-9_]+]] = cuir.map %[[L]], %[[M]], %[[M_NEW]] (
+// SM90:            %[[ACC_RESCALED:[a-z0-9_]+]] = cuir.map %[[ACC_PV]], %[[ALPHA]] (
+// SM90:            %[[P_BF16:[a-z0-9_]+]] = cuir.convert %[[P]] : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xbf16, @consumer>
+// SM90-NEXT:       %[[L_RESCALED:[a-z0-9_]+]] = cuir.map %[[L]], %[[M]], %[[M_NEW]] (
 // SM90:            %[[L_NEW:[a-z0-9_]+]] = cuir.row_reduce sum %[[P]] init %[[L_RESCALED]] : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-// SM90-NEXT:       scf.yield %[[PV_DONE]], %[[P]], %[[ACC_PV]], %[[ALPHA]], %[[M_NEW]], %[[L_NEW]], %{{[a-z0-9_]+}} :
+// SM90-NEXT:       scf.yield %[[PV_DONE]], %[[P]], %[[ACC_RESCALED]], %[[P_BF16]], %[[ALPHA]], %[[M_NEW]], %[[L_NEW]], %{{[a-z0-9_]+}} :
 // SM90-NEXT:     }
 // SM90-NEXT:     cuir.mbarrier_arrive %q_empty : !cuir.mbarrier<1>
-// Last P V: retired like a loop step (V_{n-2} released for n > 1), then issued and waited for.
+// Last P V: issued (O already rescaled by the last step), waited for, its V stage released.
 // SM90:          cuir.mbarrier_wait %v_full[%[[LAST_STAGE:[a-z0-9_]+]]], %{{[a-z0-9_]+}} : !cuir.mbarrier<2>
-// SM90-NEXT:     %[[LAST_IN_FLIGHT:[a-z0-9_]+]] = arith.cmpi sgt, %[[NUM_KV_TILES]], %[[C1]] : index
-// SM90-NEXT:     %{{[a-z0-9_]+}} = arith.subi %[[COUNT_LAST]], %{{[a-z0-9_]+}} : index
-// SM90-NEXT:     cuir.gemm_wait %[[PV_LAST_DONE]] : !cuir.token<@consumer>
-// SM90-NEXT:     scf.if %[[LAST_IN_FLIGHT]] {
-// SM90-NEXT:       %[[RETIRED_LAST:[a-z0-9_]+]] = arith.remsi %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : index
-// SM90-NEXT:       cuir.mbarrier_arrive %v_empty[%[[RETIRED_LAST]]] : !cuir.mbarrier<2>
-// SM90-NEXT:     }
 // SM90-NEXT:     cuir.named_barrier_sync %{{.+}}, 256
 // SM90-NEXT:     cuir.gemm_fence
-// SM90-NEXT:     %[[O_RESCALED:[a-z0-9_]+]] = cuir.map %[[O_LAST]], %[[ALPHA_LAST]] (
-// SM90:          %[[P_LAST_BF16:[a-z0-9_]+]] = cuir.convert %[[P_LAST]] : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xbf16, @consumer>
-// SM90-NEXT:     %[[O_ACC:[a-z0-9_]+]], %[[O_DONE:[a-z0-9_]+]] = cuir.gemm_async ab %[[P_LAST_BF16]], %[[V_SMEM]][%[[LAST_STAGE]]] acc %[[O_RESCALED]] :
+// SM90-NEXT:     %[[O_ACC:[a-z0-9_]+]], %[[O_DONE:[a-z0-9_]+]] = cuir.gemm_async ab %[[P_LAST_BF16]], %[[V_SMEM]][%[[LAST_STAGE]]] acc %[[O_LAST]] :
 // SM90-NEXT:     cuir.named_barrier_arrive %{{.+}}, 256
 // SM90-NEXT:     cuir.gemm_wait %[[O_DONE]] : !cuir.token<@consumer>
 // SM90-NEXT:     cuir.mbarrier_arrive %v_empty[%[[LAST_STAGE]]] : !cuir.mbarrier<2>

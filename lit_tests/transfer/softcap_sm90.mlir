@@ -22,8 +22,7 @@
 // CHECK:      cuir.row_reduce max %s_1 :
 // CHECK:      cuir.map %s_1, %{{.*}} (
 // CHECK-NEXT:   arith.mulf %{{.*}}, %log2e : f32
-// In the kv loop: after the retire of the previous P V and the wait for S_j.
-// CHECK:      cuir.gemm_wait %gemm_group : !cuir.token<@consumer>
+// In the kv loop: after the wait for S_j.
 // CHECK:      cuir.gemm_wait %s_done_1 : !cuir.token<@consumer>
 // CHECK-NEXT: %scaled_1 = cuir.map %s_5 at
 // CHECK-NEXT:   %[[SCALED_1:.*]] = arith.mulf %{{.*}}, %softmax_scale : f32

@@ -260,10 +260,13 @@ def last_v_release_before_gemm_wait(module):
 
 
 def v_empty_released_one_stage_early(module):
-    """The retired V stage is computed from count - 1: the stage P V still reads."""
-    body = loop_body(module).body.block
-    (retired,) = [op for op in body.ops if isinstance(op, arith.SubiOp) and is_constant(op.rhs, 2)]
-    retired.operands[1] = index_constant(retired, 1)
+    """Once P V_{j-1} retired, step j releases V_j's stage (the count's) instead of V_{j-1}'s: the producer
+    refills it while the next P V still has to read it."""
+    loop = loop_body(module)
+    release = only(loop, "cuir.mbarrier_arrive", "v_empty")
+    (stage,) = [operand for operand in release.operands if _hint(operand) and _hint(operand).startswith("stage")]
+    (k_wait,) = ops(loop, "cuir.mbarrier_wait", "k_full")
+    replace_operand(release, _hint(stage), k_wait.operands[1])
 
 
 def q_empty_arrive_at_tile_start(module):
@@ -305,9 +308,10 @@ def score_gemm_reads_previous_stage(module):
 
 def accumulator_rescale_dropped(module):
     """O is not rescaled by exp(m_old - m_new) when the running max grows."""
-    (pv,) = [op for op in loop_body(module).body.block.ops
-             if isinstance(op, cuir.GemmAsyncOp) and op.layout.data == "ab"]
-    bypass(pv.acc.owner)
+    block = loop_body(module).body.block
+    (pv,) = [op for op in block.ops if isinstance(op, cuir.GemmAsyncOp) and op.layout.data == "ab"]
+    (rescale,) = [op for op in block.ops if isinstance(op, cuir.MapOp) and op.inputs[0] == pv.results[0]]
+    bypass(rescale)
 
 
 def normalization_dropped(module):

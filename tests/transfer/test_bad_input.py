@@ -287,8 +287,8 @@ def test_bound_comparison_before_the_kv_loop_is_a_located_error():
 
 
 def test_comparison_of_the_kv_index_with_its_lower_bound_that_is_no_step_test_is_a_located_error():
-    message, text = _sm90_error(lambda t: t.replace("arith.cmpi sgt, %j_1, %c1_1", "arith.cmpi sge, %j_1, %c1_1"))
-    assert f"attention_sm90.mlir:{_line_of(text, 'arith.cmpi sge, %j_1, %c1_1')}:11: error: transfer:" in message
+    message, text = _split_loop_error(lambda t: t.replace("arith.cmpi ugt, %j, %c1", "arith.cmpi uge, %j, %c1"))
+    assert f"split_loop_sm90.mlir:{_line_of(text, 'arith.cmpi uge, %j, %c1')}:11: error: transfer:" in message
     assert "asks neither whether an earlier step ran" in message
 
 

@@ -126,7 +126,7 @@ def test_mask_branch_of_other_values_is_a_located_error():
         lambda text: text.replace("} else {\n          scf.yield %s : ", "} else {\n          scf.yield %o_1 : ", 1)
         .replace("%s_1 = scf.if %needs_mask", "%o_1 = cuir.fill 0.0 : !cuir.tile<64x128xf32, @consumer>\n"
                  "        %s_1 = scf.if %needs_mask", 1)
-        .replace("        %o_1 = cuir.fill 0.0 : !cuir.tile<64x128xf32, @consumer>\n        %alpha", "        %alpha", 1))
+        .replace("        %o_1 = cuir.fill 0.0 : !cuir.tile<64x128xf32, @consumer>\n        %probs", "        %probs", 1))
     line = next(i for i, l in enumerate(text.splitlines(), 1) if "%s_1 = scf.if %needs_mask" in l)
     with pytest.raises(CuBridgeError) as error:
         TransferPass(spec_path("causal")).apply(context, module)

@@ -3,6 +3,8 @@ edit of the spec (or of a module it imports from the project) traces again."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 import cubridge.frontends.spec as spec_module
@@ -46,6 +48,15 @@ def test_a_second_load_reuses_the_traces(traces, tmp_path):
     assert len(traces) == 1
     assert second.score_expr == first.score_expr
     assert second.score_expr.line == first.score_expr.line
+
+
+def test_a_load_again_in_the_process_needs_neither_a_trace_nor_the_disk_cache(traces, tmp_path):
+    """A cached build's load (issue 14: the callable within 1 ms) keeps the traces in memory too."""
+    path = _write(tmp_path, 2.0)
+    first = load_spec(path)
+    shutil.rmtree(tmp_path / "cache")
+    again = load_spec(path)
+    assert len(traces) == 1 and again.score_expr is first.score_expr
 
 
 def test_an_edited_import_traces_again(traces, tmp_path, monkeypatch):

@@ -823,6 +823,8 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
             return self.construct(callee, arguments_node.named_children, scope, node)
         if isinstance(callee, TypeValue) and callee.name in ("int", "float", "unsigned", "uint32_t", "int64_t"):
             return self._expr_cast_like(callee.name, arguments_node.named_children[0], scope)
+        while isinstance(callee, Reference):  # a lambda passed to a function by reference
+            callee = callee.cell.value
         if isinstance(callee, LambdaValue):
             return self.call_lambda(callee, arguments_node.named_children, scope, node)
         if not isinstance(callee, FunctionValue):
@@ -1195,7 +1197,10 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
         declarator = function.node.child_by_field_name("declarator")
         formal = declarator.child_by_field_name("parameters").named_children if declarator else []
         for parameter, argument in zip(formal, arguments):
-            name = declarator_name(parameter.child_by_field_name("declarator"))
+            declarator_node = parameter.child_by_field_name("declarator")
+            if declarator_node is None:  # an unnamed parameter
+                continue
+            name = declarator_name(declarator_node)
             inner.names[name] = Cell(name, self.value(argument, scope))
         self.call_sites.append(self.location(scope, node))
         try:
@@ -1981,6 +1986,8 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
             return None
         if callee.name in ("gemm_wait", "store_async_wait"):
             return self._wait(callee, scope, node)
+        if callee.name == "gemm_wait_after":  # gemm_wait<0> (where ptxas issues it is no concern of the IR)
+            return self._wait(FunctionValue("gemm_wait", (0,)), scope, node)
         if len(arguments) != len(roles):
             raise self.error(scope, node, f"`{callee.name}` takes {len(roles)} arguments in profile "
                                           f"{self.profile.name}, not {len(arguments)}")

@@ -482,11 +482,13 @@ __device__ __forceinline__ void score_tile(float (&s)[kCount], const AttentionPa
 }
 
 // Online softmax step: raises the running max with this tile's scores, returns in `alpha` the factor
-// exp2((old max - new max) * scale_log2) that rescales the running sum (done here) and O (done by the
-// caller once the in-flight P V retired), and turns the scores into probabilities packed to 16 bits.
-template <int kFmaExp2Period, int kCount>
+// exp2((old max - new max) * scale_log2) that rescales the running sum (done here) and O (done by `between`),
+// and turns the scores into probabilities. `between(sum)` runs once the first row half's exps are summed: the
+// P V in flight retires there, under the second half's exps.
+template <int kFmaExp2Period, int kCount, typename Between>
 __device__ __forceinline__ void softmax_update(float (&s)[kCount], RowState& state, float (&alpha)[2],
-                                               float scale_log2) {
+                                               float scale_log2, Between&& between) {
+  float max_scaled[2];
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     float tile_max = state.max[half];
@@ -495,21 +497,25 @@ __device__ __forceinline__ void softmax_update(float (&s)[kCount], RowState& sta
       tile_max = fmaxf(tile_max, fmaxf(s[4 * i + 2 * half], s[4 * i + 2 * half + 1]));
     const float new_max = row_reduce_max(tile_max);
     // A row with no visible key so far keeps max -inf; subtract 0 then, so exp2 sees -inf, not NaN.
-    const float max_scaled = new_max == kNegInf ? 0.f : new_max * scale_log2;
-    alpha[half] = fast_exp2(state.max[half] * scale_log2 - max_scaled);
+    max_scaled[half] = new_max == kNegInf ? 0.f : new_max * scale_log2;
+    alpha[half] = fast_exp2(state.max[half] * scale_log2 - max_scaled[half]);
     state.max[half] = new_max;
+  }
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
     float sum = 0.f;
 #pragma unroll
     for (int i = 0; i < kCount / 4; ++i)
 #pragma unroll
       for (int e = 4 * i + 2 * half; e < 4 * i + 2 * half + 2; ++e) {
-        const float exponent = fmaf(s[e], scale_log2, -max_scaled);
+        const float exponent = fmaf(s[e], scale_log2, -max_scaled[half]);
         if constexpr (kFmaExp2Period > 0)
           s[e] = e % kFmaExp2Period == kFmaExp2Period - 1 ? fma_exp2(exponent) : fast_exp2(exponent);
         else
           s[e] = fast_exp2(exponent);
         sum += s[e];
       }
+    if (half == 0) between(sum);
     state.sum[half] = state.sum[half] * alpha[half] + sum;
   }
 }
@@ -520,16 +526,19 @@ template <typename Policy>
 constexpr bool kScoresScaled = Policy::kModifiesScores || !Policy::kSoftmax;
 
 // The normalization of one score tile: the online softmax, or P = activate(score) with nothing to rescale
-// (alpha = 1, row sums unused).
-template <typename Policy, int kHeadDim, int kCount>
+// (alpha = 1, row sums unused); `between(value)` runs inside it, once `value` (the softmax's first row half, or
+// the last activation) is computed.
+template <typename Policy, int kHeadDim, int kCount, typename Between>
 __device__ __forceinline__ void normalize_scores(float (&s)[kCount], RowState& state, float (&alpha)[2],
-                                                 const AttentionParams& p) {
+                                                 const AttentionParams& p, Between&& between) {
   if constexpr (Policy::kSoftmax) {
-    softmax_update<kFmaExp2Period<kHeadDim, Policy>>(s, state, alpha, kScoresScaled<Policy> ? kLog2e : p.scale_log2);
+    softmax_update<kFmaExp2Period<kHeadDim, Policy>>(s, state, alpha, kScoresScaled<Policy> ? kLog2e : p.scale_log2,
+                                                     between);
   } else {
 #pragma unroll
     for (int e = 0; e < kCount; ++e) s[e] = Policy::activate(s[e]);
     alpha[0] = alpha[1] = 1.f;
+    between(s[kCount - 1]);
   }
 }
 
@@ -656,10 +665,11 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
     // global memory), so that the load is in flight during the step's waits and GEMMs.
     auto first_key = [&](int position) { return Policy::kv_tile(p, args, tile, position) * kBlockKv; };
     // The scores of a kv tile (keys from n0): the variant's score_mod, its mask where the tile is `masked`, then
-    // the normalization.
-    auto scores_to_probs = [&](bool masked, int n0, const KeptScores<kScoreRegs<kHeadDim>>& kept) {
+    // the normalization (with `between` inside it), then P packed as the A operand of the next P V.
+    auto scores_to_probs = [&](bool masked, int n0, const KeptScores<kScoreRegs<kHeadDim>>& kept, auto&& between) {
       score_tile<Policy, kScoresScaled<Policy>>(s, p, args, tile, thread_row0, n0, masked, t, kept);
-      normalize_scores<Policy, kHeadDim>(s, state, alpha, p);
+      normalize_scores<Policy, kHeadDim>(s, state, alpha, p, between);
+      pack_probs<T>(s, probs);
     };
     // A masked tile's keep() bits, for policies whose mask loads from tables, taken at the top of its step
     // (position j, first key n0) from the key columns a masked step loads for the next position while its
@@ -737,30 +747,17 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       load_ahead(true, next_n0, range.begin);
       gemm_wait<0>();
       gemm_fence_operand(s);
-      scores_to_probs(masked, n0, kept);
+      scores_to_probs(masked, n0, kept, [](float) {});  // no P V in flight, O is zero
       release(smem.k_empty(stage), lane);
       ++kv.count;
     }
 
-    // Retires P_{j-2} V_{j-2} (if position j-2 is in the range: `in_flight`), then turns the softmax of S_{j-1} into
-    // the A operand of the next P V and rescales O to its row max. This sits past the mbarrier waits of the
-    // next step, in a later basic block than the softmax: ptxas places a wgmma wait as early as its block
-    // allows, and a wait in the softmax's block would land before the exps and undo the overlap.
-    auto retire_pv = [&](bool in_flight) {
-      const PipelineState retired{kv.count - 2};
-      gemm_wait<0>();
-      gemm_fence_operand(o);
-      gemm_fence_operand(probs);
-      if (in_flight) release(smem.v_empty(retired.stage()), lane);
-      pack_probs<T>(s, probs);
-      rescale_rows(o, alpha);
-    };
-
     // Position j in begin+1..end-1: issue S_j = Q K_j^T and O += P_{j-1} V_{j-1}, then the softmax of S_j under P V.
-    // V_{j-1} is waited for before K_j, the order the producer issued them, and K_j's stage is released
-    // after the softmax rather than right after the S wait: together +1.0-1.2% non-causal, causal level;
-    // the same release in kv tile 0 adds +0.5% causal (runs 53-54, 59; ptxas schedules the step
-    // differently, same instruction count).
+    // P V retires inside the softmax, after the first row half's exps (gemm_wait_after: a wait in the softmax's
+    // basic block would be issued before the exps), and O is rescaled there, so that the next step issues its
+    // GEMMs right after its mbarrier waits: +2% non-causal, +4% causal (run 155). V_{j-1} is waited for before
+    // K_j, the order the producer issued them, and K_j's stage is released after the softmax rather than right
+    // after the S wait (runs 53-54, 59).
     auto kv_step = [&](int j, bool masked) {
       const int n0 = first_key(j);
       const auto kept = kept_ahead(masked, n0, j);
@@ -769,7 +766,6 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       const PipelineState prev{kv.count - 1};
       mbarrier_wait(smem.v_full(prev.stage()), prev.parity());
       mbarrier_wait(smem.k_full(stage), kv.parity());
-      retire_pv(j > range.begin + 1);
       begin_gemm_turn(group);
       gemm_fence_operand(s);
       gemm_fence_operand(o);
@@ -782,7 +778,13 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       load_ahead(masked, next_n0, j);
       gemm_wait<1>();
       gemm_fence_operand(s);
-      scores_to_probs(masked, n0, kept);
+      scores_to_probs(masked, n0, kept, [&](float first_half_sum) {
+        gemm_wait_after(first_half_sum);
+        gemm_fence_operand(o);
+        gemm_fence_operand(probs);
+        release(smem.v_empty(prev.stage()), lane);
+        rescale_rows(o, alpha);
+      });
       release(smem.k_empty(stage), lane);
       ++kv.count;
     };
@@ -803,7 +805,6 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
     {
       const PipelineState last{kv.count - 1};
       mbarrier_wait(smem.v_full(last.stage()), last.parity());
-      retire_pv(range.end - range.begin > 1);
       begin_gemm_turn(group);
       gemm_fence_operand(o);
       gemm_fence_operand(probs);

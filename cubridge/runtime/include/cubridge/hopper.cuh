@@ -343,6 +343,19 @@ __device__ __forceinline__ void gemm_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
 }
 
+// cuir.gemm_wait (no group left pending), issued only once `after` is computed. ptxas issues a wgmma wait as early
+// as its basic block allows, ahead of independent work that precedes it in the source; a warp-uniform branch on
+// `after` ends the block there, so the wait follows the instructions that compute `after`. Both paths wait (the
+// other one, for a NaN `after`, naps first so that the compiler cannot merge the two).
+__device__ __forceinline__ void gemm_wait_after(float after) {
+  if (__all_sync(0xffffffffu, after == after)) {
+    gemm_wait<0>();
+  } else {
+    __nanosleep(0);
+    gemm_wait<0>();
+  }
+}
+
 // Worker register budget (raise): setmaxnreg.inc.sync.aligned. The warpgroup's per-thread register limit
 // becomes kRegisters (multiple of 8, 24..256) when all its warps executed it. Needs a register cap at
 // kernel entry (__launch_bounds__(threads, 1)) and each warpgroup role in its own branch.
