@@ -50,3 +50,17 @@ def test_a_kernel_change_reaches_the_lifted_ir(tmp_path):
     result = verify(module, shapes=[(1, 2, 1, 129, 3 * 128 + 1, 128)], seeds=(0,), schedules=1)
     assert not result.ok
     assert result.verdict == "deadlock", result.summary()
+
+
+def test_the_wait_inside_the_softmax_reaches_the_lifted_ir(tmp_path):
+    """P V retires inside the softmax, in a lambda the kv step passes down to softmax_update: without its
+    gemm_wait_after the rescale of O reads the P V accumulator in flight, a race the executor names."""
+    source = KERNEL.read_text()
+    wait = "        gemm_wait_after(first_half_sum);\n"
+    assert source.count(wait) == 1
+    broken = tmp_path / "attention_sm90.cu"
+    broken.write_text(source.replace(wait, ""))
+    module = lift_cuda_file(broken).module
+    result = verify(module, shapes=[(1, 2, 1, 129, 2 * 128 + 1, 128)], seeds=(0,), schedules=1)
+    assert result.verdict == "race", result.summary()
+    assert any("before its cuir.gemm_wait" in diagnostic.message for diagnostic in result.diagnostics)
