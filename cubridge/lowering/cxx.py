@@ -73,6 +73,13 @@ _OPTIONAL_FLOAT_UNARY = {
 for _name, _pattern in _OPTIONAL_FLOAT_UNARY.items():
     if hasattr(mathd, _name):
         _FLOAT_UNARY[getattr(mathd, _name)] = _pattern
+# The functions above that run on the MUFU (the special-function unit the softmax's exp2 shares)
+MUFU_FUNCTIONS = ("fast_tanh", "fast_exp2", "__logf", "__sinf", "__cosf", "rsqrtf", "__log2f")
+
+
+def uses_mufu(statements) -> bool:
+    """Whether C++ `statements` emitted here call a MUFU function."""
+    return any(f"{name}(" in statement for statement in statements for name in MUFU_FUNCTIONS)
 _INT_PREDICATES = ("==", "!=", "<", "<=", ">", ">=", "<", "<=", ">", ">=")  # arith.cmpi eq..uge
 _UNSIGNED_PREDICATES = (6, 7, 8, 9)
 _FLOAT_PREDICATES = {1: "==", 2: ">", 3: ">=", 4: "<", 5: "<=", 6: "!=", 8: "==", 9: ">", 10: ">=", 11: "<",

@@ -25,6 +25,7 @@ from xdsl.ir import Operation
 
 from cubridge.dialect.cuir import DimOp, KernelOp
 from cubridge.diagnostics import CuBridgeError, describe_location, location_of
+from cubridge.lowering.cxx import uses_mufu
 from cubridge.lowering.seams import SeamFinder, VariantSeams
 from cubridge.runtime.compiler import KERNELS_DIR
 from cubridge.runtime.kernel_inputs import MASK_BITS, MASK_BITS_RANK
@@ -294,6 +295,8 @@ def render_policy(seams: VariantSeams, policy: str, variant: str, args: tuple[tu
         lines.append("  };")
     if seams.modify_score is not None:
         lines.append("  static constexpr bool kModifiesScores = true;")
+        if uses_mufu(seams.modify_score.statements):  # its MUFU work comes before the softmax's (run 157)
+            lines.append("  static constexpr bool kRetireAtStepTop = true;")
     if seams.position_slope is not None:
         lines.append("  static constexpr bool kPositionBias = true;")
     if seams.activate is not None:

@@ -8,9 +8,9 @@
 // Kernel header: __launch_bounds__, tensor maps and mapped parameters, the scheduler's tile rows.
 // CHECK: cuir.kernel @attention_sm90_bf16_d128_full(%q: !cuir.global<4 x bf16, strided> {{.*}}%lse: !cuir.global<3 x f32, strided> loc(unknown), %softmax_scale: f32 loc(unknown)) threads 384 smem 196688 cluster 1x1x1 tile_m 128 schedule persistent longest_first source "attention_sm90.cu"
 // Shared storage: tiles and mbarriers; init counts are CUDA's over the arrivals a warp group makes (8 / 4).
-// CHECK: %q_half = cuir.alloc : !cuir.smem<64x128xbf16, stages 2, swizzle 128> loc(callsite("{{.*}}attention_sm90.cu":836:3 at "{{.*}}attention_sm90.cu":877:1))
-// CHECK: %k_full = cuir.alloc : !cuir.mbarrier<2> loc(callsite("{{.*}}attention_sm90.cu":842:7 at
-// CHECK: cuir.mbarrier_init %q_empty, 2 : !cuir.mbarrier<1> loc(callsite("{{.*}}attention_sm90.cu":840:5 at
+// CHECK: %q_half = cuir.alloc : !cuir.smem<64x128xbf16, stages 2, swizzle 128> loc(callsite("{{.*}}attention_sm90.cu":854:3 at "{{.*}}attention_sm90.cu":895:1))
+// CHECK: %k_full = cuir.alloc : !cuir.mbarrier<2> loc(callsite("{{.*}}attention_sm90.cu":860:7 at
+// CHECK: cuir.mbarrier_init %q_empty, 2 : !cuir.mbarrier<1> loc(callsite("{{.*}}attention_sm90.cu":858:5 at
 // Role predicates and setmaxnreg budgets.
 // CHECK: cuir.worker @producer threads 0 to 128 regs 24 (%instance) {
 // Parameter fields: tensor sizes, hoisted to the worker's entry.
@@ -40,14 +40,14 @@
 // Online softmax: quad-reduced max, the scale folded into exp2, per-thread row sums as a row reduction.
 // CHECK: %max = cuir.row_reduce max %{{.*}} loc(callsite("{{.*}}attention_sm90.cu":498:27 at
 // CHECK: math.exp2 {{.*}} loc(callsite("{{.*}}attention_sm90.cu":515:18 at
-// CHECK: %probs = cuir.convert %{{.*}} loc(callsite("{{.*}}attention_sm90.cu":549:47 at callsite("{{.*}}attention_sm90.cu":672:7 at
+// CHECK: %probs = cuir.convert %{{.*}} loc(callsite("{{.*}}attention_sm90.cu":549:47 at callsite("{{.*}}attention_sm90.cu":672:48 at
 // CHECK: %sum = cuir.row_reduce sum %{{.*}} init %{{.*}} loc(callsite("{{.*}}attention_sm90.cu":519:23 at
 // Loop-carried fragments (P packed at the end of each softmax), row vectors and the in-flight GEMM group.
 // CHECK: scf.for %j_1 = %c1{{.*}} iter_args(%gemm_group = %s_done, %s_{{[0-9]+}} = %{{.*}}, %o_{{[0-9]+}} = %{{.*}}, %probs_{{[0-9]+}} = %probs, %alpha_{{[0-9]+}} = %alpha, %max_{{[0-9]+}} = %max, %sum_{{[0-9]+}} = %sum,
-// CHECK: %o_{{[0-9]+}}, %o_done = cuir.gemm_async ab %probs_{{[0-9]+}}, %v_tile[%{{.*}}] acc %{{.*}} loc(callsite("{{.*}}attention_sm90.cu":776:7 at
+// CHECK: %o_{{[0-9]+}}, %o_done = cuir.gemm_async ab %probs_{{[0-9]+}}, %v_tile[%{{.*}}] acc %{{.*}} loc(callsite("{{.*}}attention_sm90.cu":791:7 at
 // P V retires inside the next softmax (gemm_wait_after), which then releases its V stage.
-// CHECK: cuir.gemm_wait %o_done : !cuir.token<@consumer> loc(callsite("{{.*}}attention_sm90.cu":782:9 at
-// CHECK: cuir.mbarrier_arrive %v_empty[%{{.*}}] : !cuir.mbarrier<2> loc(callsite("{{.*}}attention_sm90.cu":174:18 at callsite("{{.*}}attention_sm90.cu":785:9 at
+// CHECK: cuir.gemm_wait %o_done : !cuir.token<@consumer> loc(callsite("{{.*}}attention_sm90.cu":798:11 at
+// CHECK: cuir.mbarrier_arrive %v_empty[%{{.*}}] : !cuir.mbarrier<2> loc(callsite("{{.*}}attention_sm90.cu":174:18 at callsite("{{.*}}attention_sm90.cu":801:11 at
 // Epilogue: LSE rows to global, O through the swizzled tile, the epilogue barriers, TMA store group.
 // CHECK: cuir.store %row_lse -> %lse[%batch_1, %head_1, %group_row0] {{.*}} loc(callsite("{{.*}}attention_sm90.cu":589:9 at
 // CHECK: cuir.wait_group %store_group : !cuir.token<@consumer> loc(callsite("{{.*}}attention_sm90.cu":595:15 at

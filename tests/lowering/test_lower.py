@@ -221,3 +221,14 @@ def test_a_linear_position_bias_gets_its_slope(tmp_path):
                              ("scaled", "score * (1.0 + 0.001 * (q_idx - kv_idx))")):
         policy = _policy(tmp_path, name, f"def score_mod(score, b, h, q_idx, kv_idx):\n    return {expression}\n")
         assert "static float modify_score(" in policy and "kPositionBias" not in policy, name
+
+
+def test_a_score_mod_on_the_mufu_retires_p_v_at_the_step_top(tmp_path):
+    """A score_mod that calls a MUFU function (tanh) keeps P V's retire at the top of the next step
+    (kRetireAtStepTop), where the softmax's wait would split its MUFU work; one of adds and multiplies does not."""
+    softcap = _policy(tmp_path, "capped", "import torch\ndef score_mod(score, b, h, q_idx, kv_idx):\n"
+                      "    return 20.0 * torch.tanh(score / 20.0)\n")
+    assert "static constexpr bool kRetireAtStepTop = true;" in softcap
+    biased = _policy(tmp_path, "biased", "def score_mod(score, b, h, q_idx, kv_idx):\n"
+                     "    return score * 0.5 + 0.25 * h\n")
+    assert "kRetireAtStepTop" not in biased

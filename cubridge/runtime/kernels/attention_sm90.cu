@@ -669,7 +669,7 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
     auto scores_to_probs = [&](bool masked, int n0, const KeptScores<kScoreRegs<kHeadDim>>& kept, auto&& between) {
       score_tile<Policy, kScoresScaled<Policy>>(s, p, args, tile, thread_row0, n0, masked, t, kept);
       normalize_scores<Policy, kHeadDim>(s, state, alpha, p, between);
-      pack_probs<T>(s, probs);
+      if constexpr (!Policy::kRetireAtStepTop) pack_probs<T>(s, probs);
     };
     // A masked tile's keep() bits, for policies whose mask loads from tables, taken at the top of its step
     // (position j, first key n0) from the key columns a masked step loads for the next position while its
@@ -752,6 +752,20 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       ++kv.count;
     }
 
+    // kRetireAtStepTop: retires P_{j-2} V_{j-2} (if position j-2 is in the range: `in_flight`) at the top of step
+    // j, after its mbarrier waits (in a later basic block than the softmax), then packs P_{j-1} and rescales O.
+    auto retire_pv = [&](bool in_flight) {
+      if constexpr (Policy::kRetireAtStepTop) {
+        const PipelineState retired{kv.count - 2};
+        gemm_wait<0>();
+        gemm_fence_operand(o);
+        gemm_fence_operand(probs);
+        if (in_flight) release(smem.v_empty(retired.stage()), lane);
+        pack_probs<T>(s, probs);
+        rescale_rows(o, alpha);
+      }
+    };
+
     // Position j in begin+1..end-1: issue S_j = Q K_j^T and O += P_{j-1} V_{j-1}, then the softmax of S_j under P V.
     // P V retires inside the softmax, after the first row half's exps (gemm_wait_after: a wait in the softmax's
     // basic block would be issued before the exps), and O is rescaled there, so that the next step issues its
@@ -766,6 +780,7 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       const PipelineState prev{kv.count - 1};
       mbarrier_wait(smem.v_full(prev.stage()), prev.parity());
       mbarrier_wait(smem.k_full(stage), kv.parity());
+      retire_pv(j > range.begin + 1);
       begin_gemm_turn(group);
       gemm_fence_operand(s);
       gemm_fence_operand(o);
@@ -779,11 +794,13 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       gemm_wait<1>();
       gemm_fence_operand(s);
       scores_to_probs(masked, n0, kept, [&](float first_half_sum) {
-        gemm_wait_after(first_half_sum);
-        gemm_fence_operand(o);
-        gemm_fence_operand(probs);
-        release(smem.v_empty(prev.stage()), lane);
-        rescale_rows(o, alpha);
+        if constexpr (!Policy::kRetireAtStepTop) {
+          gemm_wait_after(first_half_sum);
+          gemm_fence_operand(o);
+          gemm_fence_operand(probs);
+          release(smem.v_empty(prev.stage()), lane);
+          rescale_rows(o, alpha);
+        }
       });
       release(smem.k_empty(stage), lane);
       ++kv.count;
@@ -805,6 +822,7 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
     {
       const PipelineState last{kv.count - 1};
       mbarrier_wait(smem.v_full(last.stage()), last.parity());
+      retire_pv(range.end - range.begin > 1);
       begin_gemm_turn(group);
       gemm_fence_operand(o);
       gemm_fence_operand(probs);

@@ -113,6 +113,12 @@ struct FullAttention {
   // cannot bound, whose keep() is costly per score; their masked positions are the partial tiles, listed first).
   // keep() stays the definition (the lift reads the flag as false; the Ampere kernel evaluates it).
   static constexpr bool kMaskBits = false;
+  // Whether the Hopper consumer retires a step's P V at the top of the next step (after its mbarrier waits, then
+  // O rescaled and P packed) instead of inside the next softmax, after its first row half's exps: for a
+  // modify_score that puts special functions on the MUFU before the softmax (tanh), whose MUFU stream the
+  // softmax's wait would split (run 157: -1.8% to -3% for tanh softcap). Both orders sum the same terms; O's
+  // rescale is associated differently (fp32 rounding). The lift reads the flag as false.
+  static constexpr bool kRetireAtStepTop = false;
 
   // The kv tiles that rows [q_first, q_last] of `tile` visit, in every role. A kernel that peels the first
   // position needs end > begin, unless kSkipsEmptyTiles keeps every role off the tiles where end == begin.
