@@ -38,15 +38,20 @@ def test_lifted_instance_verifies(entry):
     assert result.ok, result.summary()
 
 
+def _lift_edited(tmp_path, old: str, new: str):
+    """The lift of attention_sm90.cu with its one occurrence of `old` replaced by `new`."""
+    source = KERNEL.read_text()
+    assert source.count(old) == 1
+    edited = tmp_path / "attention_sm90.cu"
+    edited.write_text(source.replace(old, new))
+    return lift_cuda_file(edited).module
+
+
 def test_a_kernel_change_reaches_the_lifted_ir(tmp_path):
     """The CUDA is the source of truth: drop the consumers' release of K in the kv loop and the lifted
     program deadlocks in the executor (the producer waits for a stage nobody frees)."""
-    source = KERNEL.read_text()
-    release = "      release(smem.k_empty(stage), lane);\n      ++kv.count;\n    };\n"
-    assert source.count(release) == 1
-    broken = tmp_path / "attention_sm90.cu"
-    broken.write_text(source.replace(release, "      ++kv.count;\n    };\n"))
-    module = lift_cuda_file(broken).module
+    module = _lift_edited(tmp_path, "      release(smem.k_empty(stage), lane);\n      ++kv.count;\n    };\n",
+                          "      ++kv.count;\n    };\n")
     result = verify(module, shapes=[(1, 2, 1, 129, 3 * 128 + 1, 128)], seeds=(0,), schedules=1)
     assert not result.ok
     assert result.verdict == "deadlock", result.summary()
@@ -55,12 +60,7 @@ def test_a_kernel_change_reaches_the_lifted_ir(tmp_path):
 def test_the_wait_inside_the_softmax_reaches_the_lifted_ir(tmp_path):
     """P V retires inside the softmax, in a lambda the kv step passes down to softmax_update: without its
     gemm_wait_after the rescale of O reads the P V accumulator in flight, a race the executor names."""
-    source = KERNEL.read_text()
-    wait = "        gemm_wait_after(first_half_sum);\n"
-    assert source.count(wait) == 1
-    broken = tmp_path / "attention_sm90.cu"
-    broken.write_text(source.replace(wait, ""))
-    module = lift_cuda_file(broken).module
+    module = _lift_edited(tmp_path, "          gemm_wait_after(first_half_sum);\n", "")
     result = verify(module, shapes=[(1, 2, 1, 129, 2 * 128 + 1, 128)], seeds=(0,), schedules=1)
     assert result.verdict == "race", result.summary()
     assert any("before its cuir.gemm_wait" in diagnostic.message for diagnostic in result.diagnostics)
