@@ -75,11 +75,6 @@ for _name, _pattern in _OPTIONAL_FLOAT_UNARY.items():
         _FLOAT_UNARY[getattr(mathd, _name)] = _pattern
 # The functions above that run on the MUFU (the special-function unit the softmax's exp2 shares)
 MUFU_FUNCTIONS = ("fast_tanh", "fast_exp2", "__logf", "__sinf", "__cosf", "rsqrtf", "__log2f")
-
-
-def uses_mufu(statements) -> bool:
-    """Whether C++ `statements` emitted here call a MUFU function."""
-    return any(f"{name}(" in statement for statement in statements for name in MUFU_FUNCTIONS)
 _INT_PREDICATES = ("==", "!=", "<", "<=", ">", ">=", "<", "<=", ">", ">=")  # arith.cmpi eq..uge
 _UNSIGNED_PREDICATES = (6, 7, 8, 9)
 _FLOAT_PREDICATES = {1: "==", 2: ">", 3: ">=", 4: "<", 5: "<=", 6: "!=", 8: "==", 9: ">", 10: ">=", 11: "<",
@@ -254,3 +249,8 @@ class SliceEmitter:
     def _unsupported(self, op: Operation, what: str | None = None) -> CuBridgeError:
         detail = f" ({what})" if what else ""
         return CuBridgeError(f"lower: {self.seam} has no CUDA for {op.name}{detail}", describe_location(op))
+
+
+def uses_mufu(statements) -> bool:
+    """Whether C++ `statements` emitted here call a MUFU function."""
+    return any(f"{name}(" in statement for statement in statements for name in MUFU_FUNCTIONS)
