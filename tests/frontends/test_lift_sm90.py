@@ -60,7 +60,7 @@ def test_a_kernel_change_reaches_the_lifted_ir(tmp_path):
 def test_the_wait_inside_the_softmax_reaches_the_lifted_ir(tmp_path):
     """P V retires inside the softmax, in a lambda the kv step passes down to softmax_update: without its
     gemm_wait_after the rescale of O reads the P V accumulator in flight, a race the executor names."""
-    module = _lift_edited(tmp_path, "          gemm_wait_after(first_half_sum);\n", "")
+    module = _lift_edited(tmp_path, "          gemm_wait_after(exps_sum);\n", "")
     result = verify(module, shapes=[(1, 2, 1, 129, 2 * 128 + 1, 128)], seeds=(0,), schedules=1)
     assert result.verdict == "race", result.summary()
     assert any("before its cuir.gemm_wait" in diagnostic.message for diagnostic in result.diagnostics)

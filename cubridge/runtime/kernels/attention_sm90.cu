@@ -95,6 +95,13 @@ constexpr int kProbRegs = kBlockN<kHeadDim> / 4;   // packed 16-bit probabilitie
 // 140 and 143 at D = 256, 147).
 template <int kHeadDim, typename Policy>
 constexpr int kFmaExp2Period = kHeadDim == 64 ? 12 : Policy::kMaskLoads || Policy::kMaskBits ? 0 : 32;
+// P V retires inside the softmax after this many of a thread's exp2s (gemm_wait_after; runs 161-163, against half
+// a step's): D = 128 after 36 of 64 (+1.3% / +1.4% full / causal; 40, 44 and 48 gain less or lose: where the
+// branch lands reshapes ptxas's schedule), but after 32 beside a position bias (36 costs relative position 1.5%),
+// D = 64 after 72 of 96 (+3.7% / +0.9%; 84 and 96 lose), D = 256 after all 40 (+5.8% / +4.3%: its larger P V
+// has not finished after 20).
+template <int kHeadDim, typename Policy>
+constexpr int kRetireAfterExps = kHeadDim == 256 ? 40 : kHeadDim == 64 ? 72 : Policy::kPositionBias ? 32 : 36;
 constexpr float kNegInf = -__builtin_huge_valf();
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -483,9 +490,9 @@ __device__ __forceinline__ void score_tile(float (&s)[kCount], const AttentionPa
 
 // Online softmax step: raises the running max with this tile's scores, returns in `alpha` the factor
 // exp2((old max - new max) * scale_log2) that rescales the running sum (done here) and O (done by `between`),
-// and turns the scores into probabilities. `between(sum)` runs once the first row half's exps are summed: the
-// P V in flight retires there, under the second half's exps.
-template <int kFmaExp2Period, int kCount, typename Between>
+// and turns the scores into probabilities. `between(sum)` runs once kRetireAfter of the thread's exps are summed
+// (`sum`: its row half's so far): the P V in flight retires there, under the remaining exps.
+template <int kFmaExp2Period, int kRetireAfter, int kCount, typename Between>
 __device__ __forceinline__ void softmax_update(float (&s)[kCount], RowState& state, float (&alpha)[2],
                                                float scale_log2, Between&& between) {
   float max_scaled[2];
@@ -505,7 +512,7 @@ __device__ __forceinline__ void softmax_update(float (&s)[kCount], RowState& sta
   for (int half = 0; half < 2; ++half) {
     float sum = 0.f;
 #pragma unroll
-    for (int i = 0; i < kCount / 4; ++i)
+    for (int i = 0; i < kCount / 4; ++i) {
 #pragma unroll
       for (int e = 4 * i + 2 * half; e < 4 * i + 2 * half + 2; ++e) {
         const float exponent = fmaf(s[e], scale_log2, -max_scaled[half]);
@@ -515,7 +522,8 @@ __device__ __forceinline__ void softmax_update(float (&s)[kCount], RowState& sta
           s[e] = fast_exp2(exponent);
         sum += s[e];
       }
-    if (half == 0) between(sum);
+      if (half * (kCount / 2) + 2 * (i + 1) == kRetireAfter) between(sum);
+    }
     state.sum[half] = state.sum[half] * alpha[half] + sum;
   }
 }
@@ -526,14 +534,14 @@ template <typename Policy>
 constexpr bool kScoresScaled = Policy::kModifiesScores || !Policy::kSoftmax;
 
 // The normalization of one score tile: the online softmax, or P = activate(score) with nothing to rescale
-// (alpha = 1, row sums unused); `between(value)` runs inside it, once `value` (the softmax's first row half, or
-// the last activation) is computed.
+// (alpha = 1, row sums unused); `between(value)` runs inside it, once `value` (a partial row sum of the softmax,
+// or the last activation) is computed.
 template <typename Policy, int kHeadDim, int kCount, typename Between>
 __device__ __forceinline__ void normalize_scores(float (&s)[kCount], RowState& state, float (&alpha)[2],
                                                  const AttentionParams& p, Between&& between) {
   if constexpr (Policy::kSoftmax) {
-    softmax_update<kFmaExp2Period<kHeadDim, Policy>>(s, state, alpha, kScoresScaled<Policy> ? kLog2e : p.scale_log2,
-                                                     between);
+    softmax_update<kFmaExp2Period<kHeadDim, Policy>, kRetireAfterExps<kHeadDim, Policy>>(
+        s, state, alpha, kScoresScaled<Policy> ? kLog2e : p.scale_log2, between);
   } else {
 #pragma unroll
     for (int e = 0; e < kCount; ++e) s[e] = Policy::activate(s[e]);
@@ -767,7 +775,7 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
     };
 
     // Position j in begin+1..end-1: issue S_j = Q K_j^T and O += P_{j-1} V_{j-1}, then the softmax of S_j under P V.
-    // P V retires inside the softmax, after the first row half's exps (gemm_wait_after: a wait in the softmax's
+    // P V retires inside the softmax, after kRetireAfterExps of its exps (gemm_wait_after: a wait in the softmax's
     // basic block would be issued before the exps), and O is rescaled there, so that the next step issues its
     // GEMMs right after its mbarrier waits: +1.6% non-causal, +3% causal (run 156). V_{j-1} is waited for before
     // K_j, the order the producer issued them, and K_j's stage is released after the softmax rather than right
@@ -793,9 +801,9 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       load_ahead(masked, next_n0, j);
       gemm_wait<1>();
       gemm_fence_operand(s);
-      scores_to_probs(masked, n0, kept, [&](float first_half_sum) {
+      scores_to_probs(masked, n0, kept, [&](float exps_sum) {
         if constexpr (!Policy::kRetireAtStepTop) {
-          gemm_wait_after(first_half_sum);
+          gemm_wait_after(exps_sum);
           gemm_fence_operand(o);
           gemm_fence_operand(probs);
           release(smem.v_empty(prev.stage()), lane);

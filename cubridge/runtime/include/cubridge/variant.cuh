@@ -114,7 +114,7 @@ struct FullAttention {
   // keep() stays the definition (the lift reads the flag as false; the Ampere kernel evaluates it).
   static constexpr bool kMaskBits = false;
   // Whether the Hopper consumer retires a step's P V at the top of the next step (after its mbarrier waits, then
-  // O rescaled and P packed) instead of inside the next softmax, after its first row half's exps: for a
+  // O rescaled and P packed) instead of inside the next softmax, after some of its exps: for a
   // modify_score that puts special functions on the MUFU before the softmax (tanh), whose MUFU stream the
   // softmax's wait would split (run 157: -1.8% to -3% for tanh softcap). Both orders sum the same terms; O's
   // rescale is associated differently (fp32 rounding). The lift reads the flag as false.
