@@ -1,7 +1,8 @@
-"""Small launches of eight variant kernels (document mask with block lists, softcap, sigmoid, prefix LM, ALiBi with
+"""Small launches of nine variant kernels (document mask with block lists, softcap, sigmoid, prefix LM, ALiBi with
 its position bias and captured slopes, interleaved documents on 100 keys, where the last query tile keeps no key:
 the Hopper kernel skips it and writes its rows and LSE from the producer; share-question and global plus sliding
-window, whose Hopper block lists come with keep() bits built from an index-only mask) on both references, for
+window, whose Hopper block lists come with keep() bits built from an index-only mask; sliding window with softcap,
+whose Hopper kernel retires P V at the top of the next step: `kRetireAtStepTop`) on both references, for
 compute-sanitizer:
 `compute-sanitizer --tool memcheck --report-api-errors no python3 benchmarks/sanitize_variants.py` (and --tool
 racecheck; without --report-api-errors no, memcheck also counts the libraries' probing of cuGetProcAddress)."""
@@ -18,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from cubridge.runtime.variant import build_variant  # noqa: E402
 
 SPECS = ("document_mask", "softcap", "sigmoid", "prefix_lm", "alibi", "interleaved_documents", "share_question",
-         "global_sliding_window")
+         "global_sliding_window", "sliding_window_softcap")
 KEYS = {"interleaved_documents": 100}  # keys 0-99 hold document 0 only; queries 256-299 are document 1
 
 

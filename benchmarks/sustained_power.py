@@ -1,0 +1,142 @@
+"""Work per joule under sustained load (GPU-only): each provider runs back to back for a few seconds while
+nvidia-smi samples the board's power draw and SM clock; reports TFLOPS, mean power, TFLOPS per watt and the mean
+SM clock, per provider and mask, rounds interleaved so that a drift of the chip's temperature reaches each alike.
+
+  python3 benchmarks/sustained_power.py [--seqlen 8192] [--batch 2] [--heads 32 --heads-kv 32] [--head-dim 128]
+                                         [--seconds 4] [--rounds 2] [--fa4] [--cudnn]
+
+On the H200 every attention kernel here runs at the 700 W power cap, so the clock, not the power, moves: TFLOPS
+per watt and TFLOPS then rank providers alike, and the clock shows whether a lead is work per cycle (same clock) or
+power (higher clock). Samples of the first `--settle` seconds of each run (the clock ramping down to the cap) are
+left out. The reference kernel's output is compared with each other provider's before timing."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from cubridge.runtime.attention_sm90 import attention_sm90  # noqa: E402
+from cubridge.runtime.reference import causal_density  # noqa: E402
+
+SAMPLE_MS = 100
+SAMPLER_LEAD_S = 0.3  # the sampler runs this long before the first launch
+QUERY = "timestamp,power.draw,clocks.sm"
+
+
+def providers(args, q, k, v) -> dict[str, callable]:
+    """name -> run(causal) for each provider asked for, each on its own layout of the same inputs."""
+    runs = {"cubridge": lambda causal: attention_sm90(q, k, v, causal=causal)}
+    if args.fa4:
+        try:
+            from flash_attn.cute import flash_attn_func
+        except ImportError as error:
+            raise SystemExit(f"sustained_power: --fa4 needs FlashAttention-4 (flash_attn.cute): {error}") from None
+        qt, kt, vt = (t.transpose(1, 2).contiguous() for t in (q, k, v))
+        runs["fa4"] = lambda causal: flash_attn_func(qt, kt, vt, causal=causal)[0].transpose(1, 2)
+    if args.cudnn:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        def cudnn(causal):
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                                                        enable_gqa=q.shape[1] != k.shape[1])
+        runs["cudnn"] = cudnn
+    return runs
+
+
+def sustained(run, seconds: float, settle: float) -> dict[str, float]:
+    """Launches `run` back to back for `seconds` under nvidia-smi's sampling: calls per second, mean power (W) and
+    SM clock (MHz) over the samples after `settle` seconds."""
+    sampler = subprocess.Popen(["nvidia-smi", f"--query-gpu={QUERY}", "--format=csv,noheader,nounits",
+                                f"-lms={SAMPLE_MS}"], stdout=subprocess.PIPE, text=True)
+    time.sleep(SAMPLER_LEAD_S)  # the sampler's first readings
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    calls = 0
+    while time.perf_counter() - start < seconds:
+        for _ in range(8):
+            run()
+        calls += 8
+        torch.cuda.synchronize()
+    elapsed = time.perf_counter() - start
+    sampler.terminate()
+    watts, mhz, samples = run_samples(sampler.communicate()[0], SAMPLER_LEAD_S + settle, SAMPLER_LEAD_S + elapsed)
+    return {"calls_per_s": calls / elapsed, "watts": watts, "mhz": mhz, "samples": samples}
+
+
+def run_samples(csv: str, start_s: float, end_s: float) -> tuple[float, float, int]:
+    """(mean power, mean SM clock, sample count) of nvidia-smi's `QUERY` lines taken from `start_s` to `end_s`
+    after the sampler started (one every SAMPLE_MS, by position: its timestamps have a one-second resolution).
+    SystemExit where none falls inside."""
+    readings = [line.split(", ") for line in csv.strip().splitlines()]
+    samples = readings[round(start_s * 1000 / SAMPLE_MS):round(end_s * 1000 / SAMPLE_MS)]
+    if not samples:
+        raise SystemExit("sustained_power: no power samples inside the run (a longer --seconds)")
+    return (statistics.mean(float(s[1]) for s in samples), statistics.mean(float(s[2]) for s in samples),
+            len(samples))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seqlen", type=int, default=8192)
+    parser.add_argument("--batch", type=int, default=2)
+    parser.add_argument("--heads", type=int, default=32)
+    parser.add_argument("--heads-kv", type=int, default=None)
+    parser.add_argument("--head-dim", type=int, default=128)
+    parser.add_argument("--seconds", type=float, default=4.0)
+    parser.add_argument("--settle", type=float, default=1.0)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--fa4", action="store_true", help="FlashAttention-4's flash_attn_func beside ours")
+    parser.add_argument("--cudnn", action="store_true", help="SDPA's cuDNN backend beside ours")
+    args = parser.parse_args()
+    if args.settle >= args.seconds:
+        raise SystemExit("sustained_power: --settle must be shorter than --seconds")
+
+    torch.manual_seed(0)
+    heads_kv = args.heads_kv or args.heads
+    shape_q = (args.batch, args.heads, args.seqlen, args.head_dim)
+    shape_kv = (args.batch, heads_kv, args.seqlen, args.head_dim)
+    q = torch.randn(shape_q, device="cuda", dtype=torch.bfloat16)
+    k, v = (torch.randn(shape_kv, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    runs = providers(args, q, k, v)
+    for causal in (False, True):
+        expected = runs["cubridge"](causal).float()
+        for name, run in runs.items():
+            error = (run(causal).float() - expected).abs().max().item()
+            print(f"{name} {'causal' if causal else 'full'}: max |out - cubridge's| = {error:.2e}")
+    full_flops = 4 * args.batch * args.heads * args.seqlen * args.seqlen * args.head_dim
+    cells = [(name, causal) for causal in (False, True) for name in runs]
+    results = {cell: [] for cell in cells}
+    for round_index in range(args.rounds):
+        for name, causal in cells[round_index % len(cells):] + cells[:round_index % len(cells)]:
+            run = runs[name]
+            measured = sustained(lambda: run(causal), args.seconds, args.settle)
+            flops = full_flops * (causal_density(args.seqlen, args.seqlen) if causal else 1.0)
+            measured["tflops"] = flops * measured["calls_per_s"] / 1e12
+            results[name, causal].append(measured)
+            print(f"round {round_index} {name} {'causal' if causal else 'full'}: {measured['tflops']:.1f} TFLOPS, "
+                  f"{measured['watts']:.0f} W, {measured['mhz']:.0f} MHz ({measured['samples']} samples)", flush=True)
+    print(f"\nB={args.batch} HQ={args.heads} HKV={heads_kv} S={args.seqlen} D={args.head_dim} bf16, "
+          f"{args.seconds:g} s runs, {args.rounds} rounds (means)")
+    print("| provider | mask | TFLOPS | W | TFLOPS/W | SM MHz |")
+    print("|---|---|---|---|---|---|")
+    for name, causal in cells:
+        rows = results[name, causal]
+        tflops = statistics.mean(r["tflops"] for r in rows)
+        watts = statistics.mean(r["watts"] for r in rows)
+        mhz = statistics.mean(r["mhz"] for r in rows)
+        print(f"| {name} | {'causal' if causal else 'full'} | {tflops:.1f} | {watts:.0f} | {tflops / watts:.3f} | "
+              f"{mhz:.0f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
