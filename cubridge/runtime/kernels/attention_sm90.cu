@@ -495,6 +495,8 @@ __device__ __forceinline__ void score_tile(float (&s)[kCount], const AttentionPa
 template <int kFmaExp2Period, int kRetireAfter, int kCount, typename Between>
 __device__ __forceinline__ void softmax_update(float (&s)[kCount], RowState& state, float (&alpha)[2],
                                                float scale_log2, Between&& between) {
+  static_assert(kRetireAfter % 2 == 0 && 2 <= kRetireAfter && kRetireAfter <= kCount,
+                "between runs once: after a whole pair of a thread's exps");
   float max_scaled[2];
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
