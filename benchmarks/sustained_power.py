@@ -23,32 +23,26 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.ab_variants import cudnn_launchers, fa4_launchers  # noqa: E402
 from cubridge.runtime.attention_sm90 import attention_sm90  # noqa: E402
 from cubridge.runtime.reference import causal_density  # noqa: E402
 
 SAMPLE_MS = 100
 SAMPLER_LEAD_S = 0.3  # the sampler runs this long before the first launch
+LAUNCHES_PER_SYNC = 8  # launches between the host's clock checks
 QUERY = "timestamp,power.draw,clocks.sm"
 
 
 def providers(args, q, k, v) -> dict[str, callable]:
-    """name -> run(causal) for each provider asked for, each on its own layout of the same inputs."""
+    """name -> run(causal) for each provider asked for, FA4 on its own layout of the same inputs."""
+    inputs = (q, k, v)
     runs = {"cubridge": lambda causal: attention_sm90(q, k, v, causal=causal)}
     if args.fa4:
-        try:
-            from flash_attn.cute import flash_attn_func
-        except ImportError as error:
-            raise SystemExit(f"sustained_power: --fa4 needs FlashAttention-4 (flash_attn.cute): {error}") from None
-        qt, kt, vt = (t.transpose(1, 2).contiguous() for t in (q, k, v))
-        runs["fa4"] = lambda causal: flash_attn_func(qt, kt, vt, causal=causal)[0].transpose(1, 2)
+        fa4 = fa4_launchers([inputs])
+        runs["fa4"] = lambda causal: fa4[causal](inputs)
     if args.cudnn:
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-
-        def cudnn(causal):
-            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal,
-                                                                        enable_gqa=q.shape[1] != k.shape[1])
-        runs["cudnn"] = cudnn
+        cudnn = cudnn_launchers()
+        runs["cudnn"] = lambda causal: cudnn[causal](inputs)
     return runs
 
 
@@ -62,9 +56,9 @@ def sustained(run, seconds: float, settle: float) -> dict[str, float]:
     start = time.perf_counter()
     calls = 0
     while time.perf_counter() - start < seconds:
-        for _ in range(8):
+        for _ in range(LAUNCHES_PER_SYNC):
             run()
-        calls += 8
+        calls += LAUNCHES_PER_SYNC
         torch.cuda.synchronize()
     elapsed = time.perf_counter() - start
     sampler.terminate()

@@ -177,14 +177,8 @@ def spec_from_hooks(score_mod: Callable | None = None, mask_mod: Callable | None
                                 f"got {type(hook).__name__}")
         _check_arity(hook, arguments)
         bound |= captured_tensors(hook)
-    key = hooks_trace_key(score_mod, mask_mod, bound)
-    traced = _cached_traces(key)
-    if traced is None:
-        traced = tuple(
-            trace_hook(hook, arguments, definition(hook).rsplit(":", 1)[0], bound) if hook is not None else None
-            for hook, arguments, _ in pairs
-        )
-        _store_traces(key, traced)
+    traced = _traces(hooks_trace_key(score_mod, mask_mod, bound), [(hook, arguments) for hook, arguments, _ in pairs],
+                     lambda hook: definition(hook).rsplit(":", 1)[0], bound)
     score_expr, mask_expr = traced
     _check_results(score_mod, score_expr, mask_mod, mask_expr)
     read = set().union(*(expr.leaves() for expr in traced if expr is not None))
@@ -245,7 +239,7 @@ def _check_results(score_mod, score_expr: Expr | None, mask_mod, mask_expr: Expr
 def load_spec(path: str) -> AttentionSpec:
     """Load, check and trace the spec file at `path`."""
     path = os.path.abspath(path)
-    module = _run_spec_file(path)
+    module, source = _run_spec_file(path)
     score_mod = getattr(module, "score_mod", None)
     mask_mod = getattr(module, "mask_mod", None)
     attention = getattr(module, "attention", None)
@@ -267,15 +261,8 @@ def load_spec(path: str) -> AttentionSpec:
     for hook, arguments in hooks:
         _check_arity(hook, arguments)
         bound |= captured_tensors(hook)
-    key = _trace_key(path, module, bound)
-    traced = _cached_traces(key)
-    if traced is None:
-        traced = tuple(
-            trace_hook(hook, arguments, path, bound) if hook is not None else None
-            for hook, arguments in ((score_mod, SCORE_MOD_ARGS), (mask_mod, MASK_MOD_ARGS))
-        )
-        _store_traces(key, traced)
-    score_expr, mask_expr = traced
+    score_expr, mask_expr = _traces(_trace_key(path, source, module, bound),
+                                    [(score_mod, SCORE_MOD_ARGS), (mask_mod, MASK_MOD_ARGS)], lambda hook: path, bound)
     read = set().union(*(expr.leaves() for expr in (score_expr, mask_expr) if expr is not None))
     captures = {name: tensor for name, tensor in bound.items() if name in read}
     _check_results(score_mod, score_expr, mask_mod, mask_expr)
@@ -320,13 +307,14 @@ def _tracer_version() -> str:
     return digest.hexdigest()
 
 
-def _trace_key(path: str, module: types.ModuleType, bound: dict[str, torch.Tensor]) -> str:
-    """Everything a traced hook depends on: the code it can run, the spec's scalar globals (constants an
-    import brought in), the kinds and ranks of the tensors it can read (and the values of 0-d ones, which
-    become constants), and the tracer."""
+def _trace_key(path: str, source: bytes, module: types.ModuleType, bound: dict[str, torch.Tensor]) -> str:
+    """Everything a traced hook depends on: the code it can run (the spec's `source`, the text that ran, and the
+    project files its globals come from), the spec's scalar globals (constants an import brought in), the kinds
+    and ranks of the tensors it can read (and the values of 0-d ones, which become constants), and the tracer."""
     digest = hashlib.sha256(_tracer_version().encode())
     for file in _local_sources(path, module):
-        digest.update(b"\0file\0" + file.encode() + b"\0" + Path(file).read_bytes())
+        text = source if file == path else Path(file).read_bytes()
+        digest.update(b"\0file\0" + file.encode() + b"\0" + text)
     for name, value in sorted(vars(module).items()):
         if isinstance(value, bool | int | float | str | tuple) and not name.startswith("__"):
             digest.update(f"\0{name}={value!r}".encode())
@@ -349,6 +337,18 @@ def _trace_cache() -> Path:
 # cache (a cached build's time, issue 14). The traces are immutable Exprs, shared by the specs that load them.
 _TRACES: dict[str, tuple] = {}
 _TRACES_LIMIT = 256
+
+
+def _traces(key: str, hooks: list[tuple[Callable | None, tuple[str, ...]]], file_of: Callable[[Callable], str],
+            bound: dict[str, torch.Tensor]):
+    """The (score, mask) Exprs under `key`: an earlier load's, else traced from `hooks` ((hook or None, its
+    arguments) each; `file_of(hook)` names the file diagnostics point into) and kept."""
+    traced = _cached_traces(key)
+    if traced is None:
+        traced = tuple(trace_hook(hook, arguments, file_of(hook), bound) if hook is not None else None
+                       for hook, arguments in hooks)
+        _store_traces(key, traced)
+    return traced
 
 
 def _cached_traces(key: str):
@@ -408,9 +408,9 @@ def _hook_of(expr: Expr | None, arguments: tuple[str, ...], captures: dict[str, 
     return lambda *values: evaluate(expr, dict(zip(arguments, map(torch.as_tensor, values))) | captures)
 
 
-def _run_spec_file(path: str) -> types.ModuleType:
+def _run_spec_file(path: str) -> tuple[types.ModuleType, bytes]:
     """The spec file run as a fresh module (every load runs it: what it captures may come from elsewhere), its
-    code compiled once per process and file text."""
+    code compiled once per process and file text; and that text."""
     if not os.path.isfile(path):
         raise CuBridgeError("cannot read spec: no such file", path)
     try:
@@ -427,7 +427,7 @@ def _run_spec_file(path: str) -> types.ModuleType:
         raise CuBridgeError(f"syntax error in spec: {error.msg}", f"{path}:{error.lineno}") from None
     except Exception as error:  # the spec is user code: any failure is located in it
         raise failure("importing the spec", error, path, f"{path}:1") from None
-    return module
+    return module, source
 
 
 @functools.lru_cache(maxsize=64)
