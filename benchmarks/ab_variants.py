@@ -5,7 +5,7 @@ see what it costs); the others are checked against the shipped kernel's output.
 
   python3 benchmarks/ab_variants.py [--kernel sm90] [--seqlen 8192] [--batch 2] [--heads 64 --heads-kv 8]
                                     [--head-dim 64] [--variants a,b] [--rounds 60] [--extra NAME=FILE.cu ...]
-                                    [--fa4] [--cudnn]
+                                    [--fa4] [--cudnn] [--dtype fp16]
 
 Timing is paired (cubridge/tools/timing.py): each variant is reported against the first by the per-round ratio of
 their times (median and quartiles). Naming a variant twice (--variants shipped,shipped) adds an A/A control:
@@ -146,6 +146,7 @@ VARIANTS: dict[str, dict[str, tuple[bool, list[tuple[str, str]]]]] = {
     },
 }
 # kernel -> (host module, launch function)
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 KERNELS = {"sm80": (_sm80, _sm80.attention_sm80), "sm90": (_sm90, _sm90.attention_sm90)}
 
 
@@ -247,6 +248,7 @@ def main() -> int:
     parser.add_argument("--fa4", action="store_true",
                         help="time FlashAttention-4's flash_attn_func beside the variants (sm90 only)")
     parser.add_argument("--cudnn", action="store_true", help="time SDPA's cuDNN backend beside the variants")
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16", help="the inputs' dtype")
     args = parser.parse_args()
     heads_kv = args.heads if args.heads_kv is None else args.heads_kv
     if heads_kv < 1 or args.heads % heads_kv:
@@ -272,7 +274,7 @@ def main() -> int:
         raise SystemExit(f"ab_variants: no {args.kernel} variant named {', '.join(unknown)}")
     generator = torch.Generator(device="cuda").manual_seed(0)
     shapes = [(args.batch, heads, args.seqlen, args.head_dim) for heads in (args.heads, heads_kv, heads_kv)]
-    sets = [tuple(torch.randn(shape, generator=generator, device="cuda").bfloat16() for shape in shapes)
+    sets = [tuple(torch.randn(shape, generator=generator, device="cuda").to(DTYPES[args.dtype]) for shape in shapes)
             for _ in range(3)]
     others = {"fa4": fa4_launchers(sets)} if args.fa4 else {}
     if args.cudnn:
@@ -326,7 +328,7 @@ def main() -> int:
                 low, mid, high = speedup(times, baseline, name)
                 rows[name].append(f"{tflops:.1f} | {100 * (mid - 1):+.2f}% [{100 * (low - 1):+.2f}, "
                                   f"{100 * (high - 1):+.2f}]")
-    print(f"\n{args.rounds} paired rounds, B{args.batch} HQ{args.heads} HKV{heads_kv} S{args.seqlen} D{args.head_dim} bf16; "
+    print(f"\n{args.rounds} paired rounds, B{args.batch} HQ{args.heads} HKV{heads_kv} S{args.seqlen} D{args.head_dim} {args.dtype}; "
           f"speed-up against {baseline}: median of per-round time ratios [quartiles]")
     print(f"| {args.kernel} variant | full TFLOP/s | full vs {baseline} | causal TFLOP/s | causal vs {baseline} |")
     print("|---|---|---|---|---|")

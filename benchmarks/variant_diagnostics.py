@@ -7,7 +7,11 @@ paired (cubridge/tools/timing.py) against the shipped lowering and our own causa
 
 --extra adds a variant whose lowered source is a whole file (the same spec lowered by an earlier version of the
 project, say), launched with the shipped lowering's kernel inputs and checked against its output (bit for bit, or
-within --tolerance).
+within --tolerance). --spec repeats, one process for several specs; {spec} in an --extra file name stands for
+each spec's stem:
+
+  python3 benchmarks/variant_diagnostics.py --spec examples/specs/softcap.py --spec examples/specs/comb.py \
+      --seqlens 8k --variants shipped --extra old=lowered-before/{spec}.cu --rounds 8
 
 Variants marked (diag) compute wrong results on purpose, to price one piece; the others are checked against
 the shipped lowering's output.
@@ -69,18 +73,28 @@ def _compiled_copy(kernel, substitutions, capability, source=None):
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--spec", required=True)
+    parser.add_argument("--spec", action="append", required=True, help="a spec file (repeatable)")
     parser.add_argument("--configs", default="llama2-7b")
     parser.add_argument("--seqlens", type=parse_seqlens, default="4k,8k")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--rounds", type=int, default=30)
-    parser.add_argument("--extra", action="append", default=[], metavar="NAME=FILE.cu")
+    parser.add_argument("--extra", action="append", default=[], metavar="NAME=FILE.cu",
+                        help="a whole lowered source; {spec} in FILE stands for each spec's file name stem")
     parser.add_argument("--tolerance", type=float, default=0.0,
                         help="largest absolute difference from the first variant's output that a checked variant "
                              "may have (default 0: bit-identical; a reassociated score_mod rounds differently)")
     args = parser.parse_args()
     capability = torch.cuda.get_device_capability()
-    extra_sources = {name: Path(path).read_text() for name, path in (item.split("=", 1) for item in args.extra)}
+    extras = dict(item.split("=", 1) for item in args.extra)
+    for spec in args.spec:
+        extra_sources = {name: Path(path.replace("{spec}", Path(spec).stem)).read_text()
+                         for name, path in extras.items()}
+        diagnose(args, spec, extra_sources, capability)
+    return 0
+
+
+def diagnose(args, spec: str, extra_sources: dict[str, str], capability: tuple[int, int]) -> None:
+    """Times one spec's variants (args.variants and the extra sources) at every config and length asked for."""
     names = args.variants.split(",") + list(extra_sources)
     for config in args.configs.split(","):
         heads_q, heads_kv, head_dim = CONFIGS[config]
@@ -89,7 +103,7 @@ def main() -> int:
             kernels = {}
             for name in names:
                 substitutions, schedule, _ = VARIANTS.get(name, ((), None, False))
-                kernel = build_variant(args.spec, "sm90")
+                kernel = build_variant(spec, "sm90")
                 grow_captures(kernel.spec, seqlen)
                 hooks_on_gpu(kernel.spec)
                 lowered, compiled = _compiled_copy(kernel, substitutions, capability, extra_sources.get(name))
@@ -123,7 +137,6 @@ def main() -> int:
                 ratio = " / ".join(f"{r:.3f}" for r in speedup(times, names[0], name))
                 diag = " (diag)" if name in VARIANTS and VARIANTS[name][2] else ""
                 print(f"| {name}{diag} | {median:.4f} | {work / median / 1e9:.1f} | {ratio} |")
-    return 0
 
 
 if __name__ == "__main__":

@@ -55,11 +55,14 @@ PRIMITIVES: tuple[Primitive, ...] = (
     Primitive("cuir.gemm_async", "gemm_async",
               "wgmma.mma_async.sync.aligned.m64n{64,80,128,192}k16.f32.{bf16,f16}.{bf16,f16} x K slices + "
               "wgmma.commit_group.sync.aligned", "hopper.cuh",
-              "template <int N, int KSlices, bool BMnMajor, typename T>; 128B-swizzle smem descriptors"),
+              "template <int N, int KSlices, bool BMnMajor, typename T>; 128B-swizzle smem descriptors of tiles given "
+              "by `gemm_tile_address` (shared address / 16: a kernel converts its storage's base once and adds tile "
+              "offsets)"),
     Primitive("cuir.gemm_async", "gemm_async_rs",
               "wgmma.mma_async.sync.aligned.m64n{64,128,256}k16.f32.{bf16,f16}.{bf16,f16} (A in registers) x K slices "
               "+ wgmma.commit_group.sync.aligned", "hopper.cuh",
-              "A = register tile (P in P V), B MN-major smem; template <int N, int KSlices, typename T>"),
+              "A = register tile (P in P V), B MN-major smem (by `gemm_tile_address`); "
+              "template <int N, int KSlices, typename T>"),
     Primitive("cuir.gemm_async", "gemm_fence_operand", "(empty asm volatile, +f / +r on each register)",
               "hopper.cuh", "keeps async-wgmma register operands in place around issue and wait",
               inline_asm=False),

@@ -1259,10 +1259,12 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
     # =====================================================================================================
     # shared storage, scheduler
     def shared_ref(self, method: str, arguments: list[Node], scope: Scope, node: Node):
+        """The tile or mbarrier a shared-storage method hands out; a tile's GEMM address (profile
+        `shared_storage.addresses`: the same tile, as gemm_async takes it) is that tile."""
         index = self.value(arguments[0], scope) if arguments else None
         if isinstance(index, PerThread):
             index = self.uniform(index, scope, node)
-        return SharedRef(method, index)
+        return SharedRef(self.profile.section("shared_storage").get("addresses", {}).get(method, method), index)
 
     def scheduler_call(self, method: str, arguments: list[Node], scope: Scope, node: Node):
         roles = self.profile.section("tile_scheduler")

@@ -154,6 +154,17 @@ struct SharedStorage {
   __device__ T* k_tile(int stage) const { return reinterpret_cast<T*>(base + Layout::kKOffset + stage * Layout::kKvTileBytes); }
   __device__ T* v_tile(int stage) const { return reinterpret_cast<T*>(base + Layout::kVOffset + stage * Layout::kKvTileBytes); }
   __device__ T* o_half(int group) const { return reinterpret_cast<T*>(base + Layout::kOOffset + group * Layout::kOHalfBytes); }
+  // The GEMM operands' tiles by their wgmma address (gemm_tile_address): the base's, converted once, plus the
+  // tile's offset / 16, so that a step's descriptors cost one add each.
+  __device__ uint32_t q_half_address(int group) const {
+    return gemm_tile_address(base) + (Layout::kQOffset + group * Layout::kQHalfBytes) / 16;
+  }
+  __device__ uint32_t k_tile_address(int stage) const {
+    return gemm_tile_address(base) + (Layout::kKOffset + stage * Layout::kKvTileBytes) / 16;
+  }
+  __device__ uint32_t v_tile_address(int stage) const {
+    return gemm_tile_address(base) + (Layout::kVOffset + stage * Layout::kKvTileBytes) / 16;
+  }
   __device__ uint64_t* barriers() const { return reinterpret_cast<uint64_t*>(base + Layout::kBarrierOffset); }
   __device__ uint64_t* q_full() const { return barriers(); }
   __device__ uint64_t* q_empty() const { return barriers() + 1; }
@@ -644,7 +655,8 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
   const int g = lane / 4;
   const int t = lane % 4;
   const TileScheduler scheduler{p, Policy::kHostTileOrder};
-  const T* q_half = smem.q_half(__shfl_sync(0xffffffffu, group, 0));  // uniform: Q descriptors in URs (run 132)
+  // Q's tile by address, from a uniform group index: its descriptors stay in uniform registers (runs 132, 168)
+  const uint32_t q_half = smem.q_half_address(__shfl_sync(0xffffffffu, group, 0));
 
   if (group == 1) named_barrier_arrive(kTurnBarrier0, kConsumerGroups * kWarpGroupThreads);  // group 0 starts
   // An empty TMA-store group: the first epilogue's store wait, like every later one, has a group to wait for
@@ -751,7 +763,7 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       begin_gemm_turn(group);
       gemm_fence_operand(s);
       gemm_fence();
-      gemm_async<kBlockKv, kQkSlices, false, T>(s, q_half, Layout::kQPanelBytes, smem.k_tile(stage),
+      gemm_async<kBlockKv, kQkSlices, false, T>(s, q_half, Layout::kQPanelBytes, smem.k_tile_address(stage),
                                                Layout::kKvPanelBytes, false);
       end_gemm_turn(group);
       load_ahead(true, next_n0, range.begin);
@@ -796,9 +808,10 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       gemm_fence_operand(o);
       gemm_fence_operand(probs);
       gemm_fence();
-      gemm_async<kBlockKv, kQkSlices, false, T>(s, q_half, Layout::kQPanelBytes, smem.k_tile(stage),
+      gemm_async<kBlockKv, kQkSlices, false, T>(s, q_half, Layout::kQPanelBytes, smem.k_tile_address(stage),
                                                Layout::kKvPanelBytes, false);
-      gemm_async_rs<kHeadDim, kPvSlices, T>(o, probs, smem.v_tile(prev.stage()), Layout::kKvPanelBytes, true);
+      gemm_async_rs<kHeadDim, kPvSlices, T>(o, probs, smem.v_tile_address(prev.stage()), Layout::kKvPanelBytes,
+                                            true);
       end_gemm_turn(group);
       load_ahead(masked, next_n0, j);
       gemm_wait<1>();
@@ -837,7 +850,8 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       gemm_fence_operand(o);
       gemm_fence_operand(probs);
       gemm_fence();
-      gemm_async_rs<kHeadDim, kPvSlices, T>(o, probs, smem.v_tile(last.stage()), Layout::kKvPanelBytes, true);
+      gemm_async_rs<kHeadDim, kPvSlices, T>(o, probs, smem.v_tile_address(last.stage()), Layout::kKvPanelBytes,
+                                            true);
       end_gemm_turn(group);
       gemm_wait<0>();
       gemm_fence_operand(o);

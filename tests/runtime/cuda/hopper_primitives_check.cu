@@ -46,8 +46,11 @@ extern "C" __global__ void __launch_bounds__(128, 1)
   float c_acc[32];
   float d_acc[64];
   gemm_fence();
-  gemm_async<64, 4, false>(c_acc, a_tile, kPanelBytes, b_tile, kPanelBytes, false);
-  gemm_async<128, 4, true>(d_acc, a_tile, kPanelBytes, v_tile, kPanelBytes, false);
+  using T = __nv_bfloat16;
+  gemm_async<64, 4, false, T>(c_acc, gemm_tile_address(a_tile), kPanelBytes, gemm_tile_address(b_tile), kPanelBytes,
+                              false);
+  gemm_async<128, 4, true, T>(d_acc, gemm_tile_address(a_tile), kPanelBytes, gemm_tile_address(v_tile), kPanelBytes,
+                              false);
   gemm_wait<1>();  // C's group done; D's may still run
   const int warp = thread / 32;
   const int lane = thread % 32;
@@ -106,10 +109,12 @@ extern "C" __global__ void __launch_bounds__(128, 1)
   float narrow[32];
   float wide[64];
   gemm_fence();
-  gemm_async<64, 4, false>(narrow, tile, kPanelBytes, tile + kTile * kTile, kPanelBytes, false);
-  gemm_async<64, 4, true>(narrow, tile, kPanelBytes, tile + kTile * kTile, kPanelBytes, true);
-  gemm_async<128, 4, false>(wide, tile, kPanelBytes, tile + kTile * kTile, kPanelBytes, false);
-  gemm_async<128, 4, true>(wide, tile, kPanelBytes, tile + kTile * kTile, kPanelBytes, true);
+  const uint32_t a_tile = gemm_tile_address(tile);
+  const uint32_t b_tile = gemm_tile_address(tile + kTile * kTile);
+  gemm_async<64, 4, false, __half>(narrow, a_tile, kPanelBytes, b_tile, kPanelBytes, false);
+  gemm_async<64, 4, true, __half>(narrow, a_tile, kPanelBytes, b_tile, kPanelBytes, true);
+  gemm_async<128, 4, false, __half>(wide, a_tile, kPanelBytes, b_tile, kPanelBytes, false);
+  gemm_async<128, 4, true, __half>(wide, a_tile, kPanelBytes, b_tile, kPanelBytes, true);
   gemm_wait<0>();
   tma_store_4d(&map_4d, tile, 0, 0, 0, 0);
   store_async_commit();

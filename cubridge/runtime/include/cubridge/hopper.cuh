@@ -116,13 +116,19 @@ __device__ __forceinline__ void store_async_wait() {
   asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(kPending) : "memory");
 }
 
-// Shared-memory matrix descriptor for wgmma, 128-byte swizzle: start address, leading and stride byte
-// offsets (each encoded >> 4), layout type 1 (SWIZZLE_128B) in bits 62-63.
-__device__ __forceinline__ uint64_t make_smem_desc_sw128(const void* smem, uint32_t leading_bytes,
+// A shared-memory tile as wgmma descriptors address it: its shared-window byte address / 16 (14 bits: shared memory
+// is under 256 KB). Tiles start on 1024-byte atoms, so the tile `bytes` further on is at address + bytes / 16: a
+// kernel converts its storage's base once and adds each tile's offset (one add a GEMM, where converting each tile's
+// pointer puts four dependent instructions between a GEMM turn and its first wgmma).
+__device__ __forceinline__ uint32_t gemm_tile_address(const void* tile) { return smem_u32(tile) >> 4; }
+
+// Shared-memory matrix descriptor for wgmma, 128-byte swizzle: the tile's address (gemm_tile_address), leading
+// and stride byte offsets (each encoded >> 4), layout type 1 (SWIZZLE_128B) in bits 62-63. The fields do not
+// overlap, so they are added: the compiler folds the constant ones into the address's add.
+__device__ __forceinline__ uint64_t make_smem_desc_sw128(uint32_t tile_address, uint32_t leading_bytes,
                                                          uint32_t stride_bytes) {
-  const uint64_t address = smem_u32(smem);
-  return ((address & 0x3FFFF) >> 4) | (uint64_t((leading_bytes >> 4) & 0x3FFF) << 16) |
-         (uint64_t((stride_bytes >> 4) & 0x3FFF) << 32) | (uint64_t(1) << 62);
+  return uint64_t(tile_address) + (uint64_t((leading_bytes >> 4) & 0x3FFF) << 16) +
+         (uint64_t((stride_bytes >> 4) & 0x3FFF) << 32) + (uint64_t(1) << 62);
 }
 
 // The descriptor of the tile `bytes` past the one `desc` describes (bytes a multiple of 16): the start
@@ -214,12 +220,13 @@ CUBRIDGE_WGMMA_N192(__half, "f16")
 
 // cuir.gemm_async: issues kKSlices wgmma.mma_async m64nNk16 (one warpgroup: acc[64 x kN] += A[64 x 16k]
 // B[16k x kN]) and one wgmma.commit_group; returns at once, the accumulators stay in flight until
-// gemm_wait. A is K-major: panels [64 rows][64 k] of `a_panel_bytes` each. B is K-major ([kN rows][64 k]
-// panels, `b_panel_bytes` apart along k) unless kBMnMajor, where B is [16k rows][64 n] panels
-// `b_panel_bytes` apart along n (e.g. V for P V). accumulate = false overwrites acc with the product.
+// gemm_wait. The tiles are given by their gemm_tile_address. A is K-major: panels [64 rows][64 k] of
+// `a_panel_bytes` each. B is K-major ([kN rows][64 k] panels, `b_panel_bytes` apart along k) unless kBMnMajor,
+// where B is [16k rows][64 n] panels `b_panel_bytes` apart along n (e.g. V for P V). accumulate = false
+// overwrites acc with the product.
 template <int kN, int kKSlices, bool kBMnMajor, typename T>
-__device__ __forceinline__ void gemm_async(float (&acc)[kN / 2], const T* a_tile, uint32_t a_panel_bytes,
-                                           const T* b_tile, uint32_t b_panel_bytes, bool accumulate) {
+__device__ __forceinline__ void gemm_async(float (&acc)[kN / 2], uint32_t a_tile, uint32_t a_panel_bytes,
+                                           uint32_t b_tile, uint32_t b_panel_bytes, bool accumulate) {
   constexpr uint32_t kAtomBytes = 1024;       // 8 rows x 128 bytes
   constexpr uint32_t kKSliceBytes = 32;       // 16 elements of one 128-byte row
   constexpr uint32_t kMnMajorSliceBytes = 2048;  // 16 rows x 128 bytes
@@ -302,12 +309,12 @@ CUBRIDGE_WGMMA_REG_A_N256(__half, "f16")
 // register tile, 4 packed pairs per k slice: a[4s + 0..3] = (row g, cols 2t..2t+1), (row g + 8, same),
 // (row g, cols 8 + 2t..), (row g + 8, cols 8 + 2t..) of slice s (g = lane / 4, t = lane % 4, rows offset by
 // 16 * warp). That is the fp32 accumulator layout of gemm_async packed pairwise, so a score tile converted
-// with convert_pack feeds P V directly. B is MN-major ([16k rows][64 n] panels `b_panel_bytes` apart along
-// n, e.g. V). The A registers are read asynchronously: keep them unmodified until gemm_wait retires the
-// group (gemm_fence_operand after the wait keeps the compiler from reusing them earlier).
+// with convert_pack feeds P V directly. B, given by its gemm_tile_address, is MN-major ([16k rows][64 n] panels
+// `b_panel_bytes` apart along n, e.g. V). The A registers are read asynchronously: keep them unmodified until
+// gemm_wait retires the group (gemm_fence_operand after the wait keeps the compiler from reusing them earlier).
 template <int kN, int kKSlices, typename T>
 __device__ __forceinline__ void gemm_async_rs(float (&acc)[kN / 2], const uint32_t (&a)[4 * kKSlices],
-                                              const T* b_tile, uint32_t b_panel_bytes, bool accumulate) {
+                                              uint32_t b_tile, uint32_t b_panel_bytes, bool accumulate) {
   constexpr uint32_t kAtomBytes = 1024;
   constexpr uint32_t kMnMajorSliceBytes = 2048;
   const uint64_t desc_b0 = make_smem_desc_sw128(b_tile, b_panel_bytes, kAtomBytes);
