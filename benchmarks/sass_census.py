@@ -6,10 +6,12 @@ holds both GEMMs of a kv step, S = Q K^T and O += P V (at least two HGMMA chains
 reference kernels have one; a variant whose steps are unswitched (kUnswitchedMask) has a masked and a mask-free
 one, each a row. The counts are static: every instruction of the loop body once, whichever path a step takes
 through it (a loop's masked and mask-free paths both count), so they price the code a kv step can run, not what
-one step issues. "Score wait to first MUFU" counts the instructions between the wait for S (its first in the
-loop, in address order) and the first MUFU op after it: the path from the score GEMM to the softmax's exps, which
-the other consumer group's GEMMs have to cover. The last column counts the loop's global loads whose result is
-read within a few instructions: each of those stalls its warp for the load's latency.
+one step issues. "Mask-free step" leaves out the block that the branch after the score wait skips on a tile that
+needs no mask (the reference's masked block): what a mask-free step can issue. "Score wait to first MUFU" counts
+the instructions between the wait for S (its first in the loop, in address order) and the first MUFU op after it:
+the path from the score GEMM to the softmax's exps, which the other consumer group's GEMMs have to cover. The
+last column counts the loop's global loads whose result is read within a few instructions: each of those stalls
+its warp for the load's latency.
 
   python3 benchmarks/sass_census.py                                   # the reference kernel, bf16 D=128
   python3 benchmarks/sass_census.py --spec examples/specs/document_mask.py --spec examples/specs/softcap.py
@@ -52,7 +54,7 @@ CLASSES = {
     "barrier and async": {"BAR", "SYNCS", "DEPBAR", "MEMBAR", "FENCE", "UTMALDG", "UTMASTG", "UBLKCP", "ERRBAR"},
     "control": {"BRA", "BSSY", "BSYNC", "EXIT", "RET", "CALL", "WARPSYNC", "NOP", "YIELD", "JMP", "BMOV"},
 }
-INSTRUCTION = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P[T0-9]+\s+)?([A-Z0-9_]+)([^;]*);")
+INSTRUCTION = re.compile(r"^\s+/\*([0-9a-f]{4,})\*/\s+(@!?U?P[T0-9]+\s+)?([A-Z0-9_]+)([^;]*);")
 BRANCH_TARGET = re.compile(r"0x([0-9a-f]+)\s*$")
 
 
@@ -61,6 +63,7 @@ class Instruction:
     address: int
     opcode: str  # the first dot-separated part: HGMMA, LDG, ...
     operands: str
+    predicated: bool = False  # issued under a predicate (@P0, @!UP1, ...)
 
     @property
     def kind(self) -> str:
@@ -77,8 +80,9 @@ def parse_sass(text: str) -> list[Instruction]:
     for line in text.splitlines():
         match = INSTRUCTION.match(line)
         if match:
-            address, mnemonic, operands = match.groups()
-            instructions.append(Instruction(int(address, 16), mnemonic.split(".")[0], operands.strip()))
+            address, predicate, mnemonic, operands = match.groups()
+            instructions.append(Instruction(int(address, 16), mnemonic.split(".")[0], operands.strip(),
+                                            predicate is not None))
     return instructions
 
 
@@ -134,15 +138,40 @@ def load_use_distances(body: list[Instruction]) -> list[int]:
     return distances
 
 
-def score_wait_to_mufu(body: list[Instruction]) -> int | None:
-    """Instructions between a kv step's score wait (`WARPGROUP.DEPBAR.LE gsb0, 0x1`: S done, P V in flight) and
-    the first MUFU op after it: the path the softmax's first exp2 waits on (mask selects, row max), where the other
-    consumer group's GEMMs have to cover it. None where the loop has no such wait or no MUFU after it."""
-    wait = next((index for index, instruction in enumerate(body)
+def score_wait(body: list[Instruction]) -> int | None:
+    """The index of a kv step's score wait (`WARPGROUP.DEPBAR.LE gsb0, 0x1`: S done, P V in flight), its first in
+    the loop; None where the loop has none."""
+    return next((index for index, instruction in enumerate(body)
                  if instruction.opcode == "WARPGROUP" and instruction.operands.endswith("gsb0, 0x1")), None)
+
+
+def score_wait_to_mufu(body: list[Instruction]) -> int | None:
+    """Instructions between a kv step's score wait and the first MUFU op after it: the path the softmax's first
+    exp2 waits on (mask selects, row max), where the other consumer group's GEMMs have to cover it. None where the
+    loop has no such wait or no MUFU after it."""
+    wait = score_wait(body)
     if wait is None:
         return None
     return next((index - wait - 1 for index in range(wait + 1, len(body)) if body[index].opcode == "MUFU"), None)
+
+
+def mask_free_step(body: list[Instruction]) -> int:
+    """Instructions of the loop that a step with no mask can issue: all but the block that the first predicated
+    forward branch after the score wait skips, where that branch lands inside the loop (a masked step's mask,
+    which the reference kernels branch around on mask-free tiles). The whole loop where there is no such branch
+    (an unswitched loop's mask-free body has no mask to skip)."""
+    wait = score_wait(body)
+    if wait is None:
+        return len(body)
+    for instruction in body[wait + 1:]:
+        target = BRANCH_TARGET.search(instruction.operands) if instruction.opcode == "BRA" else None
+        if target is None or not instruction.predicated:
+            continue
+        landing = int(target.group(1), 16)
+        if instruction.address < landing <= body[-1].address:
+            return len(body) - sum(instruction.address < i.address < landing for i in body)
+        break
+    return len(body)
 
 
 def find_cuobjdump() -> str:
@@ -214,14 +243,15 @@ def main() -> int:
             exposed = sum(distance <= EXPOSED_LOAD_DISTANCE for distance in distances)
             name = label if len(loops) == 1 else f"{label} (loop {number} of {len(loops)})"
             to_mufu = score_wait_to_mufu(body)
-            rows.append((name, len(instructions), census(body), len(body), "-" if to_mufu is None else str(to_mufu),
-                         f"{exposed} of {len(distances)}"))
+            rows.append((name, len(instructions), census(body), len(body), mask_free_step(body),
+                         "-" if to_mufu is None else str(to_mufu), f"{exposed} of {len(distances)}"))
     classes = [name for name in [*CLASSES, "uniform datapath", "other"] if any(row[2][name] for row in rows)]
-    print(f"| kernel ({args.dtype}, D={args.head_dim}) | whole entry | kv-step loop | " + " | ".join(classes)
+    print(f"| kernel ({args.dtype}, D={args.head_dim}) | whole entry | kv-step loop | mask-free step | "
+          + " | ".join(classes)
           + f" | score wait to first MUFU | global loads read within {EXPOSED_LOAD_DISTANCE} instructions |")
-    print("|---" * (len(classes) + 5) + "|")
-    for label, total, counts, loop, to_mufu, exposed in rows:
-        print(f"| {label} | {total} | {loop} | " + " | ".join(str(counts[name]) for name in classes)
+    print("|---" * (len(classes) + 6) + "|")
+    for label, total, counts, loop, mask_free, to_mufu, exposed in rows:
+        print(f"| {label} | {total} | {loop} | {mask_free} | " + " | ".join(str(counts[name]) for name in classes)
               + f" | {to_mufu} | {exposed} |")
     return 0
 

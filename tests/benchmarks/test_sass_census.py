@@ -92,3 +92,26 @@ def test_the_path_from_the_score_wait_to_the_first_exp2_is_counted():
     assert census.score_wait_to_mufu(body) == 3
     (plain,) = census.kv_step_loops(census.parse_sass(LISTING))  # its only wait is outside the loop
     assert census.score_wait_to_mufu(plain) is None
+
+
+# A kv step whose mask block (two selects) is skipped by a predicated branch right after the score wait.
+MASK_BRANCH = """
+        /*0000*/                   HGMMA.64x128x16.F32.BF16 R88, gdesc[UR4], RZ, !UPT ;   /* 0x0 */
+        /*0010*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR8], R24 ;        /* 0x0 */
+        /*0020*/                   WARPGROUP.DEPBAR.LE gsb0, 0x1 ;                      /* 0x0 */
+        /*0030*/               @P0 BRA 0x60 ;                                            /* 0x0 */
+        /*0040*/                   FSEL R88, R88, -INF , !P3 ;                            /* 0x0 */
+        /*0050*/                   FSEL R89, R89, -INF , !P4 ;                            /* 0x0 */
+        /*0060*/                   MUFU.EX2 R10, R10 ;                                   /* 0x0 */
+        /*0070*/              @!P1 BRA 0x0 ;                                             /* 0x0 */
+"""
+
+
+def test_a_mask_free_step_leaves_out_the_block_its_branch_skips():
+    (body,) = census.kv_step_loops(census.parse_sass(MASK_BRANCH))
+    assert len(body) == 8 and census.mask_free_step(body) == 6
+    (softmax,) = census.kv_step_loops(census.parse_sass(SOFTMAX))  # no branch after its wait but the loop's own
+    assert census.mask_free_step(softmax) == len(softmax)
+    unpredicated = MASK_BRANCH.replace("@P0 BRA 0x60", "    BRA 0x60")  # not a mask test: nothing to leave out
+    (body,) = census.kv_step_loops(census.parse_sass(unpredicated))
+    assert census.mask_free_step(body) == len(body)
