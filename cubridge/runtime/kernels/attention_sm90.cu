@@ -155,16 +155,11 @@ struct SharedStorage {
   __device__ T* v_tile(int stage) const { return reinterpret_cast<T*>(base + Layout::kVOffset + stage * Layout::kKvTileBytes); }
   __device__ T* o_half(int group) const { return reinterpret_cast<T*>(base + Layout::kOOffset + group * Layout::kOHalfBytes); }
   // The GEMM operands' tiles by their wgmma address (gemm_tile_address): the base's, converted once, plus the
-  // tile's offset / 16, so that a step's descriptors cost one add each.
-  __device__ uint32_t q_half_address(int group) const {
-    return gemm_tile_address(base) + (Layout::kQOffset + group * Layout::kQHalfBytes) / 16;
-  }
-  __device__ uint32_t k_tile_address(int stage) const {
-    return gemm_tile_address(base) + (Layout::kKOffset + stage * Layout::kKvTileBytes) / 16;
-  }
-  __device__ uint32_t v_tile_address(int stage) const {
-    return gemm_tile_address(base) + (Layout::kVOffset + stage * Layout::kKvTileBytes) / 16;
-  }
+  // tile's byte offset / 16, so that a step's descriptors cost one add each.
+  __device__ uint32_t address_at(int offset) const { return gemm_tile_address(base) + offset / 16; }
+  __device__ uint32_t q_half_address(int group) const { return address_at(Layout::kQOffset + group * Layout::kQHalfBytes); }
+  __device__ uint32_t k_tile_address(int stage) const { return address_at(Layout::kKOffset + stage * Layout::kKvTileBytes); }
+  __device__ uint32_t v_tile_address(int stage) const { return address_at(Layout::kVOffset + stage * Layout::kKvTileBytes); }
   __device__ uint64_t* barriers() const { return reinterpret_cast<uint64_t*>(base + Layout::kBarrierOffset); }
   __device__ uint64_t* q_full() const { return barriers(); }
   __device__ uint64_t* q_empty() const { return barriers() + 1; }
