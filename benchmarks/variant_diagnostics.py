@@ -87,10 +87,13 @@ def main() -> int:
     capability = torch.cuda.get_device_capability()
     extras = dict(item.split("=", 1) for item in args.extra)
     for spec in args.spec:
-        extra_sources = {name: Path(path.replace("{spec}", Path(spec).stem)).read_text()
-                         for name, path in extras.items()}
-        diagnose(args, spec, extra_sources, capability)
+        diagnose(args, spec, {name: path.read_text() for name, path in extra_files(extras, spec).items()}, capability)
     return 0
+
+
+def extra_files(extras: dict[str, str], spec: str) -> dict[str, Path]:
+    """--extra's NAME -> FILE for one spec: `{spec}` in FILE stands for the spec file's stem."""
+    return {name: Path(path.replace("{spec}", Path(spec).stem)) for name, path in extras.items()}
 
 
 def diagnose(args, spec: str, extra_sources: dict[str, str], capability: tuple[int, int]) -> None:

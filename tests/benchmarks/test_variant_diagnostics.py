@@ -1,6 +1,8 @@
 """benchmarks/variant_diagnostics.py's variants against the kernel they edit."""
 
-from benchmarks.variant_diagnostics import VARIANTS
+from pathlib import Path
+
+from benchmarks.variant_diagnostics import VARIANTS, extra_files
 from cubridge.runtime.variant import build_variant
 
 
@@ -11,3 +13,12 @@ def test_every_substitution_finds_its_text_in_a_table_masks_lowering():
     stale = [(name, old) for name, (substitutions, _, _) in VARIANTS.items() for old, _ in substitutions
              if old not in source]
     assert stale == []
+
+
+def test_an_extra_file_names_each_specs_own_lowering():
+    """One process times several specs against their own earlier lowerings: `{spec}` in an --extra file is the
+    spec's stem, and a file without it is the same for every spec."""
+    extras = {"old": "before/{spec}.cu", "fixed": "edited.cu"}
+    assert extra_files(extras, "examples/specs/softcap.py") == {"old": Path("before/softcap.cu"),
+                                                                 "fixed": Path("edited.cu")}
+    assert extra_files(extras, "examples/specs/comb.py")["old"] == Path("before/comb.cu")
