@@ -86,34 +86,6 @@ _SM90_UNIFORM_GROUP = ("consumer_mainloop<T, kHeadDim, Policy>(smem, p, args, o_
                        "consumer_mainloop<T, kHeadDim, Policy>(smem, p, args, o_map, "
                        "__shfl_sync(0xffffffffu, warp_group - 1, 0),")
 
-# The row max and row sum of a softmax step as pairwise trees instead of one running chain each: the same
-# operations, a dependency chain of log2(n) instead of n (the max is exact either way; the sum's rounding
-# order changes).
-_SM90_MAX_TREE = (
-    "    float tile_max = state.max[half];\n"
-    "#pragma unroll\n"
-    "    for (int i = 0; i < kCount / 4; ++i)\n"
-    "      tile_max = fmaxf(tile_max, fmaxf(s[4 * i + 2 * half], s[4 * i + 2 * half + 1]));\n"
-    "    const float new_max = row_reduce_max(tile_max);\n",
-    "    float partial[kCount / 4];\n"
-    "#pragma unroll\n"
-    "    for (int i = 0; i < kCount / 4; ++i) partial[i] = fmaxf(s[4 * i + 2 * half], s[4 * i + 2 * half + 1]);\n"
-    "#pragma unroll\n"
-    "    for (int stride = 1; stride < kCount / 4; stride *= 2)\n"
-    "#pragma unroll\n"
-    "      for (int i = 0; i + stride < kCount / 4; i += 2 * stride) partial[i] = fmaxf(partial[i], partial[i + stride]);\n"
-    "    const float new_max = row_reduce_max(fmaxf(state.max[half], partial[0]));\n")
-_SM90_SUM_TREE = [
-    ("    float sum = 0.f;\n", "    float sums[kCount / 4] = {};\n"),
-    ("        sum += s[e];\n", "        sums[i] += s[e];\n"),
-    ("    state.sum[half] = state.sum[half] * alpha[half] + sum;\n",
-     "#pragma unroll\n"
-     "    for (int stride = 1; stride < kCount / 4; stride *= 2)\n"
-     "#pragma unroll\n"
-     "      for (int i = 0; i + stride < kCount / 4; i += 2 * stride) sums[i] += sums[i + stride];\n"
-     "    state.sum[half] = state.sum[half] * alpha[half] + sums[0];\n"),
-]
-
 # kernel -> name -> (diag, [(old, new), ...])
 VARIANTS: dict[str, dict[str, tuple[bool, list[tuple[str, str]]]]] = {
     "sm90": {
@@ -122,8 +94,6 @@ VARIANTS: dict[str, dict[str, tuple[bool, list[tuple[str, str]]]]] = {
         "q-prefetch-l2": (False, _SM90_Q_PREFETCH),
         "uniform-group": (False, [_SM90_UNIFORM_GROUP]),
         "q-prefetch-l2+uniform-group": (False, [*_SM90_Q_PREFETCH, _SM90_UNIFORM_GROUP]),
-        "max-tree": (False, [_SM90_MAX_TREE]),
-        "max-sum-tree": (False, [_SM90_MAX_TREE, *_SM90_SUM_TREE]),
         "head-chunk-8": (False, [("const int head_chunk = p.head_chunk;", "const int head_chunk = 8;")]),
         "static-schedule": (False, [("return p.tile_counter != nullptr;", "return false;")]),
         "diag-no-exp2": (True, [
