@@ -47,6 +47,7 @@ import dataclasses
 import functools
 import hashlib
 import math
+import operator
 import sys
 import threading
 import time
@@ -61,7 +62,7 @@ import torch
 
 from cubridge.diagnostics import CuBridgeError
 from cubridge.frontends.spec import NORMALIZATIONS, AttentionSpec, spec_from_hooks
-from cubridge.frontends.hooks import cell_value, global_names
+from cubridge.frontends.hooks import cell_value, global_names, read_attributes
 from cubridge.files import write_atomically
 from cubridge.runtime.attention import layout_key
 from cubridge.runtime.kernel_inputs import GivenBlockLists
@@ -122,18 +123,29 @@ class _Binding:
     capture_paths: tuple[tuple, ...]
     guards: tuple[tuple[tuple, object], ...]
     signature: tuple[tuple[torch.dtype, tuple[int, ...]], ...]
+    # the paths' readers (`_reader`), made once: every call reads the captured tensors and guarded values
+    _capture_readers: tuple[Callable, ...] = field(init=False, repr=False, compare=False)
+    _guard_readers: tuple[tuple[Callable, object], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "_capture_readers", tuple(map(_reader, self.capture_paths)))
+        object.__setattr__(self, "_guard_readers", tuple((_reader(path), value) for path, value in self.guards))
 
     def captures_now(self, hooks: tuple) -> list[torch.Tensor] | None:
         """The hooks' captured tensors now, or None where the binding no longer holds: a captured tensor is not
         one of the traced dtype and shape (rebound, or changed in place), or a Python value the hooks read
         changed."""
         captures = []
-        for path, (dtype, shape) in zip(self.capture_paths, self.signature):
-            tensor = _resolve(hooks, path)
+        for read, (dtype, shape) in zip(self._capture_readers, self.signature):
+            tensor = read(hooks)
             if not isinstance(tensor, torch.Tensor) or tensor.dtype != dtype or tensor.shape != shape:
                 return None
             captures.append(tensor)
-        return None if self.guards and not _unchanged(hooks, self.guards) else captures
+        for read, value in self._guard_readers:
+            now = read(hooks)
+            if now is not value and now != value:
+                return None
+        return captures
 
 
 _VARIANTS: dict[str, _Variant] = {}
@@ -197,76 +209,88 @@ def _binding(score_mod, mask_mod, normalization: str) -> tuple[_Binding, list[to
     return binding, [_resolve(hooks, path) for path in binding.capture_paths]
 
 
-def _unchanged(hooks: tuple, guards: tuple[tuple[tuple, object], ...]) -> bool:
-    """Whether every Python value the hooks read still equals the value they were traced with."""
-    for path, value in guards:
-        now = _resolve(hooks, path)
-        if now is not value and now != value:
-            return False
-    return True
-
-
 def _paths(hooks: tuple) -> tuple[tuple[tuple[str, tuple], ...], tuple[tuple[tuple, object], ...]]:
     """Where the hooks' captured tensors are, by name (first path found), and the Python scalars and 0-d
     tensors they read (constants of the trace) with their values. A path starts at score_mod (0) or mask_mod
-    (1) and goes through globals, closure cells, functools.partial parts and tuple items, as
-    `frontends.hooks.reachable_functions` walks them."""
+    (1) and goes through globals, closure cells, functools.partial parts, tuple or list items and the attributes
+    the code names of the objects, classes and modules it reads (`read_attributes`), as the trace key
+    (`frontends.spec.hooks_trace_key`) follows them; a scalar is guarded wherever it is found, a tensor taken
+    only as a named global or closure variable (the spec frontend's captures)."""
     captures: dict[str, tuple] = {}
     guards: list[tuple[tuple, object]] = []
-    pending = [(hook, (index,)) for index, hook in enumerate(hooks) if hook is not None]
+    pending = [(hook, (index,), None, frozenset()) for index, hook in enumerate(hooks) if hook is not None]
     seen: set[int] = set()
     while pending:
-        value, path = pending.pop()
-        if isinstance(value, types.FunctionType | functools.partial) and id(value) in seen:
-            continue
-        if isinstance(value, functools.partial):
+        value, path, name, names = pending.pop()
+        if isinstance(value, torch.Tensor) and value.dim() == 0:
+            guards.append((path, value.item()))  # traced as a constant, like a Python number
+        elif isinstance(value, torch.Tensor):
+            if name is not None:
+                captures.setdefault(name, path)
+        elif isinstance(value, _SCALARS):
+            guards.append((path, value))
+        elif isinstance(value, tuple | list):
+            pending += [(element, path + ("item", i), None, names) for i, element in enumerate(value)]
+        elif id(value) not in seen:
             seen.add(id(value))
-            pending.append((value.func, path + ("func", 0)))
-            pending += [(arg, path + ("args", i)) for i, arg in enumerate(value.args)]
-            pending += [(arg, path + ("keywords", name)) for name, arg in value.keywords.items()]
-            continue
-        if not isinstance(value, types.FunctionType):
-            continue
-        seen.add(id(value))
-        code = value.__code__
-        named = [(name, value.__globals__[name], path + ("global", name))
-                 for name in sorted(global_names(code)) if name in value.__globals__]
-        named += [(name, cell_value(cell), path + ("closure", i))
-                  for i, (name, cell) in enumerate(zip(code.co_freevars, value.__closure__ or ()))]
-        for name, item, item_path in named:
-            if isinstance(item, torch.Tensor) and item.dim() == 0:
-                guards.append((item_path, item.item()))  # traced as a constant, like a Python number
-            elif isinstance(item, torch.Tensor):
-                captures.setdefault(name, item_path)
-            elif isinstance(item, _SCALARS):
-                guards.append((item_path, item))
-            elif isinstance(item, tuple | list):
-                pending += [(element, item_path + ("item", i)) for i, element in enumerate(item)]
-            elif isinstance(item, functools.partial) or (
-                isinstance(item, types.FunctionType) and (item_path[-2] == "closure"
-                                                          or item.__code__.co_filename == code.co_filename)):
-                pending.append((item, item_path))
+            pending += _parts(value, path, names)
     return tuple(captures.items()), tuple(guards)
+
+
+def _parts(value, path: tuple, names: frozenset[str]) -> list[tuple[object, tuple, str | None, frozenset[str]]]:
+    """(value, path, name, the names of the code reading it) of what `value` holds that hook code can read: a
+    hook function's globals and closure cells, by name (functions only from its own file or its closure); a
+    partial's function and arguments; a bound method's function and `self`; an object's, class's or module's
+    attributes that `names` (its reader's code) names."""
+    if isinstance(value, functools.partial):
+        func = value.func
+        arguments = frozenset(global_names(func.__code__)) if isinstance(func, types.FunctionType) else names
+        return [(func, path + ("func", 0), None, names),
+                *[(arg, path + ("args", i), None, arguments) for i, arg in enumerate(value.args)],
+                *[(arg, path + ("keywords", key), None, arguments) for key, arg in value.keywords.items()]]
+    if isinstance(value, types.MethodType):  # a bound method: its function, and the `self` that function reads
+        return [(value.__func__, path + ("method", 0), None, names),
+                (value.__self__, path + ("self", 0), None, frozenset(global_names(value.__func__.__code__)))]
+    if not isinstance(value, types.FunctionType):
+        return [(attribute, path + ("attr", attribute_name), None, names)
+                for attribute_name, attribute in read_attributes(value, names)]
+    code = value.__code__
+    own = frozenset(global_names(code))
+    named = [(value.__globals__[name], path + ("global", name), name)
+             for name in sorted(own) if name in value.__globals__]
+    named += [(cell_value(cell), path + ("closure", i), name)
+              for i, (name, cell) in enumerate(zip(code.co_freevars, value.__closure__ or ()))]
+    return [(item, item_path, name, own) for item, item_path, name in named
+            if not isinstance(item, types.FunctionType)
+            or item_path[-2] == "closure" or item.__code__.co_filename == code.co_filename]
 
 
 def _resolve(hooks: tuple, path: tuple):
     """The value at `path` from the hooks (plain attribute and item reads: torch.compile traces them)."""
-    value = hooks[path[0]]
+    return _reader(path)(hooks)
+
+
+def _reader(path: tuple) -> Callable[[tuple], object]:
+    """The function from the hooks to the value at `path`, its steps chosen once (a binding reads its paths on
+    every call)."""
+    read = operator.itemgetter(path[0])
     for position in range(1, len(path), 2):
-        step, argument = path[position], path[position + 1]
-        if step == "global":
-            value = value.__globals__[argument]
-        elif step == "closure":
-            value = value.__closure__[argument].cell_contents
-        elif step == "func":
-            value = value.func
-        elif step == "args":
-            value = value.args[argument]
-        elif step == "keywords":
-            value = value.keywords[argument]
-        else:
-            value = value[argument]
-    return value
+        read = _STEP_READERS[path[position]](read, path[position + 1])
+    return read
+
+
+# a path's step -> (the reader up to the step, the step's argument) -> the reader through the step
+_STEP_READERS: dict[str, Callable[[Callable, object], Callable]] = {
+    "global": lambda read, name: lambda hooks: read(hooks).__globals__[name],
+    "closure": lambda read, index: lambda hooks: read(hooks).__closure__[index].cell_contents,
+    "func": lambda read, _: lambda hooks: read(hooks).func,
+    "args": lambda read, index: lambda hooks: read(hooks).args[index],
+    "keywords": lambda read, name: lambda hooks: read(hooks).keywords[name],
+    "item": lambda read, index: lambda hooks: read(hooks)[index],
+    "attr": lambda read, name: lambda hooks: getattr(read(hooks), name),
+    "method": lambda read, _: lambda hooks: read(hooks).__func__,
+    "self": lambda read, _: lambda hooks: read(hooks).__self__,
+}
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -529,6 +553,10 @@ def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, score
     if score_mod is None and mask_mod is None and normalization == "softmax":
         variant_key, captures = PLAIN, []
     elif compiling:
+        for role, hook in (("score_mod", score_mod), ("mask_mod", mask_mod)):
+            if isinstance(hook, functools.partial | types.MethodType):  # not constants to torch.compile
+                raise AttentionError(f"{role}: a {type(hook).__name__} cannot be traced under torch.compile; pass a "
+                                     "function (module-level, or a closure over the values it reads)")
         variant_key, capture_paths, guards = _traced_binding(score_mod, mask_mod, normalization)
         hooks = (score_mod, mask_mod)
         captures = [_resolve(hooks, path) for path in capture_paths]

@@ -171,14 +171,17 @@ def captured_tensors(hook: Callable) -> dict[str, torch.Tensor]:
 
 def reachable_functions(hook: Callable) -> list[types.FunctionType]:
     """The hook and the functions it calls by name: those in its closure (FlexAttention's
-    and_masks / or_masks keep the functions they combine there) or a functools.partial,
-    and the module-level functions of its own file that it names."""
+    and_masks / or_masks keep the functions they combine there), a functools.partial or a
+    bound method, and the module-level functions of its own file that it names."""
     found: dict[types.FunctionType, None] = {}
     pending: list = [hook]
     while pending:
         function = pending.pop()
         if isinstance(function, functools.partial):
             pending += [function.func, *function.args, *function.keywords.values()]
+            continue
+        if isinstance(function, types.MethodType):  # a bound method: its function (its `self` is a value read)
+            pending.append(function.__func__)
             continue
         if not isinstance(function, types.FunctionType) or function in found:
             continue
@@ -202,6 +205,27 @@ def referenced_values(function: types.FunctionType) -> list[tuple[str, object]]:
              if name in function.__globals__]
     found += [(f"closure.{name}", cell_value(cell)) for name, cell in zip(code.co_freevars, function.__closure__ or ())]
     return [(name, value) for name, value in found if not isinstance(value, torch.Tensor)]
+
+
+# Values whose attributes hook code does not read for a result: scalars, containers, tensors and functions (their
+# contents, shapes or code are read otherwise)
+_WITHOUT_READ_ATTRIBUTES = (bool, int, float, str, type(None), torch.dtype, tuple, list, dict, functools.partial,
+                            torch.Tensor, types.FunctionType, types.BuiltinFunctionType, types.MethodType)
+
+
+def read_attributes(value, names: frozenset[str]) -> list[tuple[str, object]]:
+    """(name, attribute) of `value`, sorted, for each of `names` it has: what hook code whose names (`global_names`,
+    which holds the attribute names the code reads) are `names` can have read from `value` as `value.name`, where
+    `value` is an object, a class or a module it reads (a `config.window`, a `self.window`)."""
+    if isinstance(value, _WITHOUT_READ_ATTRIBUTES):
+        return []
+    found = []
+    for name in sorted(names):
+        try:
+            found.append((name, getattr(value, name)))
+        except AttributeError:  # not one of this value's: the code read it from something else
+            continue
+    return found
 
 
 def cell_value(cell):

@@ -39,7 +39,9 @@ from cubridge.frontends.hooks import (
     captured_tensors,
     definition,
     failure,
+    global_names,
     reachable_functions,
+    read_attributes,
     referenced_values,
     trace_hook,
 )
@@ -167,6 +169,9 @@ def spec_from_hooks(score_mod: Callable | None = None, mask_mod: Callable | None
         raise CuBridgeError(f"normalization: expected one of {', '.join(NORMALIZATIONS)}, got {normalization!r}")
     if score_mod is None and mask_mod is None:
         raise CuBridgeError("a variant needs score_mod, mask_mod or both")
+    roles = ((score_mod, "score_mod"), (mask_mod, "mask_mod"))
+    default_name = "_".join(getattr(hook, "__name__", role) for hook, role in roles if hook is not None)
+    score_mod, mask_mod = _unbound(score_mod), _unbound(mask_mod)
     pairs = ((score_mod, SCORE_MOD_ARGS, "score_mod"), (mask_mod, MASK_MOD_ARGS, "mask_mod"))
     bound: dict[str, torch.Tensor] = {}
     for hook, arguments, role in pairs:
@@ -182,7 +187,6 @@ def spec_from_hooks(score_mod: Callable | None = None, mask_mod: Callable | None
     score_expr, mask_expr = traced
     _check_results(score_mod, score_expr, mask_mod, mask_expr)
     read = set().union(*(expr.leaves() for expr in traced if expr is not None))
-    default_name = "_".join(getattr(hook, "__name__", role) for hook, _, role in pairs if hook is not None)
     return AttentionSpec(
         name=name or (re.sub(r"\W+", "_", default_name).strip("_") or "variant"),
         path=definition(score_mod or mask_mod).rsplit(":", 1)[0],
@@ -196,34 +200,72 @@ def spec_from_hooks(score_mod: Callable | None = None, mask_mod: Callable | None
     )
 
 
+def _unbound(hook: Callable | None) -> Callable | None:
+    """A bound method (`layer.mask`) as its function with `self` bound by a functools.partial, which the tracer
+    and the trace key follow (the attributes of `self` that the method reads are values of the key)."""
+    if isinstance(hook, types.MethodType):
+        return functools.partial(hook.__func__, hook.__self__)
+    return hook
+
+
 def hooks_trace_key(score_mod: Callable | None, mask_mod: Callable | None, bound: dict[str, torch.Tensor]) -> str:
     """Everything traced hooks given as callables depend on: the code of every function they can reach
-    (bytecode, constants, names and lines), the Python values those functions read (scalars by value,
-    project modules and functions by their files), their captured tensors' kinds and shapes (and the values
-    of 0-d ones, which become constants), and the tracer."""
+    (bytecode, constants, names and lines), the Python values those functions read and the arguments of a
+    functools.partial hook (a bound method's `self`: `_unbound`), by `_value_fingerprint`, their captured
+    tensors' kinds and shapes (and the values of 0-d ones, which become constants), and the tracer."""
     digest = hashlib.sha256(_tracer_version().encode())
     for role, hook in (("score_mod", score_mod), ("mask_mod", mask_mod)):
         digest.update(f"\0{role}".encode())
         if hook is None:
             continue
+        hook = _unbound(hook)
+        if isinstance(hook, functools.partial):  # its arguments (partials inside a closure: the values below)
+            digest.update(b"\0partial\0" + _value_fingerprint(hook, frozenset()))
         for function in reachable_functions(hook):
             digest.update(b"\0code\0" + marshal.dumps(function.__code__))
+            names = frozenset(global_names(function.__code__))
             for name, value in referenced_values(function):
-                digest.update(f"\0{name}=".encode() + _value_fingerprint(value))
+                digest.update(f"\0{name}=".encode() + _value_fingerprint(value, names))
     _digest_tensors(digest, bound)
     return digest.hexdigest()
 
 
-def _value_fingerprint(value) -> bytes:
-    """What a hook's result can depend on in a value it reads (tensors are fingerprinted apart)."""
-    if isinstance(value, bool | int | float | str | tuple | type(None)):
+def _value_fingerprint(value, names: frozenset[str], seen: frozenset[int] = frozenset()) -> bytes:
+    """What a hook's result can depend on in a value it reads, `names` being the names its code reads (tensors it
+    captures are fingerprinted apart): scalars and dtypes by value; containers, functools.partial objects and bound
+    methods by their items and arguments; objects, classes and modules by the attributes of theirs the code names
+    (`read_attributes`), project modules and functions by their files too, anything else by its type and name."""
+    if isinstance(value, bool | int | float | str | type(None) | torch.dtype):
         return repr(value).encode()
+    if id(value) in seen:
+        return b"<cycle>"
+    seen = seen | {id(value)}
+    if isinstance(value, tuple | list):
+        return (type(value).__name__.encode() + b"("
+                + b",".join(_value_fingerprint(item, names, seen) for item in value) + b")")
+    if isinstance(value, dict):
+        items = sorted((repr(key), _value_fingerprint(item, names, seen)) for key, item in value.items())
+        return b"dict(" + b",".join(key.encode() + b":" + item for key, item in items) + b")"
+    if isinstance(value, types.MethodType):
+        value = _unbound(value)
+    if isinstance(value, functools.partial):
+        func = value.func
+        func_names = frozenset(global_names(func.__code__)) if isinstance(func, types.FunctionType) else names
+        return (b"partial(" + _value_fingerprint(func, names, seen) + b";"
+                + _value_fingerprint(value.args, func_names, seen) + b";"
+                + _value_fingerprint(value.keywords, func_names, seen) + b")")
+    if isinstance(value, torch.Tensor):  # inside a container or an object: not a capture the tracer takes
+        return f"tensor({value.dtype},{tuple(value.shape)})".encode()
     source = value if isinstance(value, types.ModuleType) else sys.modules.get(getattr(value, "__module__", ""))
     file = getattr(source, "__file__", None)
     roots = _installation_roots()
     if file and file.endswith(".py") and not os.path.abspath(file).startswith(roots):
-        return file.encode() + b"\0" + Path(file).read_bytes()
-    return type(value).__qualname__.encode() + b":" + getattr(value, "__qualname__", "").encode()
+        identity = file.encode() + b"\0" + Path(file).read_bytes()
+    else:
+        identity = type(value).__qualname__.encode() + b":" + getattr(value, "__qualname__", "").encode()
+    attributes = [name.encode() + b"=" + _value_fingerprint(attribute, names, seen)
+                  for name, attribute in read_attributes(value, names)]
+    return identity + (b"{" + b",".join(attributes) + b"}" if attributes else b"")
 
 
 def _check_results(score_mod, score_expr: Expr | None, mask_mod, mask_expr: Expr | None) -> None:

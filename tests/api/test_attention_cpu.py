@@ -163,6 +163,73 @@ def test_a_captured_tensor_rebound_to_another_shape_or_to_a_non_tensor_is_notice
         document = saved
 
 
+def test_a_binding_reads_what_the_hooks_capture_where_it_is_now_through_every_kind_of_step():
+    """A binding reads the hooks' captured tensors and Python values on every call through readers made once from
+    their paths: a global, a closure cell, a list's item, a functools.partial's function and its positional and
+    keyword arguments. A tensor rebound (same dtype and shape) is the one the next call reads; a changed value,
+    or a tensor of another shape, ends the binding."""
+    import functools
+
+    def make(cell, scales):
+        def mask(offset, b, h, q_idx, kv_idx, window=0):
+            return (document[q_idx] + cell[kv_idx] + scales[0] * (offset - q_idx + kv_idx)).abs() <= window
+        return mask
+
+    def ids():
+        return torch.zeros(len(document), dtype=torch.int64)
+
+    scales = [1]
+    hook = functools.partial(make(ids(), scales), 1, window=3)
+    binding = api._binding(None, hook, "softmax")[0]
+    assert len(binding.captures_now((None, hook))) == 2
+    cell = hook.func.__closure__[0]
+    saved = document
+    try:
+        for step, rebind in (("global", lambda tensor: globals().__setitem__("document", tensor)),
+                             ("closure", lambda tensor: setattr(cell, "cell_contents", tensor))):
+            fresh = ids()
+            rebind(fresh)
+            assert any(tensor is fresh for tensor in binding.captures_now((None, hook))), step
+        cell.cell_contents = ids()[:3]
+        assert binding.captures_now((None, hook)) is None
+    finally:
+        globals()["document"] = saved
+    cell.cell_contents = ids()
+    assert binding.captures_now((None, hook)) is not None
+    for values, key, changed in ((scales, 0, 2), (hook.keywords, "window", 4)):  # a list's item, a partial's keyword
+        traced, values[key] = values[key], changed
+        assert binding.captures_now((None, hook)) is None
+        values[key] = traced
+    assert binding.captures_now((None, hook)) is not None
+    other = functools.partial(hook.func, 2, window=3)
+    assert api._binding(None, other, "softmax")[0].key != binding.key  # the positional argument is a traced value
+
+
+def test_an_attribute_the_hook_reads_changed_between_calls_is_another_variant():
+    """A hook reading `config.window` (an object it captures), or a bound method reading `self.window`, gives
+    flex_attention's result after the attribute changed: the call checks the value it traced with, and the trace
+    key has it."""
+    config = SimpleNamespace(window=2)
+
+    def within(b, h, q_idx, kv_idx):
+        return (q_idx - kv_idx).abs() <= config.window
+
+    class Layer:
+        window = 2
+
+        def mask(self, b, h, q_idx, kv_idx):
+            return (q_idx - kv_idx).abs() <= self.window
+
+    layer = Layer()
+    q, k, v = inputs()
+    for window in (2, 6, 2):
+        config.window = layer.window = window
+        out = cubridge.attention(q, k, v, mask_mod=within, enable_gqa=True)
+        torch.testing.assert_close(out, flex(q, k, v, None, within)[0], atol=1e-5, rtol=1e-5)
+        out = cubridge.attention(q, k, v, mask_mod=layer.mask, enable_gqa=True)  # a bound method: its self's
+        torch.testing.assert_close(out, flex(q, k, v, None, within)[0], atol=1e-5, rtol=1e-5)
+
+
 def test_a_closure_with_other_values_is_another_variant_and_equal_values_share_one():
     q, k, v = inputs()
     outputs = {}
@@ -225,6 +292,23 @@ def test_torch_compile_fullgraph_traces_the_op_and_keeps_captured_values_as_inpu
         document = saved
     assert any("cubridge.attention" in str(node.target) for node in graphs[0].graph.nodes)
     assert len(graphs) == 2  # the new captured shape traces again; new values did not
+
+
+def test_torch_compile_with_a_partial_or_bound_method_hook_is_a_one_line_error():
+    """torch.compile cannot make a partial or a bound method a constant of its graph: the error says so and what
+    to pass instead (eager calls take both)."""
+    class Layer(torch.nn.Module):
+        window = 2
+
+        def mask(self, b, h, q_idx, kv_idx):
+            return (q_idx - kv_idx).abs() <= self.window
+
+        def forward(self, q, k, v):
+            return cubridge.attention(q, k, v, mask_mod=self.mask, enable_gqa=True)
+
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="mask_mod: a method cannot be traced under torch.compile; pass a function"):
+        torch.compile(Layer(), fullgraph=True, backend="eager")(*inputs())
 
 
 def test_torch_compile_retraces_when_a_closure_value_changes():
