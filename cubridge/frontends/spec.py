@@ -303,7 +303,7 @@ def load_spec(path: str) -> AttentionSpec:
     for hook, arguments in hooks:
         _check_arity(hook, arguments)
         bound |= captured_tensors(hook)
-    score_expr, mask_expr = _traces(_trace_key(path, source, module, bound),
+    score_expr, mask_expr = _traces(_trace_key(path, source, module, score_mod, mask_mod, bound),
                                     [(score_mod, SCORE_MOD_ARGS), (mask_mod, MASK_MOD_ARGS)], lambda hook: path, bound)
     read = set().union(*(expr.leaves() for expr in (score_expr, mask_expr) if expr is not None))
     captures = {name: tensor for name, tensor in bound.items() if name in read}
@@ -349,18 +349,16 @@ def _tracer_version() -> str:
     return digest.hexdigest()
 
 
-def _trace_key(path: str, source: bytes, module: types.ModuleType, bound: dict[str, torch.Tensor]) -> str:
+def _trace_key(path: str, source: bytes, module: types.ModuleType, score_mod: Callable | None,
+               mask_mod: Callable | None, bound: dict[str, torch.Tensor]) -> str:
     """Everything a traced hook depends on: the code it can run (the spec's `source`, the text that ran, and the
-    project files its globals come from), the spec's scalar globals (constants an import brought in), the kinds
-    and ranks of the tensors it can read (and the values of 0-d ones, which become constants), and the tracer."""
-    digest = hashlib.sha256(_tracer_version().encode())
+    project files its globals come from) and what `hooks_trace_key` follows of its hooks (the values they read,
+    computed when the spec ran: a configuration it loads, an environment variable, and the kinds and ranks of
+    the tensors they can read)."""
+    digest = hashlib.sha256(hooks_trace_key(score_mod, mask_mod, bound).encode())
     for file in _local_sources(path, module):
         text = source if file == path else Path(file).read_bytes()
         digest.update(b"\0file\0" + file.encode() + b"\0" + text)
-    for name, value in sorted(vars(module).items()):
-        if isinstance(value, bool | int | float | str | tuple) and not name.startswith("__"):
-            digest.update(f"\0{name}={value!r}".encode())
-    _digest_tensors(digest, bound)
     return digest.hexdigest()
 
 

@@ -69,6 +69,21 @@ def test_an_edited_import_traces_again(traces, tmp_path, monkeypatch):
     assert 3.0 in {node.args[0] for node in _nodes(edited.score_expr) if node.op == "const"}
 
 
+def test_a_value_the_spec_computes_when_it_runs_is_part_of_the_key(traces, tmp_path, monkeypatch):
+    """The same spec text can compute other values (a configuration read when it runs): what its hooks read is
+    part of the key, a dict's items included."""
+    path = tmp_path / "window_spec.py"
+    path.write_text("import os\n"
+                    "CONFIG = {'window': int(os.environ['SPEC_WINDOW'])}\n\n"
+                    "def mask_mod(b, h, q_idx, kv_idx):\n"
+                    "    return (q_idx - kv_idx).abs() <= CONFIG['window']\n")
+    windows = []
+    for window in ("2", "5"):
+        monkeypatch.setenv("SPEC_WINDOW", window)
+        windows.append({node.args[0] for node in _nodes(load_spec(str(path)).mask_expr) if node.op == "const"})
+    assert len(traces) == 2 and 2 in windows[0] and 5 in windows[1]
+
+
 def _nodes(expr):
     yield expr
     for arg in expr.args:
