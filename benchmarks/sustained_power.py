@@ -3,7 +3,10 @@ nvidia-smi samples the board's power draw and SM clock; reports TFLOPS, mean pow
 SM clock, per provider and mask, rounds interleaved so that a drift of the chip's temperature reaches each alike.
 
   python3 benchmarks/sustained_power.py [--seqlen 8192] [--batch 2] [--heads 32 --heads-kv 32] [--head-dim 128]
-                                         [--seconds 4] [--rounds 2] [--fa4] [--cudnn]
+                                         [--seconds 4] [--rounds 2] [--fa4] [--cudnn] [--extra NAME=FILE.cu ...]
+
+--extra adds a provider whose kernel is another source of attention_sm90.cu (an edited copy), launched through the
+same runtime: what a change does to work per joule, where paired bursts (ab_variants.py) run below the power cap.
 
 On the H200 every attention kernel here runs at the 700 W power cap, so the clock, not the power, moves: TFLOPS
 per watt and TFLOPS then rank providers alike, and the clock shows whether a lead is work per cycle (same clock) or
@@ -13,6 +16,7 @@ left out. The reference kernel's output is compared with each other provider's b
 from __future__ import annotations
 
 import argparse
+import importlib
 import statistics
 import subprocess
 import sys
@@ -24,8 +28,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.ab_variants import cudnn_launchers, fa4_launchers  # noqa: E402
-from cubridge.runtime.attention_sm90 import attention_sm90  # noqa: E402
+from cubridge.runtime.compiler import compile_cubin  # noqa: E402
 from cubridge.runtime.reference import causal_density  # noqa: E402
+
+sm90_host = importlib.import_module("cubridge.runtime.attention_sm90")  # the module: the package exports the function
 
 SAMPLE_MS = 100
 SAMPLER_LEAD_S = 0.3  # the sampler runs this long before the first launch
@@ -36,7 +42,7 @@ QUERY = "timestamp,power.draw,clocks.sm"
 def providers(args, q, k, v) -> dict[str, callable]:
     """name -> run(causal) for each provider asked for, FA4 on its own layout of the same inputs."""
     inputs = (q, k, v)
-    runs = {"cubridge": lambda causal: attention_sm90(q, k, v, causal=causal)}
+    runs = kernel_providers(args.extra, q, k, v)
     if args.fa4:
         fa4 = fa4_launchers([inputs])
         runs["fa4"] = lambda causal: fa4[causal](inputs)
@@ -44,6 +50,29 @@ def providers(args, q, k, v) -> dict[str, callable]:
         cudnn = cudnn_launchers()
         runs["cudnn"] = lambda causal: cudnn[causal](inputs)
     return runs
+
+
+def kernel_providers(extra: list[str], q, k, v) -> dict[str, callable]:
+    """name -> run(causal) for the shipped kernel ("cubridge") and each --extra NAME=FILE source, all launched
+    through the runtime; its cubin (and with it the launch plans) is swapped when the provider changes, never
+    within a run."""
+    kernels = {"cubridge": sm90_host._compiled}
+    for item in extra:
+        name, _, file = item.partition("=")
+        if not name or name in kernels or not Path(file).is_file():
+            raise SystemExit(f"sustained_power: --extra {item!r}: expected a new NAME=FILE with an existing file")
+        compiled = compile_cubin(Path(file), torch.cuda.get_device_capability())
+        kernels[name] = lambda capability, compiled=compiled: compiled
+    current = [sm90_host._compiled]
+
+    def runner(kernel):
+        def run(causal):
+            if current[0] is not kernel:
+                sm90_host._compiled = current[0] = kernel
+                sm90_host._PLANS.clear()  # a launch plan holds the function it was made with
+            return sm90_host.attention_sm90(q, k, v, causal=causal)
+        return run
+    return {name: runner(kernel) for name, kernel in kernels.items()}
 
 
 def sustained(run, seconds: float, settle: float) -> dict[str, float]:
@@ -90,6 +119,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--fa4", action="store_true", help="FlashAttention-4's flash_attn_func beside ours")
     parser.add_argument("--cudnn", action="store_true", help="SDPA's cuDNN backend beside ours")
+    parser.add_argument("--extra", action="append", default=[], metavar="NAME=FILE",
+                        help="a provider running attention_sm90.cu's edited copy FILE (repeatable)")
     args = parser.parse_args()
     if args.settle >= args.seconds:
         raise SystemExit("sustained_power: --settle must be shorter than --seconds")

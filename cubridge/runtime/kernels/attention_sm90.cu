@@ -89,12 +89,14 @@ template <int kHeadDim>
 constexpr int kProbRegs = kBlockN<kHeadDim> / 4;   // packed 16-bit probabilities per thread
 // One softmax exp2 in every kFmaExp2Period on the FMA pipe (fma_exp2), the others on the MUFU; 0: all on the MUFU.
 // D = 64: the MUFU is a kv step's busiest unit (96 exp2 a thread, 8 cycles a warp each: 1568 cycles a step per SM
-// sub-partition against 1536 of tensor-core work); one in twelve gains 3.0-3.7%, 6, 8, 16 or 24 less (runs 123-124).
-// D = 128 and 256: the MUFU idles half the step, yet one in 32 gains 0.3-1.4% (on the path from the S wait to the
-// GEMM issue), but not beside a mask's table loads (-0.8%) or loaded bits (-0.6-1%); 8, 16, 64 lose (runs 139-141,
-// 140 and 143 at D = 256, 147).
+// sub-partition against 1536 of tensor-core work); one in twelve gains 3.0-3.7%, 6, 8, 16 or 24 less (runs 123-124;
+// none: -6.8%, run 179). D = 128: none; one in 32 gained 0.6-1.2% before P V retired inside the softmax (run 139)
+// and costs 1.8-2.6% since (runs 178-180), its FMA work also costing work per joule at the power cap.
+// D = 256: one in 32 (0.2-1.4%, runs 140 and 143; none is level, run 179), but not beside a mask's table loads or
+// loaded bits (-0.6-1%, run 147).
 template <int kHeadDim, typename Policy>
-constexpr int kFmaExp2Period = kHeadDim == 64 ? 12 : Policy::kMaskLoads || Policy::kMaskBits ? 0 : 32;
+constexpr int kFmaExp2Period =
+    kHeadDim == 64 ? 12 : kHeadDim == 128 || Policy::kMaskLoads || Policy::kMaskBits ? 0 : 32;
 // P V retires inside the softmax after this many of a thread's exp2s (gemm_wait_after; runs 161-163, against half
 // a step's): D = 128 after 36 of 64 (+1.3% / +1.4% full / causal; 40, 44 and 48 gain less or lose: where the
 // branch lands reshapes ptxas's schedule), but after 32 beside a position bias (36 costs relative position 1.5%),
