@@ -86,6 +86,29 @@ _SM90_UNIFORM_GROUP = ("consumer_mainloop<T, kHeadDim, Policy>(smem, p, args, o_
                        "consumer_mainloop<T, kHeadDim, Policy>(smem, p, args, o_map, "
                        "__shfl_sync(0xffffffffu, warp_group - 1, 0),")
 
+# mbarrier waits that suspend between polls: try_wait with a suspend-time hint (CUTLASS's and FlashAttention-4's
+# form, `TRYWAIT; NANOSLEEP.SYNCS` in SASS) instead of a spinning retry loop, whose polls take issue slots from the
+# warps that share the sub-partition (run 184: our producer's stage wait retried about 27 times a kv step).
+_SM90_SLEEPING_WAIT = (
+    "// Producer: one warp;",
+    "__device__ __forceinline__ void mbarrier_wait_sleeping(uint64_t* bar, uint32_t phase) {\n"
+    "  uint32_t done = 0;\n"
+    "  while (!done)\n"
+    "    asm volatile(\"{\\n.reg .pred p;\\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\\n\"\n"
+    "                 \"selp.u32 %0, 1, 0, p;\\n}\\n\" : \"=r\"(done) : \"r\"(smem_u32(bar)), \"r\"(phase), "
+    "\"r\"(0x989680) : \"memory\");\n"
+    "}\n\n"
+    "// Producer: one warp;")
+_SM90_PRODUCER_WAITS = ["mbarrier_wait(smem.q_empty(),", "mbarrier_wait(smem.k_empty(stage),",
+                        "mbarrier_wait(smem.v_empty(stage),"]
+_SM90_CONSUMER_WAITS = ["mbarrier_wait(smem.q_full(),", "mbarrier_wait(smem.k_full(stage),",
+                        "mbarrier_wait(smem.v_full(prev.stage()),", "mbarrier_wait(smem.v_full(last.stage()),"]
+
+
+def _sm90_sleeping(waits: list[str]) -> list[tuple[str, str]]:
+    return [_SM90_SLEEPING_WAIT] + [(wait, wait.replace("mbarrier_wait(", "mbarrier_wait_sleeping(")) for wait in waits]
+
+
 # kernel -> name -> (diag, [(old, new), ...])
 VARIANTS: dict[str, dict[str, tuple[bool, list[tuple[str, str]]]]] = {
     "sm90": {
@@ -96,6 +119,8 @@ VARIANTS: dict[str, dict[str, tuple[bool, list[tuple[str, str]]]]] = {
         "q-prefetch-l2+uniform-group": (False, [*_SM90_Q_PREFETCH, _SM90_UNIFORM_GROUP]),
         "head-chunk-8": (False, [("const int head_chunk = p.head_chunk;", "const int head_chunk = 8;")]),
         "static-schedule": (False, [("return p.tile_counter != nullptr;", "return false;")]),
+        "sleeping-producer-waits": (False, _sm90_sleeping(_SM90_PRODUCER_WAITS)),
+        "sleeping-waits": (False, _sm90_sleeping(_SM90_PRODUCER_WAITS + _SM90_CONSUMER_WAITS)),
         "diag-no-exp2": (True, [
             ("          s[e] = fast_exp2(exponent);", "          s[e] = exponent;"),
             ("s[e] = e % kFmaExp2Period == kFmaExp2Period - 1 ? fma_exp2(exponent) : fast_exp2(exponent);",

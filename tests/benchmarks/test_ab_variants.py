@@ -30,3 +30,12 @@ def test_diag_no_exp2_leaves_no_softmax_exp2_on_either_pipe():
     for old, new in VARIANTS["sm90"]["diag-no-exp2"][1]:
         text = text.replace(old, new)
     assert "fast_exp2(exponent)" not in text and "fma_exp2(exponent)" not in text
+
+
+def test_sleeping_waits_leaves_no_spinning_mbarrier_wait():
+    """sleeping-waits prices polling without suspending: every mbarrier wait of the kernel, the producer's and the
+    consumers', goes through the hinted try_wait."""
+    text = (KERNELS_DIR / "attention_sm90.cu").read_text()
+    for old, new in VARIANTS["sm90"]["sleeping-waits"][1]:
+        text = text.replace(old, new)
+    assert "mbarrier_wait(" not in text and text.count("mbarrier_wait_sleeping(") > 1
