@@ -173,6 +173,7 @@ builtin.module {
           %o_3, %o_done = cuir.gemm_async ab %probs_1, %v_tile[%stage_3] acc %o_2 : !cuir.tile<64x128xbf16, @consumer>, !cuir.smem<128x128xbf16, stages 2, swizzle 128>, !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
           cuir.named_barrier_arrive %17, 256
           cuir.gemm_wait %s_done_1 : !cuir.token<@consumer>
+          cuir.mbarrier_arrive %k_empty[%stage_2] : !cuir.mbarrier<2>
           %s_6 = scf.if %needs_mask_1 -> (!cuir.tile<64x128xf32, @consumer>) {
             %s_7 = cuir.map %s_5 at [%c0_1, %n0] (%63: f32, %64: index, %65: index) {
               %66 = arith.cmpi sge, %65, %seqlen_k_1 : index
@@ -185,7 +186,6 @@ builtin.module {
           }
           cuir.gemm_wait %o_done : !cuir.token<@consumer>
           cuir.mbarrier_arrive %v_empty[%stage_3] : !cuir.mbarrier<2>
-          cuir.mbarrier_arrive %k_empty[%stage_2] : !cuir.mbarrier<2>
           %count_7 = arith.addi %count_5, %c1_1 : index
           %max_2 = cuir.row_reduce max %s_6 init %max_1 : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
           %68 = cuir.map %max_2 (%69: f32, %70: index) {

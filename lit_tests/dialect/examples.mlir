@@ -81,13 +81,14 @@
 // SM90-NEXT:       %[[ACC_PV:[a-z0-9_]+]], %[[PV_DONE:[a-z0-9_]+]] = cuir.gemm_async ab %[[P_PREV_BF16]], %[[V_SMEM]][%[[PREV_STAGE]]] acc %[[ACC]] : !cuir.tile<64x128xbf16, @consumer>, !cuir.smem<128x128xbf16, stages 2, swizzle 128>, !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
 // SM90-NEXT:       cuir.named_barrier_arrive %{{.+}}, 256
 // SM90-NEXT:       cuir.gemm_wait %[[S_DONE]] : !cuir.token<@consumer>
+// K_j's stage is released once S_j has landed (D = 128, kReleaseKOnScores).
+// SM90-NEXT:       cuir.mbarrier_arrive %k_empty[%[[STAGE]]] : !cuir.mbarrier<2>
 // The mask branch runs on the kv tiles outside [0, full_end) only.
 // SM90-NEXT:       %[[SCORE:[a-z0-9_]+]] = scf.if %[[NEEDS_MASK]] -> (!cuir.tile<64x128xf32, @consumer>) {
 // SM90-NEXT:         %{{.+}} = cuir.map %[[S]] at
 // P V retires inside the softmax of S_j, which then releases V_{j-1}'s stage and rescales O.
 // SM90:            cuir.gemm_wait %[[PV_DONE]] : !cuir.token<@consumer>
 // SM90-NEXT:       cuir.mbarrier_arrive %v_empty[%[[PREV_STAGE]]] : !cuir.mbarrier<2>
-// SM90-NEXT:       cuir.mbarrier_arrive %k_empty[%[[STAGE]]] : !cuir.mbarrier<2>
 // SM90:            %[[M_NEW:[a-z0-9_]+]] = cuir.row_reduce max %[[SCORE]] init %[[M]] : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
 // SM90:            %[[P:[a-z0-9_]+]] = cuir.map %[[SCORE]], %{{.+}} (
 // SM90:            %[[ALPHA:[a-z0-9_]+]] = cuir.map %[[M]], %[[M_NEW]] (

@@ -24,6 +24,7 @@
 // CHECK-NEXT:   arith.mulf %{{.*}}, %log2e : f32
 // In the kv loop: after the wait for S_j.
 // CHECK:      cuir.gemm_wait %s_done_1 : !cuir.token<@consumer>
+// CHECK-NEXT: cuir.mbarrier_arrive %k_empty
 // CHECK-NEXT: %scaled_1 = cuir.map %s_5 at
 // CHECK-NEXT:   %[[SCALED_1:.*]] = arith.mulf %{{.*}}, %softmax_scale : f32
 // CHECK-NEXT:   %[[CAP_1:.*]] = arith.constant 2.000000e+00 : f32

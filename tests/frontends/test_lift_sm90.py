@@ -48,10 +48,11 @@ def _lift_edited(tmp_path, old: str, new: str):
 
 
 def test_a_kernel_change_reaches_the_lifted_ir(tmp_path):
-    """The CUDA is the source of truth: drop the consumers' release of K in the kv loop and the lifted
-    program deadlocks in the executor (the producer waits for a stage nobody frees)."""
-    module = _lift_edited(tmp_path, "      release(smem.k_empty(stage), lane);\n      ++kv.count;\n    };\n",
-                          "      ++kv.count;\n    };\n")
+    """The CUDA is the source of truth: drop the consumers' release of K in the kv loop (D = 128's, once S has
+    landed) and the lifted program deadlocks in the executor (the producer waits for a stage nobody frees)."""
+    release = "      if constexpr (kReleaseKOnScores<kHeadDim, Policy>) release(smem.k_empty(stage), lane);\n"
+    module = _lift_edited(tmp_path, f"      gemm_fence_operand(s);\n{release}      scores_to_probs(masked, n0, kept, [&]",
+                          "      gemm_fence_operand(s);\n      scores_to_probs(masked, n0, kept, [&]")
     result = verify(module, shapes=[(1, 2, 1, 129, 3 * 128 + 1, 128)], seeds=(0,), schedules=1)
     assert not result.ok
     assert result.verdict == "deadlock", result.summary()

@@ -109,6 +109,14 @@ constexpr int kRetireAfterExps = kHeadDim == 256 ? 40 : kHeadDim == 64 ? 72 : Po
 // D = 256 is level; four or eight chains, or a pairwise tree, gain less or lose at D = 128 (runs 48, 173-174).
 template <int kHeadDim>
 constexpr int kRowMaxChains = kHeadDim == 128 ? 2 : 1;
+// At D = 128 a kv step releases K_j's stage as soon as S_j has landed, so that the producer's next K load waits for
+// no softmax: +0.2-0.3% full, +0.1-0.2% causal, +0.3% sustained (runs 185-186), +0.4-0.7% for softcap and the
+// document mask (run 191). After the softmax elsewhere: D = 64 loses 0.2-0.4% and D = 256 is level (run 186), a
+// position bias (alibi) loses 1.2% (runs 190-191), and so does a sparse mask's first kv tile (sliding window 0.9%),
+// which therefore keeps its release after the softmax. Runs 53-59 preferred after the softmax at D = 128 too, when
+// P V retired at the step's top.
+template <int kHeadDim, typename Policy>
+constexpr bool kReleaseKOnScores = kHeadDim == 128 && !Policy::kPositionBias;
 constexpr float kNegInf = -__builtin_huge_valf();
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -765,8 +773,8 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
 
     mbarrier_wait(smem.q_full(), tile_count & 1);
 
-    // The first kv tile (position range.begin): S = Q K^T, then its softmax; its K stage is released after it,
-    // as in the loop below.
+    // The first kv tile (position range.begin): S = Q K^T, then its softmax; its K stage is released after it
+    // (kReleaseKOnScores).
     {
       const int n0 = first_key(range.begin);
       const bool masked = range.needs_mask(range.begin);
@@ -806,8 +814,8 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
     // P V retires inside the softmax, after kRetireAfterExps of its exps (gemm_wait_after: a wait in the softmax's
     // basic block would be issued before the exps), and O is rescaled there, so that the next step issues its
     // GEMMs right after its mbarrier waits: +1.6% non-causal, +3% causal (run 156). V_{j-1} is waited for before
-    // K_j, the order the producer issued them, and K_j's stage is released after the softmax rather than right
-    // after the S wait (runs 53-54, 59).
+    // K_j, the order the producer issued them; K_j's stage is released once S_j has landed or after the softmax
+    // (kReleaseKOnScores).
     auto kv_step = [&](int j, bool masked) {
       const int n0 = first_key(j);
       const auto kept = kept_ahead(masked, n0, j);
@@ -830,6 +838,7 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       load_ahead(masked, next_n0, j);
       gemm_wait<1>();
       gemm_fence_operand(s);
+      if constexpr (kReleaseKOnScores<kHeadDim, Policy>) release(smem.k_empty(stage), lane);
       scores_to_probs(masked, n0, kept, [&](float exps_sum) {
         if constexpr (!Policy::kRetireAtStepTop) {
           gemm_wait_after(exps_sum);
@@ -839,7 +848,7 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
           rescale_rows(o, alpha);
         }
       });
-      release(smem.k_empty(stage), lane);
+      if constexpr (!kReleaseKOnScores<kHeadDim, Policy>) release(smem.k_empty(stage), lane);
       ++kv.count;
     };
     if constexpr (Policy::kUnswitchedMask) {
