@@ -109,12 +109,12 @@ constexpr int kRetireAfterExps = kHeadDim == 256 ? 40 : kHeadDim == 64 ? 72 : Po
 // D = 256 is level; four or eight chains, or a pairwise tree, gain less or lose at D = 128 (runs 48, 173-174).
 template <int kHeadDim>
 constexpr int kRowMaxChains = kHeadDim == 128 ? 2 : 1;
-// At D = 128 a kv step releases K_j's stage as soon as S_j has landed, so that the producer's next K load waits for
-// no softmax: +0.2-0.3% full, +0.1-0.2% causal, +0.3% sustained (runs 185-186), +0.4-0.7% for softcap and the
-// document mask (run 191). After the softmax elsewhere: D = 64 loses 0.2-0.4% and D = 256 is level (run 186), a
-// position bias (alibi) loses 1.2% (runs 190-191), and so does a sparse mask's first kv tile (sliding window 0.9%),
-// which therefore keeps its release after the softmax. Runs 53-59 preferred after the softmax at D = 128 too, when
-// P V retired at the step's top.
+// At D = 128 a kv step (not a tile's first kv tile) releases K_j's stage as soon as S_j has landed, so that the
+// producer's next K load waits for no softmax: +0.2-0.3% full, +0.1-0.2% causal, +0.3% sustained (runs 185-186),
+// +0.4-0.7% for softcap and the document mask (run 191). After the softmax otherwise: D = 64 loses 0.2-0.4% and
+// D = 256 is level (run 186), a position bias (alibi) loses 1.2%, and releasing the first kv tile's early cost a
+// sparse mask, whose tiles visit one or two kv tiles, 0.9% (sliding window, runs 190-191). Runs 53-59 preferred
+// the release after the softmax at D = 128 too, when P V retired at the step's top.
 template <int kHeadDim, typename Policy>
 constexpr bool kReleaseKOnScores = kHeadDim == 128 && !Policy::kPositionBias;
 constexpr float kNegInf = -__builtin_huge_valf();
@@ -773,8 +773,8 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
 
     mbarrier_wait(smem.q_full(), tile_count & 1);
 
-    // The first kv tile (position range.begin): S = Q K^T, then its softmax; its K stage is released after it
-    // (kReleaseKOnScores).
+    // The first kv tile (position range.begin): S = Q K^T, then its softmax; its K stage is released after it at
+    // every D (see kReleaseKOnScores).
     {
       const int n0 = first_key(range.begin);
       const bool masked = range.needs_mask(range.begin);
