@@ -56,9 +56,11 @@ _SM80_CONDITIONAL_RESCALE = (_SM80_LOOP, "if (__any_sync(0xffffffffu, correction
 def _sm90_skip_loads_after_fill(operand: str) -> tuple[str, str]:
     """The producer loads K or V only until the stages are filled, then arrives on the full barrier without a
     copy: the consumers reuse stale tiles, and no bytes of that operand leave L2."""
-    issue = f"      if (leader) load_kv_tile<kHeadDim>(smem.{operand}_tile(stage)"
-    skip = (f"      if (leader && kv.count >= kStages) mbarrier_arrive(smem.{operand}_full(stage));\n"
-            f"      else if (leader) load_kv_tile<kHeadDim>(smem.{operand}_tile(stage)")
+    # K is issued in the kv loop (pipeline state `kv`), V in the producer's load_v (pipeline state `at`)
+    state, stage, gap = ("kv", "stage", " ") if operand == "k" else ("at", "at.stage()", "\n        ")
+    issue = f"      if (leader){gap}load_kv_tile<kHeadDim>(smem.{operand}_tile({stage})"
+    skip = (f"      if (leader && {state}.count >= kStages) mbarrier_arrive(smem.{operand}_full({stage}));\n"
+            f"      else if (leader){gap}load_kv_tile<kHeadDim>(smem.{operand}_tile({stage})")
     return issue, skip
 
 
@@ -100,7 +102,7 @@ _SM90_SLEEPING_WAIT = (
     "}\n\n"
     "// Producer: one warp;")
 _SM90_PRODUCER_WAITS = ["mbarrier_wait(smem.q_empty(),", "mbarrier_wait(smem.k_empty(stage),",
-                        "mbarrier_wait(smem.v_empty(stage),"]
+                        "mbarrier_wait(smem.v_empty(at.stage()),"]
 _SM90_CONSUMER_WAITS = ["mbarrier_wait(smem.q_full(),", "mbarrier_wait(smem.k_full(stage),",
                         "mbarrier_wait(smem.v_full(prev.stage()),", "mbarrier_wait(smem.v_full(last.stage()),"]
 

@@ -541,20 +541,26 @@ def _match_kv_loops(found: AttentionMatch) -> None:
         found.first_kv_rows.append(kv_column(site.score_map))
     buffers = {_shared_buffer(site.score_gemm.rhs) for site in found.sites}
     buffers |= {_shared_buffer(site.pv_gemm.rhs) for site in found.sites}
+    carried_out: list[CopyAsyncOp | CopyOp] = []
     for op in _copies_into(found.kernel, buffers):
         loop = enclosing(op, scf.ForOp, stop=ForEachTileOp)
         if loop is not None:
             loops[loop] = None
             _match_carried_row(found, loop, copy_row(op))
             continue
+        if isinstance(copy_row(op).value.owner, scf.ForOp):
+            carried_out.append(op)
+            continue
         tile = _constant_tile(copy_row(op).value, found.block_n)
         if tile is None:
             raise _fail(f"a K or V load outside the kv loop must load one of the first kv tiles (a row "
-                        f"{found.block_n} * d)", op)
+                        f"{found.block_n} * d) or a kv row the kv loop carries out", op)
         if tile:
             found.later_first_kv_rows.append((copy_row(op), tile))
         else:
             found.first_kv_rows.append(copy_row(op))
+    for op in carried_out:
+        _check_carried_out_row(found, loops, op)
     mask_tests = {op for site in found.sites if site.mask_branch is not None
                   for op in arith_slice(site.mask_branch.cond)}
     for loop in loops:
@@ -584,7 +590,8 @@ def _constant_tile(row: SSAValue, block_n: int) -> int | None:
 
 def _match_carried_row(found: AttentionMatch, loop: scf.ForOp, row: OperandRef) -> None:
     """A kv row the loop carries: its initial value is the first kv tile's (the constant 0), its yielded
-    value the next step's."""
+    value the next step's, or the row this step read (a trailing row: the previous step's, as where V is
+    loaded a step behind K), which follows the loop's bounds as it is."""
     value = row.value
     if not isinstance(value, BlockArgument) or value.owner is not loop.body.block or value.index == 0:
         return
@@ -592,9 +599,31 @@ def _match_carried_row(found: AttentionMatch, loop: scf.ForOp, row: OperandRef) 
     first = OperandRef(loop, "iter_args", carried)
     if not is_constant(first.value, 0):
         raise _fail("a kv row the kv loop carries must start at kv tile 0", loop)
-    if first not in found.first_kv_rows:
-        found.first_kv_rows.append(first)
-        found.next_kv_rows.append(OperandRef(loop.body.block.last_op, "arguments", carried))
+    if first in found.first_kv_rows:
+        return
+    found.first_kv_rows.append(first)
+    yielded = OperandRef(loop.body.block.last_op, "arguments", carried)
+    if _is_step_row(yielded.value, loop):
+        return
+    found.next_kv_rows.append(yielded)
+
+
+def _is_step_row(value: SSAValue, loop: scf.ForOp) -> bool:
+    """Whether `value` is a kv row the loop carries into its step (a body argument other than the index)."""
+    return isinstance(value, BlockArgument) and value.owner is loop.body.block and value.index > 0
+
+
+def _check_carried_out_row(found: AttentionMatch, loops: dict[scf.ForOp, None], copy: CopyAsyncOp | CopyOp) -> None:
+    """A K or V load after a kv loop may read a kv row the loop carries out: a trailing row (the last step's),
+    which the loop computes under any bounds."""
+    row = copy_row(copy).value
+    loop = row.owner
+    if loop not in loops:
+        raise _fail("a K or V load reads the result of a loop that loads no K or V tile", copy)
+    carried = row.index
+    yielded = loop.body.block.last_op.operands[carried]
+    if OperandRef(loop, "iter_args", carried) not in found.first_kv_rows or not _is_step_row(yielded, loop):
+        raise _fail("a K or V load after the kv loop must read a kv row the loop carries from its last step", copy)
 
 
 # cmpi predicates that ask "did an earlier step run?" (j > lb, j != lb) or "is this the first

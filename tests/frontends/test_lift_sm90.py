@@ -72,7 +72,7 @@ def test_a_gemm_operand_given_by_address_is_its_tile(tmp_path):
     address as the tile it names (profile `shared_storage.addresses`), so a score GEMM pointed at V's address
     lifts to a GEMM on V, and the program verifies wrong."""
     step_gemm = ("smem.k_tile_address(stage),\n                                               Layout::kKvPanelBytes, false);\n"
-                 "      gemm_async_rs")
+                 "      if constexpr (kVBehindK")
     module = _lift_edited(tmp_path, step_gemm, step_gemm.replace("k_tile_address", "v_tile_address"))
     assert "cuir.gemm_async abt %q_half[%group], %v_tile[" in str(module)
     result = verify(module, shapes=[(1, 2, 1, 129, 2 * 128 + 1, 128)], seeds=(0,), schedules=1)

@@ -7,15 +7,15 @@ its exp2; the transfer keeps that fold unless a score_mod or an activation reads
 from functools import cache
 
 import pytest
-from xdsl.dialects import arith
+from xdsl.dialects import arith, scf
 
 from cubridge.dialect import cuir_context
-from cubridge.dialect.cuir import KernelOp, StoreOp
+from cubridge.dialect.cuir import CopyAsyncOp, KernelOp, StoreOp
 from cubridge.diagnostics import CuBridgeError, parse_module
 from cubridge.frontends.cuda import lift_cuda_file
-from cubridge.interpreter import ProblemShape
+from cubridge.interpreter import ProblemShape, verify
 from cubridge.passes.transfer import TransferPass
-from cubridge.passes.transfer_match import match_attention
+from cubridge.passes.transfer_match import copy_row, match_attention
 
 from transfer_helpers import KERNELS, ROOT, SPECS, lifted_verification, spec_path
 
@@ -133,3 +133,49 @@ def test_mask_branch_of_other_values_is_a_located_error():
     assert str(error.value) == (
         f"{ROOT}/examples/ir/attention_sm90.mlir:{line}:9: error: transfer: the row max reduces an scf.if "
         "that does not choose between a map of the score tile (masked) and the tile itself")
+
+
+D64_ENTRY = "attention_sm90_bf16_d64_full"
+
+
+def _v_loads(module) -> tuple[CopyAsyncOp, CopyAsyncOp, scf.ForOp]:
+    """The D = 64 producer's V loads, which trail K by one kv step: the one in the kv loop (the previous step's
+    row) and the one after it (the last step's row, a result of the loop); and the loop."""
+    in_loop, after = (op for op in module.walk() if isinstance(op, CopyAsyncOp) and op.source.name_hint == "v")
+    return in_loop, after, after.source_indices[2].owner
+
+
+def test_v_loaded_a_step_behind_k_follows_the_transferred_bounds():
+    """At D = 64 the lift loads V_{j-1} after K_j and V of the last step after the loop: the transfer moves the
+    loop's bounds and leaves the trailing row to the loop, and a sparse mask's block lists verify (the loads read
+    the visited tiles, not tile indices)."""
+    module = lift_cuda_file(KERNEL, D64_ENTRY).module
+    in_loop, after, loop = _v_loads(module)
+    assert isinstance(loop, scf.ForOp) and in_loop.source_indices[2].owner is loop.body.block
+    for name in ("sliding_window", "interleaved_documents"):
+        result = lifted_verification(KERNEL, D64_ENTRY, name, SHAPES)
+        assert result.ok, result.summary()
+
+
+def test_v_load_after_the_loop_of_a_row_ahead_is_a_located_error():
+    """A V load after the kv loop that reads the row the loop carries into a next step, not its last step's."""
+    module = lift_cuda_file(KERNEL, D64_ENTRY).module
+    _, after, loop = _v_loads(module)
+    next_row = loop.results[0]
+    assert next_row.name_hint == "kv_row_end"
+    copy_row(after).set(next_row)
+    with pytest.raises(CuBridgeError) as error:
+        TransferPass(spec_path("causal")).apply(cuir_context(), module)
+    assert str(error.value).startswith(f"{KERNEL}:")
+    assert str(error.value).endswith(
+        "error: transfer: a K or V load after the kv loop must read a kv row the loop carries from its last step")
+
+
+def test_v_load_of_k_row_fails_verification():
+    """V_{j-1} loaded from K_j's row in the kv loop (a wrong trailing row): the default verifier rejects it."""
+    module = lift_cuda_file(KERNEL, D64_ENTRY).module
+    in_loop, _, loop = _v_loads(module)
+    k_row = loop.body.block.args[1]
+    assert k_row.name_hint == "kv_row"
+    copy_row(in_loop).set(k_row)
+    assert not verify(module).ok

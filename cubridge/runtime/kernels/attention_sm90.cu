@@ -117,6 +117,12 @@ constexpr int kRowMaxChains = kHeadDim == 128 ? 2 : 1;
 // the release after the softmax at D = 128 too, when P V retired at the step's top.
 template <int kHeadDim, typename Policy>
 constexpr bool kReleaseKOnScores = kHeadDim == 128 && !Policy::kPositionBias;
+// At D = 64 a tile's V is loaded one kv step behind its K (K_j, then V_{j-1}: the order a step uses them, S_j
+// being issued before P_{j-1} V_{j-1}), and a consumer waits for V_{j-1} after issuing S_j: +0.9-1.2% full,
+// +0.6-0.9% causal (runs 186, 192). D = 128 loses 0.6-0.8% with the load order alone, D = 256 0.3% (3% with the
+// late wait too).
+template <int kHeadDim>
+constexpr bool kVBehindK = kHeadDim == 64;
 constexpr float kNegInf = -__builtin_huge_valf();
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -350,18 +356,31 @@ __device__ __forceinline__ void producer_mainloop(const SharedStorage<T, kHeadDi
     const int kv_head = tile.head / (p.num_heads_q / p.num_heads_kv);
     const KvRange range =
         Policy::template kv_range<kBlockN<kHeadDim>>(p, args, tile, first_row(tile), last_row(p, tile));
+    auto load_v = [&](const PipelineState& at, int row) {
+      mbarrier_wait(smem.v_empty(at.stage()), at.free_parity());
+      if (leader)
+        load_kv_tile<kHeadDim>(smem.v_tile(at.stage()), v_map, smem.v_full(at.stage()), row, kv_head, tile.batch);
+    };
     // The kv row of the next position is looked up a step ahead: block lists read it from global memory, and
     // the lookup then overlaps this step's waits instead of delaying its loads (past the end it reads an
     // unused slot, or 0 outside the table, and is never loaded).
     int kv_row = Policy::kv_tile(p, args, tile, range.begin) * kBlockN<kHeadDim>;
+    int behind_row = kv_row;  // kVBehindK: the previous position's kv row, whose V follows this position's K
     for (int j = range.begin; j < range.end; ++j, ++kv.count) {
       const int next_kv_row = Policy::kv_tile(p, args, tile, j + 1) * kBlockN<kHeadDim>;
       const int stage = kv.stage();
       mbarrier_wait(smem.k_empty(stage), kv.free_parity());
       if (leader) load_kv_tile<kHeadDim>(smem.k_tile(stage), k_map, smem.k_full(stage), kv_row, kv_head, tile.batch);
-      mbarrier_wait(smem.v_empty(stage), kv.free_parity());
-      if (leader) load_kv_tile<kHeadDim>(smem.v_tile(stage), v_map, smem.v_full(stage), kv_row, kv_head, tile.batch);
+      if constexpr (kVBehindK<kHeadDim>) {
+        if (j > range.begin) load_v(PipelineState{kv.count - 1}, behind_row);
+        behind_row = kv_row;
+      } else {
+        load_v(kv, kv_row);
+      }
       kv_row = next_kv_row;
+    }
+    if constexpr (kVBehindK<kHeadDim>) {
+      if (range.end > range.begin) load_v(PipelineState{kv.count - 1}, behind_row);
     }
     linear = __shfl_sync(0xffffffffu, next_linear, 0);
   }
@@ -814,15 +833,15 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
     // P V retires inside the softmax, after kRetireAfterExps of its exps (gemm_wait_after: a wait in the softmax's
     // basic block would be issued before the exps), and O is rescaled there, so that the next step issues its
     // GEMMs right after its mbarrier waits: +1.6% non-causal, +3% causal (run 156). V_{j-1} is waited for before
-    // K_j, the order the producer issued them; K_j's stage is released once S_j has landed or after the softmax
-    // (kReleaseKOnScores).
+    // K_j, the order the producer issued them (kVBehindK: after S_j's issue); K_j's stage is released once S_j has
+    // landed or after the softmax (kReleaseKOnScores).
     auto kv_step = [&](int j, bool masked) {
       const int n0 = first_key(j);
       const auto kept = kept_ahead(masked, n0, j);
       const int next_n0 = next_first_key(masked, j);
       const int stage = kv.stage();
       const PipelineState prev{kv.count - 1};
-      mbarrier_wait(smem.v_full(prev.stage()), prev.parity());
+      if constexpr (!kVBehindK<kHeadDim>) mbarrier_wait(smem.v_full(prev.stage()), prev.parity());
       mbarrier_wait(smem.k_full(stage), kv.parity());
       retire_pv(j > range.begin + 1);
       begin_gemm_turn(group);
@@ -832,6 +851,7 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       gemm_fence();
       gemm_async<kBlockKv, kQkSlices, false, T>(s, q_half, Layout::kQPanelBytes, smem.k_tile_address(stage),
                                                Layout::kKvPanelBytes, false);
+      if constexpr (kVBehindK<kHeadDim>) mbarrier_wait(smem.v_full(prev.stage()), prev.parity());
       gemm_async_rs<kHeadDim, kPvSlices, T>(o, probs, smem.v_tile_address(prev.stage()), Layout::kKvPanelBytes,
                                             true);
       end_gemm_turn(group);
