@@ -1,15 +1,16 @@
 """Compile CUDA C++ to cubin with nvcc, cached on disk.
 
 The cache key is sha256 over the source, every header it includes with quotes (found recursively in the
-include directories), the flags, the target arch and `nvcc --version`. Cache directory: $CUBRIDGE_CACHE_DIR,
-else ~/.cache/cubridge. Entries are written to a temporary file and moved into place with os.replace, so a
-reader never sees a partial cubin.
+include directories), the flags (with those the environment adds: `debug_flags`), the target arch and
+`nvcc --version`. Cache directory: $CUBRIDGE_CACHE_DIR, else ~/.cache/cubridge. Entries are written to a
+temporary file and moved into place with os.replace, so a reader never sees a partial cubin.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import math
 import os
 import re
 import shutil
@@ -18,12 +19,13 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from cubridge.runtime.errors import CompileError, NvccNotFoundError, UnsupportedArchError
+from cubridge.runtime.errors import CompileError, InvalidSettingError, NvccNotFoundError, UnsupportedArchError
 
 RUNTIME_DIR = Path(__file__).resolve().parent
 INCLUDE_DIR = RUNTIME_DIR / "include"
 KERNELS_DIR = RUNTIME_DIR / "kernels"
 BASE_FLAGS = ("-O3", "-std=c++17")
+WAIT_TIMEOUT_VARIABLE = "CUBRIDGE_WAIT_TIMEOUT"
 
 _QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 _NVCC_DIAGNOSTIC = re.compile(r"^(?P<file>[^\s(][^(]*)\((?P<line>\d+)\): (?P<message>(?:catastrophic )?error.*)$")
@@ -71,6 +73,21 @@ def nvcc_version(nvcc: Path) -> str:
     return subprocess.run([str(nvcc), "--version"], capture_output=True, text=True, check=True).stdout
 
 
+def debug_flags() -> tuple[str, ...]:
+    """Flags the environment adds to every compile: $CUBRIDGE_WAIT_TIMEOUT (seconds, > 0) bounds each mbarrier wait
+    of the Hopper primitives, which then print the barrier they waited on and trap (hopper.cuh)."""
+    text = os.environ.get(WAIT_TIMEOUT_VARIABLE, "").strip()
+    if not text:
+        return ()
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds < math.inf:
+        raise InvalidSettingError(f"${WAIT_TIMEOUT_VARIABLE} must be a positive number of seconds, got {text!r}")
+    return (f"-DCUBRIDGE_WAIT_TIMEOUT_NS={max(1, round(seconds * 1e9))}ULL",)
+
+
 def included_headers(source: str, include_dirs: tuple[Path, ...]) -> list[Path]:
     """Headers reachable from `source` through quoted #include lines, each once, in discovery order."""
     found: list[Path] = []
@@ -116,7 +133,7 @@ def compile_cubin(source_path: Path, capability: tuple[int, int], extra_flags: t
     nvcc = find_nvcc()
     source_path = Path(source_path).resolve()
     source = source_path.read_text()
-    flags = BASE_FLAGS + tuple(extra_flags)
+    flags = BASE_FLAGS + debug_flags() + tuple(extra_flags)
     key = cache_key(source, flags, arch, nvcc, include_dirs)
     directory = cache_dir()
     cubin_path = directory / f"{source_path.stem}-{key[:32]}.cubin"

@@ -25,5 +25,9 @@ class DriverError(CuBridgeRuntimeError):
     """A CUDA driver API call through cuda-python returned an error code."""
 
 
+class InvalidSettingError(CuBridgeRuntimeError, ValueError):
+    """An environment setting of the runtime (a CUBRIDGE_* variable) has a value it cannot use."""
+
+
 class InvalidInputError(CuBridgeRuntimeError, ValueError):
     """A tensor argument has the wrong dtype, device, shape, strides or head dimension."""

@@ -20,6 +20,8 @@ def test_scoped_predicate_and_tensor_address():
     assert load.operands == ("[%0]", "[%1, {%2, %3}]", "[%4]")
     (arrive,) = parse_ptx("mbarrier.arrive.shared::cta.b64 _, [%0];")
     assert arrive.operands == ("_", "[%0]")
+    (timer,) = parse_ptx("mov.u64 %0, %%globaltimer;")
+    assert timer == PtxInstruction("mov.u64", ("%0", "%%globaltimer"))
 
 
 def test_malformed_ptx_is_rejected():

@@ -8,7 +8,7 @@ import pytest
 
 from cubridge.runtime import compiler
 from cubridge.runtime.compiler import INCLUDE_DIR, KERNELS_DIR, arch_flags, compile_cubin
-from cubridge.runtime.errors import CompileError, UnsupportedArchError
+from cubridge.runtime.errors import CompileError, InvalidSettingError, UnsupportedArchError
 
 HOPPER_CHECK = Path(__file__).parent / "cuda" / "hopper_primitives_check.cu"
 AMPERE_CHECK = Path(__file__).parent / "cuda" / "ampere_primitives_compile_check.cu"
@@ -130,6 +130,33 @@ def test_shipped_kernels_compile(cache, source, capability):
 def test_hopper_primitives_compile_for_sm90a(cache):
     compiled = compile_cubin(HOPPER_CHECK, (9, 0), include_dirs=(INCLUDE_DIR,))
     assert compiled.cubin[:4] == b"\x7fELF"
+
+
+def test_wait_timeout_setting_adds_its_bound_to_every_compile(monkeypatch):
+    monkeypatch.delenv(compiler.WAIT_TIMEOUT_VARIABLE, raising=False)
+    assert compiler.debug_flags() == ()
+    monkeypatch.setenv(compiler.WAIT_TIMEOUT_VARIABLE, " 2.5 ")
+    assert compiler.debug_flags() == ("-DCUBRIDGE_WAIT_TIMEOUT_NS=2500000000ULL",)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "soon", "inf", "nan"])
+def test_unusable_wait_timeout_is_a_one_line_error(monkeypatch, value):
+    monkeypatch.setenv(compiler.WAIT_TIMEOUT_VARIABLE, value)
+    with pytest.raises(InvalidSettingError) as raised:
+        compiler.debug_flags()
+    assert str(raised.value) == f"$CUBRIDGE_WAIT_TIMEOUT must be a positive number of seconds, got {value!r}"
+
+
+@needs_nvcc
+def test_a_wait_timeout_build_is_its_own_cubin_with_the_timeout_report(cache, monkeypatch):
+    """The bound is part of the cache key, and only the bounded build carries the report's text."""
+    monkeypatch.delenv(compiler.WAIT_TIMEOUT_VARIABLE, raising=False)
+    plain = compile_cubin(HOPPER_CHECK, (9, 0), include_dirs=(INCLUDE_DIR,))
+    monkeypatch.setenv(compiler.WAIT_TIMEOUT_VARIABLE, "1")
+    bounded = compile_cubin(HOPPER_CHECK, (9, 0), include_dirs=(INCLUDE_DIR,))
+    assert bounded.path != plain.path and not bounded.cache_hit
+    report = b"cubridge: mbarrier wait timed out"
+    assert report in bounded.cubin and report not in plain.cubin
 
 
 @needs_nvcc

@@ -1,6 +1,11 @@
-"""GPU check of the Hopper primitives (TMA, mbarrier, wgmma, TMA store, named barriers, setmaxnreg) on sm_90."""
+"""GPU check of the Hopper primitives (TMA, mbarrier, wgmma, TMA store, named barriers, setmaxnreg) on sm_90, and
+of the mbarrier wait timeout."""
 
 import ctypes
+import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -69,3 +74,22 @@ def test_fma_exp2_within_its_error_bound_and_zero_below_the_floats(hopper_cubin)
     assert relative.max().item() <= 1.1e-4
     assert torch.equal(y[normal.numel():].cpu(), torch.zeros(floor.numel()))
     assert not torch.signbit(y[normal.numel():]).any()
+
+
+def test_a_wait_past_its_timeout_names_its_barrier_and_fails_the_launch(hopper_cubin):
+    """A deadlocked launch built with $CUBRIDGE_WAIT_TIMEOUT fails once the bound has passed and prints the barrier
+    it waited on, instead of hanging (in a child process: the trap leaves its CUDA context unusable)."""
+    script = textwrap.dedent(f"""
+        import torch
+        from cubridge.runtime.compiler import INCLUDE_DIR, compile_cubin
+        from cubridge.runtime.driver import launch, load_function
+        cubin = compile_cubin({str(SOURCE)!r}, (9, 0), include_dirs=(INCLUDE_DIR,))
+        launch(load_function(cubin, "stuck_wait_check", 0, 0), (2, 1, 1), (64, 1, 1), 0, [], 0)
+        torch.cuda.synchronize()
+    """)
+    environment = os.environ | {"CUBRIDGE_WAIT_TIMEOUT": "0.5"}
+    child = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True, text=True,
+                           timeout=300)
+    assert child.returncode != 0
+    assert "cubridge: mbarrier wait timed out after 500000000 ns: barrier at shared address 0x" in child.stdout, (
+        child.stdout[-2000:] + child.stderr[-2000:])

@@ -21,8 +21,9 @@ from cubridge.diagnostics import CuBridgeError
 from cubridge.frontends.cuda.source import CudaSource, parse_cuda, parse_cuda_file
 
 # The subset of PTX the primitives use: instructions (optionally guarded by a predicate), `.reg`
-# declarations and `{ }` scopes; operands are registers, asm placeholders (%0), immediates, `_`, vectors
-# `{a, b}` and addresses `[a]` / tensor coordinates `[map, {c0, c1}]`.
+# declarations and `{ }` scopes; operands are registers, asm placeholders (%0), special registers (`%%globaltimer`,
+# as an asm template spells them), immediates, `_`, vectors `{a, b}` and addresses `[a]` / tensor coordinates
+# `[map, {c0, c1}]`.
 _GRAMMAR = r"""
     start: item*
     ?item: scope | declaration | instruction
@@ -30,7 +31,7 @@ _GRAMMAR = r"""
     declaration: ".reg" TYPE NAME ("," NAME)* ";"
     instruction: guard? OPCODE [operand ("," operand)*] ";"
     guard: "@" NEGATE? NAME
-    ?operand: address | vector | PLACEHOLDER | NUMBER | NAME | SINK
+    ?operand: address | vector | PLACEHOLDER | SPECIAL_REGISTER | NUMBER | NAME | SINK
     vector: "{" operand ("," operand)* "}"
     address: "[" operand ("," vector)? "]"
     NEGATE: "!"
@@ -39,6 +40,7 @@ _GRAMMAR = r"""
     OPCODE.2: /[a-z][a-z0-9_]*(\.[a-z0-9_]+(::[a-z0-9_]+)*)+/ | /(ret|exit|trap)(?![.\w])/
     NAME: /[a-z_][a-z0-9_]*/
     PLACEHOLDER: /%[0-9]+/
+    SPECIAL_REGISTER: /%%[a-z][a-z0-9_]*/
     NUMBER: /-?(0[xX][0-9a-fA-F]+|[0-9]+)/
     %import common.WS
     %ignore WS

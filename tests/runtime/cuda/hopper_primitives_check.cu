@@ -1,7 +1,7 @@
 // GPU check of the Hopper primitives (sm_90a): TMA loads (2-D and 4-D) completing on an mbarrier, wgmma
 // with a K-major B (n = 64, Q K^T-like) and an MN-major B (n = 128, P V-like), a TMA store, and named
-// barriers with setmaxnreg between two warpgroups; and the Hopper kernel's FMA-pipe exp2. The pytest tests
-// compare the outputs with torch.
+// barriers with setmaxnreg between two warpgroups; the Hopper kernel's FMA-pipe exp2; and a deadlocked mbarrier
+// wait for the wait timeout. The pytest tests compare the outputs with torch.
 #include "cubridge/hopper.cuh"
 #include "cubridge/math.cuh"
 #include "cubridge/sync.cuh"
@@ -120,4 +120,16 @@ extern "C" __global__ void __launch_bounds__(128, 1)
   store_async_commit();
   store_async_wait<0>();
   out[threadIdx.x] = narrow[threadIdx.x % 32] + wide[threadIdx.x % 64];
+}
+
+// A deadlock: every thread waits on an mbarrier that expects one arrival and gets none. Launched only from a
+// build with a wait timeout (CUBRIDGE_WAIT_TIMEOUT), whose waits print the barrier and trap.
+extern "C" __global__ void stuck_wait_check() {
+  __shared__ uint64_t never_arrived;
+  if (threadIdx.x == 0) {
+    mbarrier_init(&never_arrived, 1);
+    fence_async_shared();
+  }
+  __syncthreads();
+  mbarrier_wait(&never_arrived, 0);
 }

@@ -46,10 +46,33 @@ __device__ __forceinline__ void mbarrier_expect_tx(uint64_t* bar, uint32_t bytes
                : "memory");
 }
 
+#ifdef CUBRIDGE_WAIT_TIMEOUT_NS
+__device__ __forceinline__ uint64_t globaltimer_ns() {
+  uint64_t now;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(now));
+  return now;
+}
+
+// An mbarrier wait that ran past CUBRIDGE_WAIT_TIMEOUT_NS: names the barrier and the waiter, then ends the launch.
+__device__ __noinline__ void mbarrier_wait_timed_out(uint64_t* bar, uint32_t phase) {
+  printf("cubridge: mbarrier wait timed out after %llu ns: barrier at shared address 0x%x, phase parity %u, "
+         "block (%d, %d, %d), thread %d\n",
+         static_cast<unsigned long long>(CUBRIDGE_WAIT_TIMEOUT_NS), smem_u32(bar), phase, blockIdx.x, blockIdx.y,
+         blockIdx.z, threadIdx.x);
+  __trap();
+}
+#endif
+
 // cuir.mbarrier_wait: mbarrier.try_wait.parity in a loop. Returns once the phase with parity `phase`
 // (0 or 1) completed: all arrivals counted and all expected transaction bytes landed (acquire semantics).
+// Built with CUBRIDGE_WAIT_TIMEOUT_NS (the runtime defines it from $CUBRIDGE_WAIT_TIMEOUT, in seconds), a wait
+// still pending after that long prints its barrier's shared address, the phase and the waiting block and thread,
+// and traps: a deadlock fails its launch and names its barrier instead of hanging the GPU.
 __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t phase) {
   uint32_t done = 0;
+#ifdef CUBRIDGE_WAIT_TIMEOUT_NS
+  const uint64_t start = globaltimer_ns();
+#endif
   while (!done) {
     asm volatile(
         "{\n.reg .pred p;\n"
@@ -58,6 +81,9 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t phase) {
         : "=r"(done)
         : "r"(smem_u32(bar)), "r"(phase)
         : "memory");
+#ifdef CUBRIDGE_WAIT_TIMEOUT_NS
+    if (!done && globaltimer_ns() - start > CUBRIDGE_WAIT_TIMEOUT_NS) mbarrier_wait_timed_out(bar, phase);
+#endif
   }
 }
 
