@@ -593,7 +593,7 @@ def _match_carried_row(found: AttentionMatch, loop: scf.ForOp, row: OperandRef) 
     value the next step's, or the row this step read (a trailing row: the previous step's, as where V is
     loaded a step behind K), which follows the loop's bounds as it is."""
     value = row.value
-    if not isinstance(value, BlockArgument) or value.owner is not loop.body.block or value.index == 0:
+    if not _is_step_row(value, loop):
         return
     carried = value.index - 1
     first = OperandRef(loop, "iter_args", carried)
