@@ -130,10 +130,10 @@ def compile_cubin(source_path: Path, capability: tuple[int, int], extra_flags: t
                   include_dirs: tuple[Path, ...] = (INCLUDE_DIR,)) -> CompiledKernel:
     """Compile `source_path` to a cubin for `capability`; returns the cached cubin when the key matches."""
     arch = arch_flags(capability)
+    flags = BASE_FLAGS + debug_flags() + tuple(extra_flags)
     nvcc = find_nvcc()
     source_path = Path(source_path).resolve()
     source = source_path.read_text()
-    flags = BASE_FLAGS + debug_flags() + tuple(extra_flags)
     key = cache_key(source, flags, arch, nvcc, include_dirs)
     directory = cache_dir()
     cubin_path = directory / f"{source_path.stem}-{key[:32]}.cubin"

@@ -207,7 +207,7 @@ def _nvcc_check(source: Path, capability: tuple[int, int], arch: str) -> str:
     """Compile the lowered source for `arch` when nvcc is found; the report's line about it. BuildFailed
     when nvcc rejects it."""
     from cubridge.runtime.compiler import compile_cubin
-    from cubridge.runtime.errors import CompileError, NvccNotFoundError
+    from cubridge.runtime.errors import CompileError, InvalidSettingError, NvccNotFoundError
 
     start = time.perf_counter()
     _step(f"compiling with nvcc for {arch} ...")
@@ -218,6 +218,8 @@ def _nvcc_check(source: Path, capability: tuple[int, int], arch: str) -> str:
         return "nvcc: not found on this machine; the source was not compiled"
     except CompileError as error:
         raise BuildFailed(str(error).splitlines()[0]) from None
+    except InvalidSettingError as error:
+        raise BuildFailed(str(error)) from None
     seconds = time.perf_counter() - start
     cached = " (from the cubin cache)" if compiled.cache_hit else ""
     _step(f"nvcc: compiled for {arch} in {seconds:.1f} s{cached}")

@@ -116,3 +116,12 @@ def test_a_directory_with_other_files_is_refused(tmp_path, capsys):
     (tmp_path / "notes.txt").write_text("mine")
     assert main(["build", SOFTCAP, "-o", str(tmp_path)]) == 2
     assert "holds files a build did not write (notes.txt)" in capsys.readouterr().err
+
+
+def test_an_unusable_wait_timeout_setting_fails_the_build_in_one_line(tmp_path, monkeypatch):
+    """$CUBRIDGE_WAIT_TIMEOUT is read when the build compiles its sources: a value it cannot use ends the build
+    with that one line (`cubridge build: ...`, exit 1), before nvcc is looked for."""
+    monkeypatch.setenv("CUBRIDGE_WAIT_TIMEOUT", "soon")
+    with pytest.raises(cubridge_cli.BuildFailed) as failure:
+        cubridge_cli._nvcc_check(tmp_path / "unused.cu", (9, 0), "sm_90a")
+    assert str(failure.value) == "$CUBRIDGE_WAIT_TIMEOUT must be a positive number of seconds, got 'soon'"
