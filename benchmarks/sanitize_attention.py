@@ -7,9 +7,15 @@ GPU-only.
 
 (without --report-api-errors no, memcheck also counts the CUDA API errors that libraries provoke while they
 probe the driver, none of them in a kernel)
+
+Every Hopper mbarrier wait is bounded: $CUBRIDGE_WAIT_TIMEOUT, 60 seconds unless set. A deadlocked launch then
+prints the barrier it waited on and fails instead of hanging the sanitizer; and under racecheck the unbounded
+wait loop (a bare try_wait spin) hangs about one whole run in ten although no wait deadlocks: the bounded loop,
+the same barrier protocol, did not hang in 33 runs (docs/performance.md, runs 200-203).
 """
 
 import itertools
+import os
 import sys
 from pathlib import Path
 
@@ -20,6 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from cubridge.runtime import attention_sm80, attention_sm90  # noqa: E402
 
 KERNELS = {"sm80": (attention_sm80, (64, 128)), "sm90": (attention_sm90, (64, 128, 256))}
+
+WAIT_TIMEOUT_SECONDS = "60"
 
 SHAPES = [(1, 2, 1, 1, 1), (1, 2, 2, 17, 200), (1, 4, 2, 200, 17), (1, 2, 2, 130, 130)]
 
@@ -33,6 +41,7 @@ def main() -> int:
         print(f"sanitize_attention: unknown kernel {name!r}; choose from {sorted(KERNELS)}", file=sys.stderr)
         return 2
     attention, head_dims = KERNELS[name]
+    os.environ.setdefault("CUBRIDGE_WAIT_TIMEOUT", WAIT_TIMEOUT_SECONDS)
     generator = torch.Generator(device="cuda").manual_seed(0)
     cases = itertools.product(SHAPES, (torch.bfloat16, torch.float16), head_dims, (False, True))
     for (batch, heads_q, heads_kv, seqlen_q, seqlen_k), dtype, head_dim, causal in cases:
