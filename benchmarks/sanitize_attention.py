@@ -29,6 +29,11 @@ KERNELS = {"sm80": (attention_sm80, (64, 128)), "sm90": (attention_sm90, (64, 12
 
 WAIT_TIMEOUT_SECONDS = "60"
 
+
+def bound_mbarrier_waits() -> None:
+    """Builds every kernel from here on with each mbarrier wait bounded ($CUBRIDGE_WAIT_TIMEOUT, unless set)."""
+    os.environ.setdefault("CUBRIDGE_WAIT_TIMEOUT", WAIT_TIMEOUT_SECONDS)
+
 SHAPES = [(1, 2, 1, 1, 1), (1, 2, 2, 17, 200), (1, 4, 2, 200, 17), (1, 2, 2, 130, 130)]
 
 
@@ -41,7 +46,7 @@ def main() -> int:
         print(f"sanitize_attention: unknown kernel {name!r}; choose from {sorted(KERNELS)}", file=sys.stderr)
         return 2
     attention, head_dims = KERNELS[name]
-    os.environ.setdefault("CUBRIDGE_WAIT_TIMEOUT", WAIT_TIMEOUT_SECONDS)
+    bound_mbarrier_waits()
     generator = torch.Generator(device="cuda").manual_seed(0)
     cases = itertools.product(SHAPES, (torch.bfloat16, torch.float16), head_dims, (False, True))
     for (batch, heads_q, heads_kv, seqlen_q, seqlen_k), dtype, head_dim, causal in cases:

@@ -2,10 +2,11 @@
 its position bias and captured slopes, interleaved documents on 100 keys, where the last query tile keeps no key:
 the Hopper kernel skips it and writes its rows and LSE from the producer; share-question and global plus sliding
 window, whose Hopper block lists come with keep() bits built from an index-only mask; sliding window with softcap,
-whose Hopper kernel retires P V at the top of the next step: `kRetireAtStepTop`) on both references, for
-compute-sanitizer:
+whose Hopper kernel retires P V at the top of the next step: `kRetireAtStepTop`) on both references, at every head
+dim each serves (sm90: 64, 128 and 256; sm80: 64 and 128), for compute-sanitizer:
 `compute-sanitizer --tool memcheck --report-api-errors no python3 benchmarks/sanitize_variants.py` (and --tool
-racecheck; without --report-api-errors no, memcheck also counts the libraries' probing of cuGetProcAddress)."""
+racecheck; without --report-api-errors no, memcheck also counts the libraries' probing of cuGetProcAddress).
+Every mbarrier wait is bounded, as in sanitize_attention.py."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.sanitize_attention import bound_mbarrier_waits  # noqa: E402
 from cubridge.runtime.variant import build_variant  # noqa: E402
 
 SPECS = ("document_mask", "softcap", "sigmoid", "prefix_lm", "alibi", "interleaved_documents", "share_question",
@@ -24,15 +26,17 @@ KEYS = {"interleaved_documents": 100}  # keys 0-99 hold document 0 only; queries
 
 
 def main() -> None:
+    bound_mbarrier_waits()
     torch.manual_seed(0)
     for name in SPECS:
         for reference in ("sm90", "sm80"):
             kernel = build_variant(f"examples/specs/{name}.py", reference)
-            q = torch.randn(2, 4, 300, 128, device="cuda", dtype=torch.bfloat16)
-            k = torch.randn(2, 2, KEYS.get(name, 450), 128, device="cuda", dtype=torch.bfloat16)
-            kernel(q, k, k.clone(), return_lse=kernel.spec.normalization == "softmax")
-            torch.cuda.synchronize()
-            print(f"{name} {reference}: ok")
+            for head_dim in kernel.head_dims:
+                q = torch.randn(2, 4, 300, head_dim, device="cuda", dtype=torch.bfloat16)
+                k = torch.randn(2, 2, KEYS.get(name, 450), head_dim, device="cuda", dtype=torch.bfloat16)
+                kernel(q, k, k.clone(), return_lse=kernel.spec.normalization == "softmax")
+                torch.cuda.synchronize()
+                print(f"{name} {reference} D={head_dim}: ok", flush=True)
 
 
 if __name__ == "__main__":
