@@ -117,23 +117,27 @@ def _with_line_arg(arg, line: int):
 
 
 def evaluate(expr: Expr, env: dict[str, torch.Tensor]) -> torch.Tensor:
-    """Evaluate `expr` elementwise on broadcastable tensors (`env`: leaves by name)."""
+    """Evaluate `expr` elementwise on broadcastable tensors (`env`: leaves by name). Constants are made on the
+    leaves' device: torch.logical_and and torch.logical_or refuse a CPU scalar before a GPU tensor."""
     memo: dict[Expr, torch.Tensor] = {}
+    device = next((value.device for value in env.values() if isinstance(value, torch.Tensor)), None)
 
     def visit(node: Expr) -> torch.Tensor:
         if node not in memo:
-            memo[node] = _evaluate_node(node, visit, env)
+            memo[node] = _evaluate_node(node, visit, env, device)
         return memo[node]
 
     return visit(expr)
 
 
-def _evaluate_node(node: Expr, visit, env: dict[str, torch.Tensor]) -> torch.Tensor:
+def _evaluate_node(node: Expr, visit, env: dict[str, torch.Tensor], device: torch.device | None) -> torch.Tensor:
     op = node.op
     if op == "arg":
         return env[node.args[0]]
     if op == "const":
-        return torch.tensor(node.args[0])
+        # a fill on the device, not a copy from the host: a CUDA graph capture allows the first only
+        value = node.args[0]
+        return torch.full((), value, dtype=torch.tensor(value).dtype, device=device)
     if op == "gather":
         name, indices = node.args
         return env[name][tuple(visit(i).long() for i in indices)]

@@ -1,7 +1,7 @@
-"""Every example spec, and one written here, lowered onto both reference kernels and run on the GPU: FlashAttention's
-criterion against float64 on lengths 1 to 4099 (tails on both sides, SQ != SKV both ways, GQA, B > 1), bf16 and
-fp16, head dims 64 and 128, and 256 on sm90 (transferred onto the lift of its D = 256 entry point); the LSE of
-softmax specs too."""
+"""Every example spec, and those written for these tests (tests/runtime/specs), lowered onto both reference
+kernels and run on the GPU: FlashAttention's criterion against float64 on lengths 1 to 4099 (tails on both sides,
+SQ != SKV both ways, GQA, B > 1), bf16 and fp16, head dims 64 and 128, and 256 on sm90 (transferred onto the lift
+of its D = 256 entry point); the LSE of softmax specs too."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.gpu
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 SPECS = sorted(p.stem for p in (REPOSITORY / "examples" / "specs").glob("*.py"))
-OWN_SPEC = Path(__file__).resolve().parent / "specs" / "head_bias_batch_mask.py"
+OWN_SPECS = {path.stem: path for path in (Path(__file__).resolve().parent / "specs").glob("*.py")}
 # (B, HQ, HKV, SQ, SKV)
 SHAPES = [(2, 4, 1, 1, 1), (2, 4, 2, 17, 17), (1, 4, 4, 127, 129), (2, 4, 2, 129, 127), (1, 4, 1, 333, 1999),
           (1, 4, 2, 1999, 333), (1, 2, 1, 4099, 4099)]
@@ -57,7 +57,7 @@ def kernels():
 
     @functools.cache
     def variant(spec_name: str, reference: str):
-        path = OWN_SPEC if spec_name == "own" else REPOSITORY / "examples" / "specs" / f"{spec_name}.py"
+        path = OWN_SPECS.get(spec_name, REPOSITORY / "examples" / "specs" / f"{spec_name}.py")
         return build_variant(str(path), reference)
 
     return variant
@@ -100,7 +100,7 @@ def _check(kernel, spec, shape, dtype, head_dim) -> list[str]:
 
 
 @pytest.mark.parametrize("reference", REFERENCES)
-@pytest.mark.parametrize("spec_name", [*SPECS, "own"])
+@pytest.mark.parametrize("spec_name", [*SPECS, *sorted(OWN_SPECS)])
 def test_variant_matches_reference(kernels, spec_name, reference):
     kernel = kernels(spec_name, reference)
     _compiled(kernel, INSTANCES)
@@ -112,7 +112,7 @@ def test_variant_matches_reference(kernels, spec_name, reference):
 
 
 @pytest.mark.parametrize("dtype", [dtype for dtype, _ in HEAD_DIM_256], ids=["bf16", "fp16"])
-@pytest.mark.parametrize("spec_name", [*SPECS, "own"])
+@pytest.mark.parametrize("spec_name", [*SPECS, *sorted(OWN_SPECS)])
 def test_sm90_head_dim_256_variant_matches_reference(kernels, spec_name, dtype):
     kernel = kernels(spec_name, "sm90")
     failures = []

@@ -2,16 +2,20 @@
 
 import dataclasses
 import math
+from pathlib import Path
 
 import pytest
 import torch
 from xdsl.dialects.builtin import FileLineColLoc
 
 from cubridge.diagnostics import CuBridgeError
+from cubridge.frontends.expr import Expr, evaluate
 from cubridge.frontends.spec import load_spec
 from cubridge.interpreter.inputs import kernel_inputs
 
 from transfer_helpers import load_program, spec_path, transferred
+
+REPOSITORY = Path(__file__).resolve().parents[2]
 
 
 def random_qkv(batch=2, heads=4, kv_heads=2, seqlen_q=37, seqlen_kv=53, dim=16):
@@ -129,6 +133,28 @@ def test_tensors_captured_by_flexattention_combinators_are_found(tmp_path):
     spec = load_spec(str(path))
     assert list(spec.captures) == ["document"]
     assert spec.mask_expr.leaves() == {"document", "q_idx", "kv_idx"}
+
+
+def test_a_hooks_constants_are_made_on_its_indices_device():
+    """and_masks starts from a constant True; made on the CPU, torch.logical_and refused it beside the GPU's index
+    grids when a variant built its mask planes (the H200, run 207). The constants follow the indices' device
+    (here the meta device, which a CPU-only machine has)."""
+    spec = load_spec(str(REPOSITORY / "tests" / "runtime" / "specs" / "combined_masks.py"))
+    index = torch.arange(6, device="meta")
+    kept = spec.mask_on("meta")(index.view(-1, 1, 1, 1), index.view(1, -1, 1, 1), index.view(1, 1, -1, 1),
+                                index.view(1, 1, 1, -1))
+    assert kept.device.type == "meta"
+    constants = [node for node in _nodes(spec.mask_expr) if node.op == "const"]
+    assert constants
+    for node in constants:
+        assert evaluate(node, {"q_idx": index}).device.type == "meta"
+
+
+def _nodes(expr):
+    yield expr
+    for arg in expr.args:
+        if isinstance(arg, Expr):
+            yield from _nodes(arg)
 
 
 def test_traced_hooks_run_on_index_grids_without_vmap(monkeypatch):
