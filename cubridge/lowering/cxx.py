@@ -62,8 +62,8 @@ _FLOAT_UNARY = {
 }
 _OPTIONAL_FLOAT_UNARY = {
     "ErfOp": "erff({})",
-    "SinOp": "__sinf({})",
-    "CosOp": "__cosf({})",
+    "SinOp": "accurate_sin({})",
+    "CosOp": "accurate_cos({})",
     "FloorOp": "floorf({})",
     "CeilOp": "ceilf({})",
     "TruncOp": "truncf({})",
@@ -74,7 +74,7 @@ for _name, _pattern in _OPTIONAL_FLOAT_UNARY.items():
     if hasattr(mathd, _name):
         _FLOAT_UNARY[getattr(mathd, _name)] = _pattern
 # The functions above that run on the MUFU (the special-function unit the softmax's exp2 shares)
-MUFU_FUNCTIONS = ("fast_tanh", "fast_exp2", "__logf", "__sinf", "__cosf", "rsqrtf", "__log2f")
+MUFU_FUNCTIONS = ("fast_tanh", "fast_exp2", "__logf", "accurate_sin", "accurate_cos", "rsqrtf", "__log2f")
 _INT_PREDICATES = ("==", "!=", "<", "<=", ">", ">=", "<", "<=", ">", ">=")  # arith.cmpi eq..uge
 _UNSIGNED_PREDICATES = (6, 7, 8, 9)
 _FLOAT_PREDICATES = {1: "==", 2: ">", 3: ">=", 4: "<", 5: "<=", 6: "!=", 8: "==", 9: ">", 10: ">=", 11: "<",

@@ -90,6 +90,10 @@ PRIMITIVES: tuple[Primitive, ...] = (
               "swizzled shared tile -> global rows", inline_asm=False),
     Primitive("math.exp2", "fast_exp2", "ex2.approx.ftz.f32", "math.cuh", "inside cuir.map"),
     Primitive("math.tanh", "fast_tanh", "tanh.approx.f32", "math.cuh", "inside cuir.map"),
+    Primitive("math.sin", "accurate_sin", "3 fma.rn.f32 (x - k pi) + sin.approx.f32", "math.cuh", "inside cuir.map",
+              inline_asm=False),
+    Primitive("math.cos", "accurate_cos", "3 fma.rn.f32 (x - k pi) + cos.approx.f32", "math.cuh", "inside cuir.map",
+              inline_asm=False),
 )
 
 

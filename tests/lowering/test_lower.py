@@ -192,6 +192,28 @@ def test_every_lowered_spec_compiles(tmp_path):
     assert not failures, "\n".join(failures)
 
 
+@pytest.mark.parametrize("reference", sorted(PROGRAMS))
+def test_sine_and_cosine_lower_to_their_accurate_primitives(reference, tmp_path):
+    """math.sin / math.cos become accurate_sin / accurate_cos (reduced by pi in FMAs, then the MUFU): __sinf,
+    which reduces in one fp32 multiply, changed the sign of sin(q_idx) near q_idx = 1065 on the H200 (run 207).
+    Both count as MUFU work (P V retires at the step's top), and the source compiles where nvcc is installed."""
+    spec = REPOSITORY / "tests" / "runtime" / "specs" / "index_sine_mask.py"
+    lowered = lower_module(_parse(reference), _transferred(reference, spec), spec.stem, (("bf16", 128),))
+    assert re.search(r"accurate_cos\(\w+\);\s+// index_sine_mask\.py:9", lowered.source)
+    if reference == "sm80":  # the Hopper kernel takes an index-only mask as bits made on the host
+        assert re.search(r"accurate_sin\(\w+\);\s+// index_sine_mask\.py:13", lowered.source)
+    assert "__sinf" not in lowered.source and "__cosf" not in lowered.source
+    assert "static constexpr bool kRetireAtStepTop = true;" in lowered.source
+    if shutil.which("nvcc") is None:
+        return
+    arch = "-gencode=arch=compute_90a,code=sm_90a" if reference == "sm90" else "-arch=sm_80"
+    path = tmp_path / f"{reference}.cu"
+    path.write_text(lowered.source)
+    result = subprocess.run(["nvcc", "-cubin", "-O3", "-std=c++17", arch, f"-I{INCLUDE_DIR}", str(path), "-o",
+                             str(path.with_suffix(".cubin"))], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
 def test_references_table_names_the_kernels():
     assert set(REFERENCES) == {"attention_sm90.cu", "attention_sm80.cu"}
     for reference in REFERENCES.values():

@@ -76,6 +76,24 @@ def test_fma_exp2_within_its_error_bound_and_zero_below_the_floats(hopper_cubin)
     assert not torch.signbit(y[normal.numel():]).any()
 
 
+def test_accurate_sin_and_cos_within_their_error_bound(hopper_cubin):
+    """accurate_sin / accurate_cos (a hook's math.sin / math.cos) against float64 over |x| <= 2^20, every integer
+    (the sine of an index) and random reals: absolute error at most 1e-6, so a sign is right wherever the value
+    is larger; __sinf, which reduces in one fp32 multiply, flipped sin(q_idx) at q_idx = 1065 (run 207)."""
+    integers = torch.arange(-2**20, 2**20 + 1, dtype=torch.float64)
+    reals = (torch.rand(1_000_000, dtype=torch.float64, generator=torch.Generator().manual_seed(7)) * 2 - 1) * 2**20
+    x = torch.cat([integers, reals]).float().cuda()
+    sine, cosine = torch.full_like(x, float("nan")), torch.full_like(x, float("nan"))
+    function = load_function(hopper_cubin, "accurate_sin_cos_check", 0, 0)
+    launch(function, ((x.numel() + 255) // 256, 1, 1), (256, 1, 1), 0,
+           [ctypes.c_void_p(x.data_ptr()), ctypes.c_void_p(sine.data_ptr()), ctypes.c_void_p(cosine.data_ptr()),
+            ctypes.c_int(x.numel())], 0)
+    torch.cuda.synchronize()
+    exact_x = x.double().cpu()
+    assert (sine.double().cpu() - torch.sin(exact_x)).abs().max().item() <= 1e-6
+    assert (cosine.double().cpu() - torch.cos(exact_x)).abs().max().item() <= 1e-6
+
+
 def test_a_wait_past_its_timeout_names_its_barrier_and_fails_the_launch(hopper_cubin):
     """A deadlocked launch built with $CUBRIDGE_WAIT_TIMEOUT fails once the bound has passed and prints the barrier
     it waited on, instead of hanging (in a child process: the trap leaves its CUDA context unusable)."""

@@ -97,6 +97,15 @@ extern "C" __global__ void fma_exp2_check(const float* x, float* y, int n) {
   if (i < n) y[i] = fma_exp2(x[i]);
 }
 
+// sine[i] = accurate_sin(x[i]) and cosine[i] = accurate_cos(x[i]) for i < n.
+extern "C" __global__ void accurate_sin_cos_check(const float* x, float* sine, float* cosine, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    sine[i] = accurate_sin(x[i]);
+    cosine[i] = accurate_cos(x[i]);
+  }
+}
+
 // Compile-only (never launched): instantiates the Hopper primitives the two checks above leave out, so
 // ptxas sees every inline-asm string: fp16 wgmma at n = 64 and 128, MN-major n = 64, the 4-D TMA store,
 // a plain mbarrier arrive.

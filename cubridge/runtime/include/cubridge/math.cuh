@@ -37,6 +37,38 @@ __device__ __forceinline__ float fast_tanh(float x) {
   return y;
 }
 
+// x - k pi with k = round(x / pi), returned in `k`: pi in three fp32 parts, each FMA subtracting k times one part
+// rounded once. Absolute error under 1e-7 for |x| <= 2^20 (|result| at most about pi / 2 + 0.1).
+__device__ __forceinline__ float reduce_by_pi(float x, int& k) {
+  constexpr float kInversePi = 3.18309873e-01f;
+  constexpr float kPiHigh = 3.14159274e+00f;     // 0x40490fdb: pi rounded to fp32
+  constexpr float kPiMiddle = -8.74227766e-08f;  // 0xb3bbbd2e: pi - kPiHigh rounded
+  constexpr float kPiLow = -3.43024902e-15f;     // 0xa7772ced: what remains, rounded
+  const float turns = rintf(x * kInversePi);
+  k = static_cast<int>(turns);
+  x = fmaf(-turns, kPiHigh, x);
+  x = fmaf(-turns, kPiMiddle, x);
+  return fmaf(-turns, kPiLow, x);
+}
+
+// math.sin inside cuir.map: sin(x) = (-1)^k sin(x - k pi), the reduction in FMAs (reduce_by_pi) and sin.approx
+// (the MUFU) on the reduced argument: absolute error about 5e-7 for |x| <= 2^20. sin.approx on x itself (__sinf)
+// reduces in one fp32 multiply, an error that grows with |x| (near 0.1 at 2^20; it changed the sign of sin(q_idx)
+// at q_idx = 1065). Completes in registers.
+__device__ __forceinline__ float accurate_sin(float x) {
+  int k;
+  const float sine = __sinf(reduce_by_pi(x, k));
+  return (k & 1) ? -sine : sine;
+}
+
+// math.cos inside cuir.map: cos(x) = (-1)^k cos(x - k pi), as accurate_sin (absolute error about 5e-7 for
+// |x| <= 2^20). Completes in registers.
+__device__ __forceinline__ float accurate_cos(float x) {
+  int k;
+  const float cosine = __cosf(reduce_by_pi(x, k));
+  return (k & 1) ? -cosine : cosine;
+}
+
 // cuir.row_reduce (max): max over the 4 lanes of a quad (lanes 4g..4g+3), which together hold one row
 // of an mma.sync accumulator fragment. Every lane of the quad returns the row maximum.
 __device__ __forceinline__ float row_reduce_max(float x) {
