@@ -24,6 +24,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cubridge.runtime import attention_sm80, attention_sm90  # noqa: E402
+from cubridge.runtime.compiler import WAIT_TIMEOUT_VARIABLE  # noqa: E402
 
 KERNELS = {"sm80": (attention_sm80, (64, 128)), "sm90": (attention_sm90, (64, 128, 256))}
 
@@ -32,7 +33,8 @@ WAIT_TIMEOUT_SECONDS = "60"
 
 def bound_mbarrier_waits() -> None:
     """Builds every kernel from here on with each mbarrier wait bounded ($CUBRIDGE_WAIT_TIMEOUT, unless set)."""
-    os.environ.setdefault("CUBRIDGE_WAIT_TIMEOUT", WAIT_TIMEOUT_SECONDS)
+    os.environ.setdefault(WAIT_TIMEOUT_VARIABLE, WAIT_TIMEOUT_SECONDS)
+
 
 SHAPES = [(1, 2, 1, 1, 1), (1, 2, 2, 17, 200), (1, 4, 2, 200, 17), (1, 2, 2, 130, 130)]
 

@@ -181,15 +181,16 @@ def test_every_lowered_spec_compiles(tmp_path):
             path.write_text(lowered.source)
             jobs.append((path, arch))
 
-    def compile_one(job):
-        path, arch = job
-        result = subprocess.run(["nvcc", "-cubin", "-O3", "-std=c++17", arch, f"-I{INCLUDE_DIR}", str(path), "-o",
-                                 str(path.with_suffix(".cubin"))], capture_output=True, text=True)
-        return path.name, result.returncode, result.stderr[-2000:]
-
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        failures = [f"{name}: {err}" for name, code, err in pool.map(compile_one, jobs) if code]
+        failures = [f"{path.name}: {result.stderr[-2000:]}" for (path, _), result
+                    in zip(jobs, pool.map(lambda job: _nvcc(*job), jobs)) if result.returncode]
     assert not failures, "\n".join(failures)
+
+
+def _nvcc(path: Path, arch: str) -> subprocess.CompletedProcess:
+    """nvcc's run compiling the lowered source at `path` to a cubin beside it."""
+    return subprocess.run(["nvcc", "-cubin", "-O3", "-std=c++17", arch, f"-I{INCLUDE_DIR}", str(path), "-o",
+                           str(path.with_suffix(".cubin"))], capture_output=True, text=True)
 
 
 @pytest.mark.parametrize("reference", sorted(PROGRAMS))
@@ -209,8 +210,7 @@ def test_sine_and_cosine_lower_to_their_accurate_primitives(reference, tmp_path)
     arch = "-gencode=arch=compute_90a,code=sm_90a" if reference == "sm90" else "-arch=sm_80"
     path = tmp_path / f"{reference}.cu"
     path.write_text(lowered.source)
-    result = subprocess.run(["nvcc", "-cubin", "-O3", "-std=c++17", arch, f"-I{INCLUDE_DIR}", str(path), "-o",
-                             str(path.with_suffix(".cubin"))], capture_output=True, text=True)
+    result = _nvcc(path, arch)
     assert result.returncode == 0, result.stderr[-2000:]
 
 
