@@ -29,6 +29,7 @@ import math
 import sys
 import tempfile
 from pathlib import Path
+from typing import Callable, NamedTuple
 
 import torch
 
@@ -57,21 +58,21 @@ def _sm90_skip_loads_after_fill(operand: str) -> tuple[str, str]:
     """The producer loads K or V only until the stages are filled, then arrives on the full barrier without a
     copy: the consumers reuse stale tiles, and no bytes of that operand leave L2."""
     # K is issued in the kv loop (pipeline state `kv`), V in the producer's load_v (pipeline state `at`)
-    state, stage, gap = ("kv", "stage", " ") if operand == "k" else ("at", "at.stage()", "\n        ")
-    issue = f"      if (leader){gap}load_kv_tile<kHeadDim>(smem.{operand}_tile({stage})"
+    state, stage = ("kv", "stage") if operand == "k" else ("at", "at.stage()")
+    issue = f"      if (leader)\n        load_kv_tile<kHeadDim, kBlockKv>(smem.{operand}_tile({stage})"
     skip = (f"      if (leader && {state}.count >= kStages) mbarrier_arrive(smem.{operand}_full({stage}));\n"
-            f"      else if (leader){gap}load_kv_tile<kHeadDim>(smem.{operand}_tile({stage})")
+            f"      else if (leader)\n        load_kv_tile<kHeadDim, kBlockKv>(smem.{operand}_tile({stage})")
     return issue, skip
 
 
 # The producer prefetches the next tile's Q into L2 once it has issued this tile's last K/V loads (about two kv
 # steps before the consumers need Q): Q is read once, so its load at the tile boundary otherwise comes from HBM.
 _SM90_Q_PREFETCH = [
-    ("template <typename T, int kHeadDim, typename Policy>\n__device__ __forceinline__ void producer_mainloop(",
+    ("template <typename T, int kHeadDim, int kBlockKv, typename Policy>\n__device__ __forceinline__ void producer_mainloop(",
      "__device__ __forceinline__ void tma_prefetch_l2_4d(const CUtensorMap* map, int c0, int c1, int c2, int c3) {\n"
      "  asm volatile(\"cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];\\n\" ::\"l\"(map), "
      "\"r\"(c0), \"r\"(c1), \"r\"(c2), \"r\"(c3) : \"memory\");\n}\n\n"
-     "template <typename T, int kHeadDim, typename Policy>\n__device__ __forceinline__ void producer_mainloop("),
+     "template <typename T, int kHeadDim, int kBlockKv, typename Policy>\n__device__ __forceinline__ void producer_mainloop("),
     ("    linear = __shfl_sync(0xffffffffu, next_linear, 0);\n",
      "    if (leader && scheduler.valid(next_linear)) {\n"
      "      const WorkTile next = scheduler.decode(next_linear);\n"
@@ -84,8 +85,8 @@ _SM90_Q_PREFETCH = [
 ]
 # The consumer's group index broadcast from lane 0, so that ptxas knows it is warp-uniform and keeps the Q
 # descriptors in uniform registers (run 26: 16 R2UR fewer per kv step).
-_SM90_UNIFORM_GROUP = ("consumer_mainloop<T, kHeadDim, Policy>(smem, p, args, o_map, warp_group - 1,",
-                       "consumer_mainloop<T, kHeadDim, Policy>(smem, p, args, o_map, "
+_SM90_UNIFORM_GROUP = ("consumer_mainloop<T, kHeadDim, kBlockKv, Policy>(smem, p, args, o_map, warp_group - 1,",
+                       "consumer_mainloop<T, kHeadDim, kBlockKv, Policy>(smem, p, args, o_map, "
                        "__shfl_sync(0xffffffffu, warp_group - 1, 0),")
 
 # mbarrier waits that suspend between polls: try_wait with a suspend-time hint (CUTLASS's and FlashAttention-4's
@@ -160,9 +161,20 @@ def grid_per_tile(tiles: int, sms: int) -> int:
     return tiles
 
 
-# Variants of the host launch with the shipped kernel: kernel -> name -> (grid for (tiles, SMs), whether it
-# applies to causal too). grid-balanced applies to full masks only (causal tiles are claimed dynamically).
-HOST_VARIANTS = {"sm90": {"grid-balanced": (balanced_grid, False), "grid-per-tile": (grid_per_tile, True)}}
+class HostVariant(NamedTuple):
+    """The shipped kernel launched differently: another grid for (tiles, SMs) (None: the host's), on causal
+    launches too or on full ones only, with some of the host module's constants set for its launches."""
+
+    grid: Callable[[int, int], int] | None = None
+    with_causal: bool = False
+    constants: tuple[tuple[str, object], ...] = ()
+
+
+# kernel -> name -> host variant. grid-balanced applies to full masks only (causal tiles are claimed dynamically);
+# kv-tile-128 launches every D = 128 full mask with the 128-key kv tiles the host takes below S_K = 8192.
+HOST_VARIANTS = {"sm90": {"grid-balanced": HostVariant(balanced_grid),
+                          "grid-per-tile": HostVariant(grid_per_tile, with_causal=True),
+                          "kv-tile-128": HostVariant(constants=(("WIDE_MIN_SEQLEN_K", 2**31 - 1),))}}
 
 
 def variant_source(directory: Path, name: str, substitutions, base: Path) -> Path:
@@ -280,6 +292,7 @@ def main() -> int:
     capability = torch.cuda.get_device_capability()
     baseline = names[0]
     sm_count = host._sm_count if host_variants else None
+    host_defaults = {name: getattr(host, name) for variant in host_variants.values() for name, _ in variant.constants}
     rows = {name: [] for name in names}
     with tempfile.TemporaryDirectory() as scratch:
         compiled = {}
@@ -292,13 +305,17 @@ def main() -> int:
             rotation = itertools.cycle(sets)
 
             def launcher(name, inputs=None, causal=causal, rotation=rotation):
-                grid, with_causal = host_variants.get(base_name(name), (None, False))
-                grid = grid if with_causal or not causal else None
+                variant = host_variants.get(base_name(name), HostVariant())
+                applies = variant.with_causal or not causal
+                grid = variant.grid if applies else None
+                constants = host_defaults | (dict(variant.constants) if applies else {})
                 tiles = math.ceil(args.seqlen / host.BLOCK_M) * args.heads * args.batch
 
                 def launch():
                     host._compiled = lambda capability, kernel=compiled[name]: kernel
                     host._PLANS.clear()  # a launch plan holds the function it was made with
+                    for constant, value in constants.items():
+                        setattr(host, constant, value)
                     if host_variants:
                         host._sm_count = sm_count if grid is None else lambda index: grid(tiles, sm_count(index))
                     return run(*(inputs or next(rotation)), causal=causal)

@@ -37,6 +37,8 @@ def bound_mbarrier_waits() -> None:
 
 
 SHAPES = [(1, 2, 1, 1, 1), (1, 2, 2, 17, 200), (1, 4, 2, 200, 17), (1, 2, 2, 130, 130)]
+# Keys enough for attention_sm90's 160-key kv tiles (full masks at D = 128 from S_K = 8192 on), with a tail.
+WIDE_SHAPES = [(1, 2, 1, 130, 8192 + 77)]
 
 
 def main() -> int:
@@ -50,7 +52,10 @@ def main() -> int:
     attention, head_dims = KERNELS[name]
     bound_mbarrier_waits()
     generator = torch.Generator(device="cuda").manual_seed(0)
-    cases = itertools.product(SHAPES, (torch.bfloat16, torch.float16), head_dims, (False, True))
+    dtypes = (torch.bfloat16, torch.float16)
+    cases = list(itertools.product(SHAPES, dtypes, head_dims, (False, True)))
+    if name == "sm90":
+        cases += itertools.product(WIDE_SHAPES, dtypes, (128,), (False,))
     for (batch, heads_q, heads_kv, seqlen_q, seqlen_k), dtype, head_dim, causal in cases:
         def draw(heads, seqlen):
             return torch.randn(batch, heads, seqlen, head_dim, generator=generator, device="cuda").to(dtype)

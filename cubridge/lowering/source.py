@@ -77,7 +77,7 @@ REFERENCES = {
         entry_prefix="attention_sm90",
         kv_tiles={64: 192, 128: 128, 256: 80},
         dims=_SHARED_DIMS | {("q", 0): "p.batch", ("k", 0): "p.batch", ("v", 0): "p.batch", ("o", 0): "p.batch"},
-        extra_entry_args=False,
+        extra_entry_args=True,
         skips_empty_tiles=True,
         mask_bits=True,
     ),

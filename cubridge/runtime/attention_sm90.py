@@ -18,7 +18,11 @@ from cubridge.runtime.tensor_map import TensorMapSlots
 
 SOURCE = KERNELS_DIR / "attention_sm90.cu"
 BLOCK_M = 128  # query rows per tile (two consumer warp groups of 64)
-BLOCK_N = {64: 192, 128: 128, 256: 80}  # keys per kv tile, by head dim (kBlockN<D>)
+BLOCK_N = {64: 192, 128: 128, 256: 80}  # keys per kv tile of the entry points, by head dim
+# Full masks at D = 128 take the _kv160 entry points (160-key kv tiles) from this many keys on: +0.8% at S_K = 8k
+# and +2% at 16k, level at 4k (docs/performance.md run 211).
+WIDE_BLOCK_N = 160
+WIDE_MIN_SEQLEN_K = 8192
 CONSUMER_ROWS = 64
 STAGES = 2
 THREADS = 384  # producer warp group + two consumer warp groups
@@ -43,12 +47,12 @@ class Sm90Params(ctypes.Structure):
     ]
 
 
-def shared_bytes(head_dim: int) -> int:
-    """Dynamic shared memory of one CTA, as SharedLayout<D>::kBytes: Q (two 64-row halves), STAGES K and V
-    tiles, the O staging halves (none at D = 256: O is staged in Q's), the mbarriers, the tile slot and 1024
-    bytes to re-align the block."""
+def shared_bytes(head_dim: int, block_n: int) -> int:
+    """Dynamic shared memory of one CTA, as SharedLayout<D, kBlockKv>::kBytes: Q (two 64-row halves), STAGES K
+    and V tiles of `block_n` keys, the O staging halves (none at D = 256: O is staged in Q's), the mbarriers, the
+    tile slot and 1024 bytes to re-align the block."""
     q_half = CONSUMER_ROWS * head_dim * 2
-    kv_tile = BLOCK_N[head_dim] * head_dim * 2
+    kv_tile = block_n * head_dim * 2
     o_halves = 0 if head_dim == 256 else 2 * q_half
     return 2 * q_half + 2 * STAGES * kv_tile + o_halves + BARRIERS * 8 + TILE_SLOT_BYTES + ALIGN_SLACK
 
@@ -66,9 +70,18 @@ def head_chunk(seqlen_k: int, head_dim: int, dynamic: bool, element_bytes: int =
     return max(1, min(MAX_HEAD_CHUNK, CHUNK_L2_BYTES // kv_bytes_per_head))
 
 
-def kernel_name(dtype: torch.dtype, head_dim: int, causal: bool) -> str:
-    """extern "C" entry point of attention_sm90.cu for this dtype, head dim and mask."""
-    return f"attention_sm90_{DTYPE_NAMES[dtype]}_d{head_dim}_{'causal' if causal else 'full'}"
+def kv_tile_keys(head_dim: int, causal: bool, seqlen_k: int) -> int:
+    """Keys per kv tile of the entry point attention_sm90 launches for this head dim, mask and key length."""
+    if head_dim == 128 and not causal and seqlen_k >= WIDE_MIN_SEQLEN_K:
+        return WIDE_BLOCK_N
+    return BLOCK_N[head_dim]
+
+
+def kernel_name(dtype: torch.dtype, head_dim: int, causal: bool, block_n: int | None = None) -> str:
+    """extern "C" entry point of attention_sm90.cu for this dtype, head dim, mask and kv tile (None: the head
+    dim's BLOCK_N)."""
+    tile = "" if block_n in (None, BLOCK_N[head_dim]) else f"_kv{block_n}"
+    return f"attention_sm90_{DTYPE_NAMES[dtype]}_d{head_dim}{tile}_{'causal' if causal else 'full'}"
 
 
 def tma_view(tensor: torch.Tensor) -> torch.Tensor:
@@ -82,34 +95,35 @@ def tma_view(tensor: torch.Tensor) -> torch.Tensor:
     return tensor.as_strided(tensor.shape, strides)
 
 
-def tensor_map_slots(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor) -> TensorMapSlots:
-    """The kernel's tensor maps, in its parameter order: Q and O boxes [1, 1, 64, 64], K and V [1, 1, kv tile
-    rows (BLOCK_N), 64]."""
+def tensor_map_slots(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor,
+                     block_n: int) -> TensorMapSlots:
+    """The kernel's tensor maps, in its parameter order: Q and O boxes [1, 1, 64, 64], K and V [1, 1, block_n
+    (keys per kv tile), 64]."""
     q_box = (1, 1, CONSUMER_ROWS, PANEL_COLS)
-    kv_box = (1, 1, BLOCK_N[q.shape[3]], PANEL_COLS)
+    kv_box = (1, 1, block_n, PANEL_COLS)
     return TensorMapSlots([tma_view(tensor) for tensor in (q, k, v, out)], [q_box, kv_box, kv_box, q_box])
 
 
 class Sm90Launch(AttentionLaunch):
-    """A launch plan of an attention_sm90.cu kernel (the reference's or a variant's): a persistent grid of one CTA
-    per SM (at most one per work tile), tensor maps moved to each call's tensors, and under a `dynamic` schedule a
-    zeroed tile counter per launch."""
+    """A launch plan of an attention_sm90.cu kernel (the reference's or a variant's) with `block_n`-key kv tiles:
+    a persistent grid of one CTA per SM (at most one per work tile), tensor maps moved to each call's tensors,
+    and under a `dynamic` schedule a zeroed tile counter per launch."""
 
     def __init__(self, function, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float,
-                 return_lse: bool, dynamic: bool, tile_m: int, threads: int, args, table_fields: tuple[str, ...],
-                 device_index: int):
+                 return_lse: bool, dynamic: bool, tile_m: int, block_n: int, threads: int, args,
+                 table_fields: tuple[str, ...], device_index: int):
         super().__init__(q, return_lse, args, table_fields, device_index)
         self.dynamic = dynamic
         batch, heads_q, seqlen_q, head_dim = q.shape
         heads_kv, seqlen_k = k.shape[1], k.shape[2]
-        self.maps = tensor_map_slots(q, k, v, self.new_outputs(q)[0])
+        self.maps = tensor_map_slots(q, k, v, self.new_outputs(q)[0], block_n)
         self.params = Sm90Params(None, None, None, None, batch, heads_q, heads_kv, seqlen_q, seqlen_k,
                                  head_chunk(seqlen_k, head_dim, dynamic), scale, scale * _LOG2_E)
         self._lse, self._out, self._counter, self._order = pointer_fields(
             self.params, ("lse", "out", "tile_counter", "tile_order"))
         tiles = math.ceil(seqlen_q / tile_m) * heads_q * batch
         grid = (min(tiles, _sm_count(device_index)), 1, 1)
-        self.plan = LaunchPlan(function, grid, (threads, 1, 1), shared_bytes(head_dim),
+        self.plan = LaunchPlan(function, grid, (threads, 1, 1), shared_bytes(head_dim, block_n),
                                [*self.maps.maps, self.params, args], device_index)
 
     def _point_at(self, q, k, v, out, lse, counter, tile_order) -> None:
@@ -163,8 +177,10 @@ def _sm90_plan(q, k, v, causal: bool, scale: float | None, return_lse: bool) -> 
             f"sm_{capability[0]}{capability[1]} (use attention_sm80)"
         )
     head_dim = q.shape[3]
-    function = load_function(_compiled(capability), kernel_name(q.dtype, head_dim, causal), device_index,
-                             shared_bytes(head_dim))
+    block_n = kv_tile_keys(head_dim, causal, k.shape[2])
+    function = load_function(_compiled(capability), kernel_name(q.dtype, head_dim, causal, block_n), device_index,
+                             shared_bytes(head_dim, block_n))
     # Causal tiles differ in length: CTAs claim them from a counter (dynamic schedule). Full tiles are equal
     # and keep the static stride, with no counter to clear.
-    return Sm90Launch(function, q, k, v, scale, return_lse, causal, BLOCK_M, THREADS, NO_ARGS, (), device_index)
+    return Sm90Launch(function, q, k, v, scale, return_lse, causal, BLOCK_M, block_n, THREADS, NO_ARGS, (),
+                      device_index)

@@ -53,7 +53,7 @@ PRIMITIVES: tuple[Primitive, ...] = (
               "hopper.cuh"),
     Primitive("cuir.gemm_fence", "gemm_fence", "wgmma.fence.sync.aligned", "hopper.cuh"),
     Primitive("cuir.gemm_async", "gemm_async",
-              "wgmma.mma_async.sync.aligned.m64n{64,80,128,192}k16.f32.{bf16,f16}.{bf16,f16} x K slices + "
+              "wgmma.mma_async.sync.aligned.m64n{64,80,128,160,192}k16.f32.{bf16,f16}.{bf16,f16} x K slices + "
               "wgmma.commit_group.sync.aligned", "hopper.cuh",
               "template <int N, int KSlices, bool BMnMajor, typename T>; 128B-swizzle smem descriptors of tiles given "
               "by `gemm_tile_address` (shared address / 16: a kernel converts its storage's base once and adds tile "

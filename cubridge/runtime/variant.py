@@ -302,10 +302,10 @@ class VariantKernel:
         fields = tuple(f"{name}_data" for name, _ in lowered.args)
         head_dim = q.shape[3]
         if self.reference == "sm90":
-            smem = sm90_shared_bytes(head_dim)
+            smem = sm90_shared_bytes(head_dim, lowered.block_n)
             function = load_function(compiled, lowered.instances[0].name, device_index, smem)
             kernel = Sm90Launch(function, q, k, v, scale, return_lse, lowered.schedule == "dynamic", lowered.tile_m,
-                                lowered.threads, args, fields, device_index)
+                                lowered.block_n, lowered.threads, args, fields, device_index)
         else:
             function = load_function(compiled, lowered.instances[0].name, device_index,
                                      sm80_host.shared_bytes(head_dim))

@@ -50,4 +50,4 @@
 // LOWER:        return KvRange{kv_lo, kv_hi, 0, full_end};
 // LOWER:        __device__ static bool keep(int b, int h, int q_idx, int kv_idx, const Args& args) {
 // LOWER-NEXT:     const bool v = q_idx >= kv_idx;  // causal.py:10
-// LOWER:      CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d128_causal, __nv_bfloat16, 128, CausalVariant)
+// LOWER:      CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d128_causal, __nv_bfloat16, 128, 128, CausalVariant)

@@ -12,6 +12,6 @@
 // CHECK:      +struct PrefixLmVariant : FullAttention {
 // CHECK:      @@
 // CHECK:       // [entry points] cuir-opt --lower replaces the instances below with the variant's.
-// CHECK-NEXT: -CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d128_full, __nv_bfloat16, 128, FullAttention)
-// CHECK:      +CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d128_prefix_lm, __half, 128, PrefixLmVariant)
+// CHECK-NEXT: -CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d128_full, __nv_bfloat16, 128, 128, FullAttention)
+// CHECK:      +CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d128_prefix_lm, __half, 128, 128, PrefixLmVariant)
 // CHECK-NOT:  @@

@@ -24,6 +24,6 @@
 // CHECK:      // [entry points] cuir-opt --lower replaces the instances below with the variant's.
 // The program's 128-key kv tile serves D = 128 only (D = 64 takes 192-key tiles, D = 256 80-key ones: their own
 // lifts).
-// CHECK-NEXT: CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d128_causal, __nv_bfloat16, 128, CausalVariant)
-// CHECK-NEXT: CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d128_causal, __half, 128, CausalVariant)
+// CHECK-NEXT: CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d128_causal, __nv_bfloat16, 128, 128, CausalVariant)
+// CHECK-NEXT: CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d128_causal, __half, 128, 128, CausalVariant)
 // CHECK-NOT:  CUBRIDGE_ATTENTION_SM90_ENTRY

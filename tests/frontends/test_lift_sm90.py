@@ -9,6 +9,7 @@ import pytest
 from cubridge.frontends.cuda import lift_cuda_file
 from cubridge.frontends.cuda.program import load_program
 from cubridge.interpreter.verify import verify
+from cubridge.runtime.attention_sm90 import WIDE_MIN_SEQLEN_K, kv_tile_keys
 from cubridge.runtime.primitives import HEADER_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,14 +24,14 @@ def _causal_spec():
 
 
 def test_every_instance_is_listed():
-    assert len(ENTRIES) == 12
+    assert len(ENTRIES) == 14
     assert {e.rsplit("_", 1)[1] for e in ENTRIES} == {"full", "causal"}
 
 
 @pytest.mark.parametrize("entry", ENTRIES)
 def test_lifted_instance_verifies(entry):
     head_dim = int(entry.split("_d")[1].split("_")[0])
-    block_n = 80 if head_dim == 256 else 128
+    block_n = kv_tile_keys(head_dim, entry.endswith("causal"), WIDE_MIN_SEQLEN_K if "_kv" in entry else 1)
     module = lift_cuda_file(KERNEL, entry).module
     spec = _causal_spec() if entry.endswith("causal") else None
     shapes = [(1, 2, 1, 129, block_n + 1, head_dim), (2, 2, 2, 65, 2 * block_n - 1, head_dim)]

@@ -69,7 +69,7 @@ class RecordedLaunch:
 
 
 class RecordedMaps:
-    def __init__(self, q, k, v, out):
+    def __init__(self, q, k, v, out, block_n):
         self.maps = [ctypes.c_uint64(0) for _ in range(4)]
         self.addresses = []
 

@@ -10,28 +10,49 @@ import pytest
 import torch
 
 from cubridge.runtime import InvalidInputError, attention_sm90
-from cubridge.runtime.attention_sm90 import BLOCK_N, SOURCE, head_chunk, kernel_name, shared_bytes, tma_view
+from cubridge.runtime.attention_sm90 import (BLOCK_N, SOURCE, WIDE_BLOCK_N, WIDE_MIN_SEQLEN_K, head_chunk,
+                                             kernel_name, kv_tile_keys, shared_bytes, tma_view)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_kernel_names_exist_in_the_source():
-    text = SOURCE.read_text()
+ENTRY = re.compile(r"^CUBRIDGE_ATTENTION_SM90_ENTRY\((\w+), \w+, (\d+), (\d+), \w+\)$", re.MULTILINE)
+
+
+def test_kernel_names_exist_in_the_source_with_their_kv_tiles():
+    """Every entry point the host launches is in the source, instantiated with the kv tile the host's tensor
+    maps and shared-memory size assume."""
+    entries = {name: (int(head_dim), int(block_n)) for name, head_dim, block_n in ENTRY.findall(SOURCE.read_text())}
+    launched = {}
     for dtype in (torch.bfloat16, torch.float16):
         for head_dim in (64, 128, 256):
             for causal in (False, True):
-                assert f"CUBRIDGE_ATTENTION_SM90_ENTRY({kernel_name(dtype, head_dim, causal)}," in text
+                for seqlen_k in (1, WIDE_MIN_SEQLEN_K):
+                    block_n = kv_tile_keys(head_dim, causal, seqlen_k)
+                    launched[kernel_name(dtype, head_dim, causal, block_n)] = (head_dim, block_n)
+    assert launched == entries
+
+
+def test_only_long_full_d128_launches_take_the_wide_kv_tiles():
+    assert kv_tile_keys(128, False, WIDE_MIN_SEQLEN_K) == WIDE_BLOCK_N == 160
+    assert kv_tile_keys(128, False, WIDE_MIN_SEQLEN_K - 1) == 128
+    assert kv_tile_keys(128, True, 4 * WIDE_MIN_SEQLEN_K) == 128
+    assert [kv_tile_keys(d, False, 4 * WIDE_MIN_SEQLEN_K) for d in (64, 256)] == [192, 80]
+    assert kernel_name(torch.float16, 128, False, 160) == "attention_sm90_fp16_d128_kv160_full"
+    assert kernel_name(torch.bfloat16, 128, False, 128) == kernel_name(torch.bfloat16, 128, False)
 
 
 def test_shared_bytes_mirror_the_kernel_layout():
     text = SOURCE.read_text()
     constants = {name: int(value) for name, value in re.findall(r"constexpr int (k\w+) = (\d+);", text)}
     assert (constants["kBlockM"], constants["kStages"]) == (128, 2)
-    assert "constexpr int kBlockN = kHeadDim == 256 ? 80 : kHeadDim == 64 ? 192 : 128;" in text
     assert BLOCK_N == {64: 192, 128: 128, 256: 80}
-    assert shared_bytes(128) == 197728 and shared_bytes(64) == 99424 + 4 * 64 * 64 * 2
-    assert shared_bytes(256) == 2 * 32768 + 4 * 40960 + 10 * 8 + 16 + 1024  # O staged in Q's buffer
-    assert max(shared_bytes(d) for d in BLOCK_N) <= 227 * 1024
+    assert shared_bytes(128, 128) == 197728 and shared_bytes(64, 192) == 99424 + 4 * 64 * 64 * 2
+    assert shared_bytes(128, 160) == 197728 + 4 * 32 * 128 * 2
+    assert shared_bytes(256, 80) == 2 * 32768 + 4 * 40960 + 10 * 8 + 16 + 1024  # O staged in Q's buffer
+    for head_dim, block_n in {*BLOCK_N.items(), (128, WIDE_BLOCK_N)}:
+        assert shared_bytes(head_dim, block_n) <= 227 * 1024
+        assert f"static_assert(SharedLayout<{head_dim}, {block_n}>::kBytes <= 227 * 1024" in text
 
 
 def test_tma_view_fixes_size_one_strides_only():

@@ -24,7 +24,7 @@
 //   * epilogue: normalise, pack to 16 bits, stage through swizzled shared memory, TMA store; LSE by row.
 // Head dims 64, 128 and 256. D = 256 takes 80-key kv tiles (O alone is 128 registers a thread) and stages O
 // in the group's own Q half, so Q is released after the epilogue's store has read it rather than after the
-// last Q K^T.
+// last Q K^T. D = 128 full masks have entry points with 160-key kv tiles as well, for long key sequences.
 // The .mlir shows every wait, release, GEMM turn and async op of this file in this order (it is the bf16
 // D = 128 full-mask instance; causal masking, tile bounds and the dynamic schedule come from cuir-opt
 // --transfer). Lowering
@@ -77,16 +77,11 @@ static_assert(kProducerRegisters * kWarpGroupThreads + kConsumerRegisters * kCon
                   kLaunchRegisters * kThreads,
               "warp-group register budgets exceed the CTA's launch allocation");
 constexpr int kPanelCols = 64;               // 128-byte swizzle panels of 16-bit elements
-// Keys per kv tile: 128; 192 at D = 64, whose step has half the GEMM work of D = 128's per key, so that the
-// step's fixed costs (waits, turns, row reductions) weigh less; 80 at D = 256, where a consumer's O takes 128
-// registers a thread and two K and two V stages of 40 KB fit beside Q only with O staged in Q's buffer
-// (SharedLayout::kOInQ).
-template <int kHeadDim>
-constexpr int kBlockN = kHeadDim == 256 ? 80 : kHeadDim == 64 ? 192 : 128;
-template <int kHeadDim>
-constexpr int kScoreRegs = kBlockN<kHeadDim> / 2;  // fp32 scores per thread (64 x kBlockN over 128 threads)
-template <int kHeadDim>
-constexpr int kProbRegs = kBlockN<kHeadDim> / 4;   // packed 16-bit probabilities per thread
+// Keys per kv tile (kBlockKv): each entry point names its own (see the entry points at the end of the file).
+template <int kBlockKv>
+constexpr int kScoreRegs = kBlockKv / 2;  // fp32 scores per thread (64 x kBlockKv over 128 threads)
+template <int kBlockKv>
+constexpr int kProbRegs = kBlockKv / 4;   // packed 16-bit probabilities per thread
 // One softmax exp2 in every kFmaExp2Period on the FMA pipe (fma_exp2), the others on the MUFU; 0: all on the MUFU.
 // D = 64: the MUFU is a kv step's busiest unit (96 exp2 a thread, 8 cycles a warp each: 1568 cycles a step per SM
 // sub-partition against 1536 of tensor-core work); one in twelve gains 3.0-3.7%, 6, 8, 16 or 24 less (runs 123-124;
@@ -139,11 +134,11 @@ constexpr int kHandoffThreads = 32 + kWarpGroupThreads;  // the producer warp + 
 // ---------------------------------------------------------------------------------------------------------
 // Shared memory: every tile is a sequence of [rows][64] panels, 1024-byte aligned, written by TMA with the
 // 128-byte swizzle that wgmma descriptors expect.
-template <int kHeadDim>
+template <int kHeadDim, int kBlockKv>
 struct SharedLayout {
   static constexpr int kPanels = kHeadDim / kPanelCols;
   static constexpr int kQPanelBytes = kConsumerRows * kPanelCols * 2;  // [64][64]
-  static constexpr int kKvPanelBytes = kBlockN<kHeadDim> * kPanelCols * 2;  // [kBlockN][64]
+  static constexpr int kKvPanelBytes = kBlockKv * kPanelCols * 2;  // [kBlockKv][64]
   static constexpr int kQHalfBytes = kQPanelBytes * kPanels;               // one consumer's 64 rows of Q
   static constexpr int kKvTileBytes = kKvPanelBytes * kPanels;
   static constexpr int kOHalfBytes = kQHalfBytes;
@@ -162,13 +157,14 @@ struct SharedLayout {
   static constexpr int kBytes = kTileSlotOffset + 16 + kAlignSlack;
 };
 
-static_assert(SharedLayout<128>::kBytes <= 227 * 1024, "D = 128 tiles exceed the 227 KB shared-memory limit");
-static_assert(SharedLayout<64>::kBytes <= 227 * 1024, "D = 64 tiles exceed the 227 KB shared-memory limit");
-static_assert(SharedLayout<256>::kBytes <= 227 * 1024, "D = 256 tiles exceed the 227 KB shared-memory limit");
+static_assert(SharedLayout<128, 128>::kBytes <= 227 * 1024, "D = 128 tiles exceed the 227 KB shared-memory limit");
+static_assert(SharedLayout<128, 160>::kBytes <= 227 * 1024, "D = 128 tiles of 160 keys exceed the 227 KB limit");
+static_assert(SharedLayout<64, 192>::kBytes <= 227 * 1024, "D = 64 tiles exceed the 227 KB shared-memory limit");
+static_assert(SharedLayout<256, 80>::kBytes <= 227 * 1024, "D = 256 tiles exceed the 227 KB shared-memory limit");
 
-template <typename T, int kHeadDim>
+template <typename T, int kHeadDim, int kBlockKv>
 struct SharedStorage {
-  using Layout = SharedLayout<kHeadDim>;
+  using Layout = SharedLayout<kHeadDim, kBlockKv>;
   unsigned char* base;
 
   __device__ T* q_half(int group) const { return reinterpret_cast<T*>(base + Layout::kQOffset + group * Layout::kQHalfBytes); }
@@ -272,12 +268,11 @@ __device__ __forceinline__ int last_row(const AttentionParams& p, const WorkTile
 // ---------------------------------------------------------------------------------------------------------
 // Producer: one warp; it hands each scheduled tile to the consumers and its lane 0 streams the tile's Q (two
 // 64-row halves), K and V.
-// One K or V tile (kBlockN<kHeadDim> rows from kv_row, every panel) into `tile`, counted on `full`; returns
-// once issued.
-template <int kHeadDim, typename T>
+// One K or V tile (kBlockKv rows from kv_row, every panel) into `tile`, counted on `full`; returns once issued.
+template <int kHeadDim, int kBlockKv, typename T>
 __device__ __forceinline__ void load_kv_tile(T* tile, const CUtensorMap* map, uint64_t* full, int kv_row, int kv_head,
                                              int batch) {
-  using Layout = SharedLayout<kHeadDim>;
+  using Layout = SharedLayout<kHeadDim, kBlockKv>;
   mbarrier_expect_tx(full, Layout::kKvTileBytes);
   for (int panel = 0; panel < Layout::kPanels; ++panel)
     tma_load_4d(reinterpret_cast<unsigned char*>(tile) + panel * Layout::kKvPanelBytes, map, full, panel * kPanelCols,
@@ -301,13 +296,12 @@ __device__ __forceinline__ void write_empty_tile(const AttentionParams& p, const
 // Policy::kSkipsEmptyTiles (dynamic schedule): from `linear` on, claims past the tiles whose kv range is empty,
 // writing their rows; returns the first tile that visits a kv tile, or one past the schedule. Every lane of the
 // producer warp returns the same index.
-template <typename T, int kHeadDim, typename Policy>
+template <typename T, int kHeadDim, int kBlockKv, typename Policy>
 __device__ __forceinline__ int claim_past_empty_tiles(const AttentionParams& p, const typename Policy::Args& args,
                                                       const TileScheduler& scheduler, int linear, int lane) {
   while (scheduler.valid(linear)) {
     const WorkTile tile = scheduler.decode(linear);
-    const KvRange range =
-        Policy::template kv_range<kBlockN<kHeadDim>>(p, args, tile, first_row(tile), last_row(p, tile));
+    const KvRange range = Policy::template kv_range<kBlockKv>(p, args, tile, first_row(tile), last_row(p, tile));
     if (range.end > range.begin) break;
     write_empty_tile<T, kHeadDim, Policy>(p, tile, lane);
     int next_linear = 0;
@@ -317,18 +311,19 @@ __device__ __forceinline__ int claim_past_empty_tiles(const AttentionParams& p, 
   return linear;
 }
 
-template <typename T, int kHeadDim, typename Policy>
-__device__ __forceinline__ void producer_mainloop(const SharedStorage<T, kHeadDim>& smem, const AttentionParams& p,
+template <typename T, int kHeadDim, int kBlockKv, typename Policy>
+__device__ __forceinline__ void producer_mainloop(const SharedStorage<T, kHeadDim, kBlockKv>& smem,
+                                                  const AttentionParams& p,
                                                   const typename Policy::Args& args, const CUtensorMap* q_map,
                                                   const CUtensorMap* k_map, const CUtensorMap* v_map, int lane) {
-  using Layout = SharedLayout<kHeadDim>;
+  using Layout = SharedLayout<kHeadDim, kBlockKv>;
   const TileScheduler scheduler{p, Policy::kHostTileOrder};
   const bool leader = lane == 0;
   PipelineState kv;
   int linear = scheduler.first();
   for (int tile_count = 0;; ++tile_count) {
     if constexpr (Policy::kSkipsEmptyTiles)
-      linear = claim_past_empty_tiles<T, kHeadDim, Policy>(p, args, scheduler, linear, lane);
+      linear = claim_past_empty_tiles<T, kHeadDim, kBlockKv, Policy>(p, args, scheduler, linear, lane);
     // Hand the tile (or the end of the schedule) to the consumers once they hold the previous one and
     // released its Q buffer.
     mbarrier_wait(smem.q_empty(), (tile_count & 1) ^ 1);
@@ -354,23 +349,24 @@ __device__ __forceinline__ void producer_mainloop(const SharedStorage<T, kHeadDi
     // The whole warp walks the K/V pipeline (its mbarrier waits), so that it reaches the next hand-off
     // converged; lane 0 issues the copies.
     const int kv_head = tile.head / (p.num_heads_q / p.num_heads_kv);
-    const KvRange range =
-        Policy::template kv_range<kBlockN<kHeadDim>>(p, args, tile, first_row(tile), last_row(p, tile));
+    const KvRange range = Policy::template kv_range<kBlockKv>(p, args, tile, first_row(tile), last_row(p, tile));
     auto load_v = [&](const PipelineState& at, int row) {
       mbarrier_wait(smem.v_empty(at.stage()), at.free_parity());
       if (leader)
-        load_kv_tile<kHeadDim>(smem.v_tile(at.stage()), v_map, smem.v_full(at.stage()), row, kv_head, tile.batch);
+        load_kv_tile<kHeadDim, kBlockKv>(smem.v_tile(at.stage()), v_map, smem.v_full(at.stage()), row, kv_head, tile.batch);
     };
     // The kv row of the next position is looked up a step ahead: block lists read it from global memory, and
     // the lookup then overlaps this step's waits instead of delaying its loads (past the end it reads an
     // unused slot, or 0 outside the table, and is never loaded).
-    int kv_row = Policy::kv_tile(p, args, tile, range.begin) * kBlockN<kHeadDim>;
+    int kv_row = Policy::kv_tile(p, args, tile, range.begin) * kBlockKv;
     int behind_row = kv_row;  // kVBehindK: the previous position's kv row, whose V follows this position's K
     for (int j = range.begin; j < range.end; ++j, ++kv.count) {
-      const int next_kv_row = Policy::kv_tile(p, args, tile, j + 1) * kBlockN<kHeadDim>;
+      const int next_kv_row = Policy::kv_tile(p, args, tile, j + 1) * kBlockKv;
       const int stage = kv.stage();
       mbarrier_wait(smem.k_empty(stage), kv.free_parity());
-      if (leader) load_kv_tile<kHeadDim>(smem.k_tile(stage), k_map, smem.k_full(stage), kv_row, kv_head, tile.batch);
+      if (leader)
+        load_kv_tile<kHeadDim, kBlockKv>(smem.k_tile(stage), k_map, smem.k_full(stage), kv_row, kv_head,
+                                         tile.batch);
       if constexpr (kVBehindK<kHeadDim>) {
         if (j > range.begin) load_v(PipelineState{kv.count - 1}, behind_row);
         behind_row = kv_row;
@@ -627,11 +623,11 @@ __device__ __forceinline__ void end_gemm_turn(int group) {
 
 // ---------------------------------------------------------------------------------------------------------
 // Epilogue of one consumer group: O / row sum -> 16 bits -> swizzled shared tile -> TMA store; LSE by row.
-template <typename T, int kHeadDim, typename Policy>
+template <typename T, int kHeadDim, int kBlockKv, typename Policy>
 __device__ __forceinline__ void epilogue(float (&o)[kHeadDim / 2], const RowState& state, const AttentionParams& p,
-                                         const SharedStorage<T, kHeadDim>& smem, const CUtensorMap* o_map,
+                                         const SharedStorage<T, kHeadDim, kBlockKv>& smem, const CUtensorMap* o_map,
                                          const WorkTile& tile, int group, int thread_in_group) {
-  using Layout = SharedLayout<kHeadDim>;
+  using Layout = SharedLayout<kHeadDim, kBlockKv>;
   const int warp = thread_in_group / 32;
   const int lane = thread_in_group % 32;
   const int g = lane / 4;
@@ -683,13 +679,12 @@ __device__ __forceinline__ void epilogue(float (&o)[kHeadDim / 2], const RowStat
 
 // ---------------------------------------------------------------------------------------------------------
 // Consumer: one warp group, 64 query rows of every scheduled tile.
-template <typename T, int kHeadDim, typename Policy>
-__device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDim>& smem, const AttentionParams& p,
-                                                  const typename Policy::Args& args, const CUtensorMap* o_map,
-                                                  int group, int thread_in_group) {
-  using Layout = SharedLayout<kHeadDim>;
+template <typename T, int kHeadDim, int kBlockKv, typename Policy>
+__device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDim, kBlockKv>& smem,
+                                                  const AttentionParams& p, const typename Policy::Args& args,
+                                                  const CUtensorMap* o_map, int group, int thread_in_group) {
+  using Layout = SharedLayout<kHeadDim, kBlockKv>;
   constexpr int kQkSlices = kHeadDim / 16;
-  constexpr int kBlockKv = kBlockN<kHeadDim>;
   constexpr int kPvSlices = kBlockKv / 16;
   const int warp = thread_in_group / 32;
   const int lane = thread_in_group % 32;
@@ -719,9 +714,9 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
     const int group_row0 = tile.q_tile * kBlockM + group * kConsumerRows;
     const int thread_row0 = group_row0 + 16 * warp + g;
     const KvRange range = Policy::template kv_range<kBlockKv>(p, args, tile, first_row(tile), last_row(p, tile));
-    float s[kScoreRegs<kHeadDim>];
+    float s[kScoreRegs<kBlockKv>];
     float o[kHeadDim / 2];
-    uint32_t probs[kProbRegs<kHeadDim>];
+    uint32_t probs[kProbRegs<kBlockKv>];
     float alpha[2];
     RowState state = {{kNegInf, kNegInf}, {0.f, 0.f}};
     // The first key of the kv tile at `position`: looked up at the top of its step (block lists read it from
@@ -729,7 +724,7 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
     auto first_key = [&](int position) { return Policy::kv_tile(p, args, tile, position) * kBlockKv; };
     // The scores of a kv tile (keys from n0): the variant's score_mod, its mask where the tile is `masked`, then
     // the normalization (with `between` inside it), then P packed as the A operand of the next P V.
-    auto scores_to_probs = [&](bool masked, int n0, const KeptScores<kScoreRegs<kHeadDim>>& kept, auto&& between) {
+    auto scores_to_probs = [&](bool masked, int n0, const KeptScores<kScoreRegs<kBlockKv>>& kept, auto&& between) {
       score_tile<Policy, kScoresScaled<Policy>>(s, p, args, tile, thread_row0, n0, masked, t, kept);
       normalize_scores<Policy, kHeadDim>(s, state, alpha, p, between);
       if constexpr (!Policy::kRetireAtStepTop) pack_probs<T>(s, probs);
@@ -740,26 +735,26 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
     // loads after the score GEMM and the bits computed there, the loads' latency made ptxas place the S wait
     // before the shuffles and compares that follow them (runs 114-115: +3-8% on document masks).
     // Policies with mask bits (kMaskBits) load the bits themselves the same way, a step ahead.
-    LaneColumns<Policy, kScoreRegs<kHeadDim>> ahead = {};
-    KeptScores<kScoreRegs<kHeadDim>> ahead_bits = {};
+    LaneColumns<Policy, kScoreRegs<kBlockKv>> ahead = {};
+    KeptScores<kScoreRegs<kBlockKv>> ahead_bits = {};
     int ahead_position = -1;
     const uint32_t* thread_bits = nullptr;
     if constexpr (Policy::kMaskBits) {
       const int consumer_thread = group * kWarpGroupThreads + thread_in_group;
-      thread_bits = thread_mask_bits<Policy, kScoreRegs<kHeadDim>>(args, tile, consumer_thread);
+      thread_bits = thread_mask_bits<Policy, kScoreRegs<kBlockKv>>(args, tile, consumer_thread);
     }
     auto kept_ahead = [&](bool masked, int n0, int j) {
-      KeptScores<kScoreRegs<kHeadDim>> kept = {};
+      KeptScores<kScoreRegs<kBlockKv>> kept = {};
       if constexpr (Policy::kMaskBits) {
         if (masked) {
           if (ahead_position != j)
-            ahead_bits = loaded_bits<kScoreRegs<kHeadDim>>(thread_bits, j, args.mask_bits.dims[4]);
+            ahead_bits = loaded_bits<kScoreRegs<kBlockKv>>(thread_bits, j, args.mask_bits.dims[4]);
           kept = ahead_bits;
         }
       } else if constexpr (Policy::kMaskLoads) {
         if (masked) {
-          if (ahead_position != j) ahead = lane_columns<Policy, kScoreRegs<kHeadDim>>(args, tile, n0);
-          kept = kept_scores<Policy, kScoreRegs<kHeadDim>>(p, args, tile, thread_row0, n0, t, ahead);
+          if (ahead_position != j) ahead = lane_columns<Policy, kScoreRegs<kBlockKv>>(args, tile, n0);
+          kept = kept_scores<Policy, kScoreRegs<kBlockKv>>(p, args, tile, thread_row0, n0, t, ahead);
         }
       }
       return kept;
@@ -776,13 +771,13 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       if constexpr (Policy::kMaskBits) {
         if (masked) {
           // clamped to the table: a work tile whose every position is masked loads ahead past its last one
-          ahead_bits = loaded_bits<kScoreRegs<kHeadDim>>(thread_bits, min(j + 1, args.mask_bits.dims[3] - 1),
+          ahead_bits = loaded_bits<kScoreRegs<kBlockKv>>(thread_bits, min(j + 1, args.mask_bits.dims[3] - 1),
                                                          args.mask_bits.dims[4]);
           ahead_position = j + 1;
         }
       } else if constexpr (Policy::kMaskLoads) {
         if (masked) {
-          ahead = lane_columns<Policy, kScoreRegs<kHeadDim>>(args, tile, next_n0);
+          ahead = lane_columns<Policy, kScoreRegs<kBlockKv>>(args, tile, next_n0);
           ahead_position = j + 1;
         }
       }
@@ -902,7 +897,7 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       release(smem.v_empty(last.stage()), lane);
     }
 
-    epilogue<T, kHeadDim, Policy>(o, state, p, smem, o_map, tile, group, thread_in_group);
+    epilogue<T, kHeadDim, kBlockKv, Policy>(o, state, p, smem, o_map, tile, group, thread_in_group);
   }
 
   // Balance the ping-pong: group 1's opening arrival on group 0's barrier is still pending.
@@ -911,14 +906,14 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
 }
 
 // ---------------------------------------------------------------------------------------------------------
-template <typename T, int kHeadDim, typename Policy>
+template <typename T, int kHeadDim, int kBlockKv, typename Policy>
 __device__ __forceinline__ void attention_forward(const CUtensorMap* q_map, const CUtensorMap* k_map,
                                                   const CUtensorMap* v_map, const CUtensorMap* o_map,
                                                   const AttentionParams& p, const typename Policy::Args& args) {
   extern __shared__ unsigned char shared_raw[];
   // Offsetting the __shared__ array itself (not a round trip through an integer) keeps the pointers in the
   // shared window, so plain stores to them compile to STS rather than generic ST.
-  const SharedStorage<T, kHeadDim> smem{shared_raw + ((1024 - (smem_u32(shared_raw) & 1023)) & 1023)};
+  const SharedStorage<T, kHeadDim, kBlockKv> smem{shared_raw + ((1024 - (smem_u32(shared_raw) & 1023)) & 1023)};
 
   if (threadIdx.x == 0) {
     mbarrier_init(smem.q_full(), 1);
@@ -936,38 +931,47 @@ __device__ __forceinline__ void attention_forward(const CUtensorMap* q_map, cons
   const int warp_group = threadIdx.x / kWarpGroupThreads;
   if (warp_group == 0) {
     setmaxnreg_dec<kProducerRegisters>();
-    if (threadIdx.x < 32) producer_mainloop<T, kHeadDim, Policy>(smem, p, args, q_map, k_map, v_map, threadIdx.x);
+    if (threadIdx.x < 32) producer_mainloop<T, kHeadDim, kBlockKv, Policy>(smem, p, args, q_map, k_map, v_map, threadIdx.x);
   } else {
     setmaxnreg_inc<kConsumerRegisters>();
-    consumer_mainloop<T, kHeadDim, Policy>(smem, p, args, o_map, warp_group - 1,
+    consumer_mainloop<T, kHeadDim, kBlockKv, Policy>(smem, p, args, o_map, warp_group - 1,
                                            threadIdx.x - warp_group * kWarpGroupThreads);
   }
 }
 
 }  // namespace
 
-// Entry points: attention_sm90_<dtype>_d<head dim>_<variant>. Launch with kThreads (384) threads, a persistent
-// grid of at most one CTA per SM, and SharedLayout<D>::kBytes of dynamic shared memory. Tensor maps: Q and O
-// box [1, 1, 64, 64], K and V box [1, 1, kBlockN<D>, 64], all 128-byte swizzled. `args` is the policy's Args
-// (one unused byte when empty).
-#define CUBRIDGE_ATTENTION_SM90_ENTRY(name, T, head_dim, Policy)                                               \
+// Entry points: attention_sm90_<dtype>_d<head dim>[_kv<keys>]_<variant>. Launch with kThreads (384) threads, a
+// persistent grid of at most one CTA per SM, and SharedLayout<D, kBlockKv>::kBytes of dynamic shared memory.
+// Tensor maps: Q and O box [1, 1, 64, 64], K and V box [1, 1, kBlockKv, 64], all 128-byte swizzled. `args` is the
+// policy's Args (one unused byte when empty).
+// Keys per kv tile: 128 at D = 128; 192 at D = 64, whose step has half the GEMM work of D = 128's per key, so that
+// the step's fixed costs (waits, turns, row reductions) weigh less; 80 at D = 256, where a consumer's O takes 128
+// registers a thread and two K and two V stages of 40 KB fit beside Q only with O staged in Q's buffer
+// (SharedLayout::kOInQ). The _kv160 entry points (full masks, D = 128), which the host takes from S_K = 8192 on,
+// run 160-key tiles: 4.4 instructions a key against 4.6, +0.8% at S_K = 8k and +2% at 16k, level at 4k (run 211).
+// 128 stays the lifted instance's (variants' block lists follow FlexAttention's 128-key blocks) and causal's
+// (160 lost 1.5% causal at 4k, run 138).
+#define CUBRIDGE_ATTENTION_SM90_ENTRY(name, T, head_dim, block_n, Policy)                                      \
   extern "C" __global__ void __launch_bounds__(kThreads, 1)                                                   \
       name(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,              \
            const __grid_constant__ CUtensorMap v_map, const __grid_constant__ CUtensorMap o_map,              \
            const AttentionParams p, const Policy::Args args) {                                                 \
-    attention_forward<T, head_dim, Policy>(&q_map, &k_map, &v_map, &o_map, p, args);                          \
+    attention_forward<T, head_dim, block_n, Policy>(&q_map, &k_map, &v_map, &o_map, p, args);                 \
   }
 
 // [entry points] cuir-opt --lower replaces the instances below with the variant's.
-CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d128_full, __nv_bfloat16, 128, FullAttention)
-CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d128_causal, __nv_bfloat16, 128, CausalAttention)
-CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d128_full, __half, 128, FullAttention)
-CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d128_causal, __half, 128, CausalAttention)
-CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d64_full, __nv_bfloat16, 64, FullAttention)
-CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d64_causal, __nv_bfloat16, 64, CausalAttention)
-CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d64_full, __half, 64, FullAttention)
-CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d64_causal, __half, 64, CausalAttention)
-CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d256_full, __nv_bfloat16, 256, FullAttention)
-CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d256_causal, __nv_bfloat16, 256, CausalAttention)
-CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d256_full, __half, 256, FullAttention)
-CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d256_causal, __half, 256, CausalAttention)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d128_full, __nv_bfloat16, 128, 128, FullAttention)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d128_causal, __nv_bfloat16, 128, 128, CausalAttention)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d128_full, __half, 128, 128, FullAttention)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d128_causal, __half, 128, 128, CausalAttention)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d128_kv160_full, __nv_bfloat16, 128, 160, FullAttention)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d128_kv160_full, __half, 128, 160, FullAttention)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d64_full, __nv_bfloat16, 64, 192, FullAttention)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d64_causal, __nv_bfloat16, 64, 192, CausalAttention)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d64_full, __half, 64, 192, FullAttention)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d64_causal, __half, 64, 192, CausalAttention)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d256_full, __nv_bfloat16, 256, 80, FullAttention)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_bf16_d256_causal, __nv_bfloat16, 256, 80, CausalAttention)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d256_full, __half, 256, 80, FullAttention)
+CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_fp16_d256_causal, __half, 256, 80, CausalAttention)

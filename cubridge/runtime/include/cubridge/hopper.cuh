@@ -226,6 +226,24 @@ CUBRIDGE_WGMMA_N80(__nv_bfloat16, "bf16")
 CUBRIDGE_WGMMA_N80(__half, "f16")
 #undef CUBRIDGE_WGMMA_N80
 
+#define CUBRIDGE_WGMMA_N160(T, PTX) \
+  template <> \
+  struct Wgmma<160, T> { \
+    template <int kTransB> \
+    __device__ __forceinline__ static void issue(float (&acc)[80], uint64_t desc_a, uint64_t desc_b, int scale_d) { \
+      asm volatile( \
+          "{\n.reg .pred p;\nsetp.ne.b32 p, %82, 0;\n" \
+          "wgmma.mma_async.sync.aligned.m64n160k16.f32." PTX "." PTX " " \
+          "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79}, " \
+          "%80, %81, p, 1, 1, 0, %83;\n}\n" \
+          : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3]), "+f"(acc[4]), "+f"(acc[5]), "+f"(acc[6]), "+f"(acc[7]), "+f"(acc[8]), "+f"(acc[9]), "+f"(acc[10]), "+f"(acc[11]), "+f"(acc[12]), "+f"(acc[13]), "+f"(acc[14]), "+f"(acc[15]), "+f"(acc[16]), "+f"(acc[17]), "+f"(acc[18]), "+f"(acc[19]), "+f"(acc[20]), "+f"(acc[21]), "+f"(acc[22]), "+f"(acc[23]), "+f"(acc[24]), "+f"(acc[25]), "+f"(acc[26]), "+f"(acc[27]), "+f"(acc[28]), "+f"(acc[29]), "+f"(acc[30]), "+f"(acc[31]), "+f"(acc[32]), "+f"(acc[33]), "+f"(acc[34]), "+f"(acc[35]), "+f"(acc[36]), "+f"(acc[37]), "+f"(acc[38]), "+f"(acc[39]), "+f"(acc[40]), "+f"(acc[41]), "+f"(acc[42]), "+f"(acc[43]), "+f"(acc[44]), "+f"(acc[45]), "+f"(acc[46]), "+f"(acc[47]), "+f"(acc[48]), "+f"(acc[49]), "+f"(acc[50]), "+f"(acc[51]), "+f"(acc[52]), "+f"(acc[53]), "+f"(acc[54]), "+f"(acc[55]), "+f"(acc[56]), "+f"(acc[57]), "+f"(acc[58]), "+f"(acc[59]), "+f"(acc[60]), "+f"(acc[61]), "+f"(acc[62]), "+f"(acc[63]), "+f"(acc[64]), "+f"(acc[65]), "+f"(acc[66]), "+f"(acc[67]), "+f"(acc[68]), "+f"(acc[69]), "+f"(acc[70]), "+f"(acc[71]), "+f"(acc[72]), "+f"(acc[73]), "+f"(acc[74]), "+f"(acc[75]), "+f"(acc[76]), "+f"(acc[77]), "+f"(acc[78]), "+f"(acc[79]) \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransB)); \
+    } \
+  };
+CUBRIDGE_WGMMA_N160(__nv_bfloat16, "bf16")
+CUBRIDGE_WGMMA_N160(__half, "f16")
+#undef CUBRIDGE_WGMMA_N160
+
 #define CUBRIDGE_WGMMA_N192(T, PTX) \
   template <> \
   struct Wgmma<192, T> { \
