@@ -72,6 +72,9 @@ _SIZE_MEANINGS = {
     ("v", -2): "seqlen_kv",
     ("scores", -1): "seqlen_kv",
 }
+# `P.to(q.dtype)` and the like: P is computed in the kernel's own precision
+_DTYPE_CONVERSIONS = ("to", "type_as", "type", "float", "half", "bfloat16")
+_RANK = 4  # q, k, v and the score tile are [B, H, S, D] / [B, H, SQ, SKV]
 _NORMALIZATIONS = {
     torch.softmax: "softmax",
     torch.nn.functional.softmax: "softmax",
@@ -163,6 +166,8 @@ class _Interpreter:
         if isinstance(receiver, _Operand):
             return self._operand_method(name, receiver, args)
         if isinstance(receiver, _Pointwise):
+            if name == "size":  # the score tile's, as `.shape`
+                return _size("scores", args[0]) if args else _Shape(receiver)
             if name in ("unsqueeze", "view", "reshape", "expand"):
                 return receiver  # broadcasting only: the hook computes one element
             if name in _NORMALIZATIONS:
@@ -170,20 +175,24 @@ class _Interpreter:
             return _pointwise(
                 lambda value, *rest, **options: getattr(value, name)(*rest, **options), receiver, *args, **kwargs
             )
+        if isinstance(receiver, _Probabilities) and name in _DTYPE_CONVERSIONS:
+            return receiver
         raise self.fail(f"unsupported method '{name}'")
 
     def _operand_method(self, name: str, operand: _Operand, args):
         if name == "repeat_interleave" and operand.role in ("k", "v"):
             return operand
-        if name in ("transpose", "mT") and operand.role == "k":
+        if name == "transpose" and operand.role == "k":
             return _Operand("kT")
         if name == "size":
-            return _Size(_SIZE_MEANINGS.get((operand.role, args[0]), "other")) if args else _Shape(operand)
+            return _size(operand.role, args[0]) if args else _Shape(operand)
         raise self.fail(f"unsupported method '{name}' on {operand.role}")
 
     def _function(self, target, name: str, args, kwargs):
         if target is getattr:
             operand, attribute = args
+            if attribute == "mT" and _is(operand, _Operand("k")):
+                return _Operand("kT")
             return _Shape(operand) if attribute == "shape" else None
         if target is operator.getitem:
             return self._getitem(*args)
@@ -208,7 +217,9 @@ class _Interpreter:
             shaped = container.of
             # elementwise code keeps the score tile's shape
             role = shaped.role if isinstance(shaped, _Operand) else "scores" if isinstance(shaped, _Pointwise) else "other"
-            return _Size(_SIZE_MEANINGS.get((role, index), "other"))
+            if isinstance(index, slice):  # `L, S = scores.shape[-2:]`
+                return tuple(_size(role, d) for d in range(-_RANK, 0)[index])
+            return _size(role, index)
         if isinstance(container, _Pointwise):  # [:, None] and friends only broadcast
             return container
         return container[index]
@@ -228,9 +239,12 @@ class _Interpreter:
         return _Pointwise(lambda env: env[argument])
 
     def _size_arithmetic(self, target, args):
-        """Track the softmax scale 1 / sqrt(head_dim) and its inverse; other sizes are opaque."""
+        """Track the softmax scale 1 / sqrt(head_dim) and its inverse (`** 0.5` or `math.sqrt`); other sizes are
+        opaque."""
         if target is operator.pow and _is(args[0], _Size("head_dim")) and args[1] in (0.5, -0.5):
             return _Size("scale" if args[1] < 0 else "inverse_scale")
+        if target is math.sqrt and _is(args[0], _Size("head_dim")):
+            return _Size("inverse_scale")
         if target is operator.truediv and args[0] == 1 and _is(args[1], _Size("inverse_scale")):
             return _Size("scale")
         return _Size("other")
@@ -243,6 +257,11 @@ class _Interpreter:
         ):
             return _Pointwise(lambda env: env["score"])
         raise self.fail("the scores must be multiplied by q.shape[-1] ** -0.5 before anything else")
+
+
+def _size(role: str, dimension: int) -> _Size:
+    """Size `dimension` (from either end) of a [B, H, S, D] operand or of the score tile."""
+    return _Size(_SIZE_MEANINGS.get((role, dimension - _RANK if dimension >= 0 else dimension), "other"))
 
 
 def _is(value, expected) -> bool:

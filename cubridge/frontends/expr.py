@@ -117,8 +117,10 @@ def _with_line_arg(arg, line: int):
 
 
 def evaluate(expr: Expr, env: dict[str, torch.Tensor]) -> torch.Tensor:
-    """Evaluate `expr` elementwise on broadcastable tensors (`env`: leaves by name). Constants are made on the
-    leaves' device: torch.logical_and and torch.logical_or refuse a CPU scalar before a GPU tensor."""
+    """Evaluate `expr` elementwise on broadcastable tensors (`env`: leaves by name), with torch's dtypes as the
+    traced hook had them: index values made floats are float32 (a T5 bucket `(log(d / 8) / log(16) * 8).long()`
+    truncates as the hook does), a float64 score stays float64. Constants are made on the leaves' device:
+    torch.logical_and and torch.logical_or refuse a CPU scalar before a GPU tensor."""
     memo: dict[Expr, torch.Tensor] = {}
     device = next((value.device for value in env.values() if isinstance(value, torch.Tensor)), None)
 
@@ -150,7 +152,7 @@ def _evaluate_node(node: Expr, visit, env: dict[str, torch.Tensor], device: torc
         return _UNARY_EVAL[op](args[0])
     lhs, rhs = args
     if op == "div":
-        return lhs.double() / rhs.double()
+        return torch.true_divide(lhs, rhs)
     return _BINARY_EVAL[op](lhs, rhs)
 
 
@@ -173,7 +175,7 @@ _UNARY_EVAL = {
 }
 
 _CASTS = {
-    FLOAT: lambda value: value.double(),
+    FLOAT: lambda value: value.float(),  # from an integer or a boolean: float32, as `.float()` and `/` give
     INT: lambda value: value.long(),
     BOOL: lambda value: value != 0,
 }
@@ -186,7 +188,12 @@ _BINARY_EVAL = {
     "ceildiv": lambda a, b: -torch.floor_divide(-a, b),
     "truncdiv": lambda a, b: torch.div(a, b, rounding_mode="trunc"),
     "mod": torch.remainder,
-    "pow": lambda a, b: torch.pow(a.double(), b),
+    "bitand": torch.bitwise_and,
+    "bitor": torch.bitwise_or,
+    "bitxor": torch.bitwise_xor,
+    "shl": torch.bitwise_left_shift,
+    "shr": torch.bitwise_right_shift,
+    "pow": torch.pow,
     "min": torch.minimum,
     "max": torch.maximum,
     "lt": torch.lt,

@@ -13,7 +13,9 @@ from. `op_table` renders `CONVERTERS` for docs/specs.md.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import logging
 import math
 import re
 import traceback
@@ -94,21 +96,37 @@ def _trace(hook: Callable, arguments: tuple[str, ...], path: str, where: str) ->
     for function in reachable_functions(hook):
         _record_lines_of(function.__code__)
     examples = [torch.zeros((), dtype=torch.float32 if name == "score" else torch.int64) for name in arguments]
+
+    def called_with_the_arguments(*values):  # make_fx would trace a defaulted parameter (`window=128`) as an input
+        return hook(*values)
+
     trace = make_fx(
-        torch.func.functionalize(hook, remove="mutations_and_views"),  # `x += y` as `x = x + y`
+        torch.func.functionalize(called_with_the_arguments, remove="mutations_and_views"),  # `x += y` as `x = x + y`
         decomposition_table=_decomposition_table(),
         tracing_mode="fake",
         _allow_non_fake_inputs=True,  # captured tensors are real
         record_stack_traces=True,
     )
     try:
-        with IndexWithTensors():
+        with IndexWithTensors(), _fake_tensor_log_silenced():
             return trace(*examples)
     except Exception as error:  # the hook is user code: any failure is located there
         if isinstance(error, GuardOnDataDependentSymNode):
             raise CuBridgeError(CONTROL_FLOW, located(error, path, where)) from None
         name = getattr(hook, "__name__", "the hook")
         raise failure(f"tracing {name}", error, path, where) from None
+
+
+@contextlib.contextmanager
+def _fake_tensor_log_silenced():
+    """torch logs a traceback when an operation fails on fake tensors (a `torch.where` on an integer condition);
+    the failure is reported as one located line instead."""
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    disabled, logger.disabled = logger.disabled, True
+    try:
+        yield
+    finally:
+        logger.disabled = disabled
 
 
 def _record_lines_of(code: types.CodeType) -> None:
@@ -553,27 +571,35 @@ _converts("arith.cmpi ne", aten.logical_xor.default)(_logical("ne"))
 _converts("arith.xori", aten.logical_not.default)(lambda operand: E.unary("not", _boolean(operand)))
 
 
-def _bitwise(op: str, symbol: str) -> Callable:
+def _bitwise(boolean_op: str, integer_op: str) -> Callable:
+    """A bitwise operation: logic on booleans, bits of integers (a boolean operand counts as 0 or 1)."""
+
     def convert(lhs, rhs):
         lhs, rhs = _expr(lhs), _expr(rhs)
-        if lhs.kind != BOOL or rhs.kind != BOOL:
-            raise _Unsupported(f"'{symbol}' on integers (it applies to booleans in a hook)")
-        return E.binary(op, lhs, rhs)
+        if lhs.kind == BOOL and rhs.kind == BOOL:
+            return E.binary(boolean_op, lhs, rhs)
+        return E.binary(integer_op, lhs, rhs)
 
     return convert
 
 
-_converts("arith.andi", aten.bitwise_and.Tensor, aten.bitwise_and.Scalar)(_bitwise("and", "&"))
-_converts("arith.ori", aten.bitwise_or.Tensor, aten.bitwise_or.Scalar)(_bitwise("or", "|"))
-_converts("arith.cmpi ne", aten.bitwise_xor.Tensor, aten.bitwise_xor.Scalar)(_bitwise("ne", "^"))
+_converts("arith.andi", aten.bitwise_and.Tensor, aten.bitwise_and.Scalar)(_bitwise("and", "bitand"))
+_converts("arith.ori", aten.bitwise_or.Tensor, aten.bitwise_or.Scalar)(_bitwise("or", "bitor"))
+_converts("arith.cmpi ne (booleans) / xori (integers)", aten.bitwise_xor.Tensor, aten.bitwise_xor.Scalar)(
+    _bitwise("ne", "bitxor"))
+_converts("arith.shrsi (torch's `>>`: arithmetic)", aten.__rshift__.Scalar, aten.__rshift__.Tensor,
+          aten.bitwise_right_shift.Tensor, aten.bitwise_right_shift.Tensor_Scalar,
+          aten.bitwise_right_shift.Scalar_Tensor)(_binary("shr"))
+_converts("arith.shli", aten.__lshift__.Scalar, aten.__lshift__.Tensor, aten.bitwise_left_shift.Tensor,
+          aten.bitwise_left_shift.Tensor_Scalar, aten.bitwise_left_shift.Scalar_Tensor)(_binary("shl"))
 
 
 @_converts("arith.xori", aten.bitwise_not.default)
 def _bitwise_not(operand):
     operand = _expr(operand)
-    if operand.kind != BOOL:
-        raise _Unsupported("'~' on integers (it applies to booleans in a hook)")
-    return E.unary("not", operand)
+    if operand.kind == BOOL:
+        return E.unary("not", operand)
+    return E.binary("bitxor", operand, E.constant(-1))  # ~x: every bit flipped, -x - 1
 
 
 @_converts("arith.constant", aten.full.default)

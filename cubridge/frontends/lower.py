@@ -51,6 +51,11 @@ _INT_BINARY = {
     "truncdiv": arith.DivSIOp,
     "min": arith.MinSIOp,
     "max": arith.MaxSIOp,
+    "bitand": arith.AndIOp,
+    "bitor": arith.OrIOp,
+    "bitxor": arith.XOrIOp,
+    "shl": arith.ShLIOp,
+    "shr": arith.ShRSIOp,
 }
 _INT_PREDICATES = {"lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge", "eq": "eq", "ne": "ne"}
 _FLOAT_PREDICATES = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne": "une"}

@@ -32,7 +32,7 @@ import torch
 from cubridge.diagnostics import CuBridgeError
 from cubridge.files import write_atomically
 from cubridge.runtime.compiler import cache_dir
-from cubridge.frontends.expr import BOOL, Expr, evaluate
+from cubridge.frontends.expr import BOOL, FLOAT, Expr, argument, evaluate
 from cubridge.reference import attention_reference, per_element
 from cubridge.frontends.eager import hooks_from_attention
 from cubridge.frontends.hooks import (
@@ -81,7 +81,11 @@ class AttentionSpec:
         if self.user_reference is not None:
             takes_scale = len(inspect.signature(self.user_reference).parameters) == 4
             extra = (scale,) if takes_scale else ()
-            return torch.as_tensor(self.user_reference(q, k, v, *extra)).double()
+            try:
+                return torch.as_tensor(self.user_reference(q, k, v, *extra)).double()
+            except Exception as error:  # the spec's own code, on float64 inputs: one located line
+                name = self.user_reference.__name__
+                raise failure(f"running {name}", error, self.path, definition(self.user_reference)) from None
         return self._attention(q, k, v, scale, return_lse=False)
 
     def reference_lse(self, q, k, v, scale: float) -> torch.Tensor | None:
@@ -177,15 +181,15 @@ def spec_from_hooks(score_mod: Callable | None = None, mask_mod: Callable | None
     for hook, arguments, role in pairs:
         if hook is None:
             continue
-        if not callable(hook):
-            raise CuBridgeError(f"{role} must be a function {role}({', '.join(arguments)}), "
-                                f"got {type(hook).__name__}")
+        if not _is_python_function(hook):
+            raise _not_a_function(hook, role, arguments)
         _check_arity(hook, arguments)
         bound |= captured_tensors(hook)
     traced = _traces(hooks_trace_key(score_mod, mask_mod, bound), [(hook, arguments) for hook, arguments, _ in pairs],
                      lambda hook: definition(hook).rsplit(":", 1)[0], bound)
     score_expr, mask_expr = traced
     _check_results(score_mod, score_expr, mask_mod, mask_expr)
+    score_expr = _modifying(score_expr)
     read = set().union(*(expr.leaves() for expr in traced if expr is not None))
     return AttentionSpec(
         name=name or (re.sub(r"\W+", "_", default_name).strip("_") or "variant"),
@@ -201,11 +205,26 @@ def spec_from_hooks(score_mod: Callable | None = None, mask_mod: Callable | None
 
 
 def _unbound(hook: Callable | None) -> Callable | None:
-    """A bound method (`layer.mask`) as its function with `self` bound by a functools.partial, which the tracer
-    and the trace key follow (the attributes of `self` that the method reads are values of the key)."""
+    """A bound method (`layer.mask`), or an object called as a function (`Window(64)`: its `__call__`), as its
+    function with `self` bound by a functools.partial, which the tracer and the trace key follow (the attributes
+    of `self` that the method reads are values of the key)."""
+    if not isinstance(hook, types.FunctionType | types.MethodType | functools.partial) and isinstance(
+            getattr(hook, "__call__", None), types.MethodType):
+        hook = hook.__call__
     if isinstance(hook, types.MethodType):
         return functools.partial(hook.__func__, hook.__self__)
     return hook
+
+
+def _is_python_function(hook: Callable) -> bool:
+    """Whether the tracer can follow `hook` (after `_unbound`): a Python function, or a partial of one."""
+    while isinstance(hook, functools.partial):
+        hook = hook.func
+    return isinstance(hook, types.FunctionType)
+
+
+def _not_a_function(hook, role: str, arguments: tuple[str, ...], where: str | None = None) -> CuBridgeError:
+    return CuBridgeError(f"{role} must be a function {role}({', '.join(arguments)}), got {type(hook).__name__}", where)
 
 
 def hooks_trace_key(score_mod: Callable | None, mask_mod: Callable | None, bound: dict[str, torch.Tensor]) -> str:
@@ -278,6 +297,12 @@ def _check_results(score_mod, score_expr: Expr | None, mask_mod, mask_expr: Expr
         )
 
 
+def _modifying(score_expr: Expr | None) -> Expr | None:
+    """The traced score_mod, or None where it returns the score unchanged (FlexAttention's `noop` score_mod): the
+    kernel then keeps its own scaling, as without a score_mod (the transfer had nothing to put in its place)."""
+    return None if score_expr == argument("score", FLOAT) else score_expr
+
+
 def load_spec(path: str) -> AttentionSpec:
     """Load, check and trace the spec file at `path`."""
     path = os.path.abspath(path)
@@ -298,9 +323,14 @@ def load_spec(path: str) -> AttentionSpec:
             f"unknown normalization {normalization!r}; expected one of {', '.join(NORMALIZATIONS)}",
             f"{path}:{_assignment_line(path, 'normalization')}",
         )
-    hooks = [(hook, arguments) for hook, arguments in ((score_mod, SCORE_MOD_ARGS), (mask_mod, MASK_MOD_ARGS)) if hook]
+    score_mod, mask_mod = _unbound(score_mod), _unbound(mask_mod)
+    roles = ((score_mod, SCORE_MOD_ARGS, "score_mod"), (mask_mod, MASK_MOD_ARGS, "mask_mod"))
     bound: dict[str, torch.Tensor] = {}
-    for hook, arguments in hooks:
+    for hook, arguments, role in roles:
+        if hook is None:
+            continue
+        if not _is_python_function(hook):
+            raise _not_a_function(hook, role, arguments, f"{path}:{_assignment_line(path, role)}")
         _check_arity(hook, arguments)
         bound |= captured_tensors(hook)
     score_expr, mask_expr = _traces(_trace_key(path, source, module, score_mod, mask_mod, bound),
@@ -308,6 +338,7 @@ def load_spec(path: str) -> AttentionSpec:
     read = set().union(*(expr.leaves() for expr in (score_expr, mask_expr) if expr is not None))
     captures = {name: tensor for name, tensor in bound.items() if name in read}
     _check_results(score_mod, score_expr, mask_mod, mask_expr)
+    score_expr = _modifying(score_expr)
     return AttentionSpec(
         name=os.path.splitext(os.path.basename(path))[0],
         path=path,

@@ -42,6 +42,8 @@ _INT_BINARY = {
     arith.AndIOp: "{} & {}",
     arith.OrIOp: "{} | {}",
     arith.XOrIOp: "{} ^ {}",
+    arith.ShLIOp: "{} << {}",
+    arith.ShRSIOp: "{} >> {}",
 }
 _FLOAT_BINARY = {
     arith.AddfOp: "{} + {}",
@@ -198,8 +200,8 @@ class SliceEmitter:
             if predicate not in _FLOAT_PREDICATES:
                 raise self._unsupported(op, f"predicate {predicate}")
             return f"{operands[0]} {_FLOAT_PREDICATES[predicate]} {operands[1]}"
-        if isinstance(op, arith.IndexCastOp | arith.ExtUIOp | arith.ExtSIOp | arith.TruncIOp):
-            return f"static_cast<{cxx_type(op.results[0].type)}>({operands[0]})"
+        if isinstance(op, arith.IndexCastOp | arith.ExtUIOp | arith.ExtSIOp | arith.TruncIOp | arith.FPToSIOp):
+            return f"static_cast<{cxx_type(op.results[0].type)}>({operands[0]})"  # float to int truncates, as torch
         if isinstance(op, arith.SIToFPOp):
             return f"static_cast<float>({operands[0]})"
         if isinstance(op, arith.DivfOp):

@@ -129,6 +129,60 @@ def test_integer_abs_has_cuda(tmp_path):
     assert re.search(r"const int \w+ = abs\(\w+\);\s+// symmetric_alibi\.py:2", lowered.source)
 
 
+@pytest.mark.parametrize("reference", sorted(PROGRAMS))
+def test_float_to_integer_conversion_has_cuda(reference, tmp_path):
+    """arith.fptosi (`.int()` of a float, truncating) lowers to a static_cast, and compiles where nvcc is
+    installed."""
+    spec = tmp_path / "truncated_distance.py"
+    spec.write_text("def mask_mod(b, h, q_idx, kv_idx):\n"
+                    "    return ((q_idx - kv_idx).float() / 64).int() == 0\n")
+    lowered = lower_module(_parse(reference), _transferred(reference, spec), spec.stem, (("bf16", 128),))
+    assert re.search(r"const int \w+ = static_cast<int>\(\w+\);\s+// truncated_distance\.py:2", lowered.source)
+    if shutil.which("nvcc") is None:
+        return
+    arch = "-gencode=arch=compute_90a,code=sm_90a" if reference == "sm90" else "-arch=sm_80"
+    path = tmp_path / f"{reference}.cu"
+    path.write_text(lowered.source)
+    result = _nvcc(path, arch)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("reference", sorted(PROGRAMS))
+def test_integer_bitwise_operations_have_cuda(reference, tmp_path):
+    """`&`, `|`, `^`, `~`, `>>` and `<<` on integer indices (torch's arithmetic `>>`) lower to C++'s, and compile
+    where nvcc is installed."""
+    spec = tmp_path / "bits.py"
+    spec.write_text("def score_mod(score, b, h, q_idx, kv_idx):\n"
+                    "    lanes = ((q_idx ^ kv_idx) & 7) | (~kv_idx >> 2)\n"
+                    "    return score + (lanes << 1) * 0.01\n")
+    lowered = lower_module(_parse(reference), _transferred(reference, spec), spec.stem, (("bf16", 128),))
+    for operator in ("^", "&", "|", ">>"):
+        assert re.search(rf"const int \w+ = \w+ {re.escape(operator)} [\w()-]+;\s+// bits\.py:2", lowered.source)
+    assert re.search(r"const int \w+ = \w+ << 1;\s+// bits\.py:3", lowered.source)
+    if shutil.which("nvcc") is None:
+        return
+    arch = "-gencode=arch=compute_90a,code=sm_90a" if reference == "sm90" else "-arch=sm_80"
+    path = tmp_path / f"{reference}.cu"
+    path.write_text(lowered.source)
+    result = _nvcc(path, arch)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("reference", sorted(PROGRAMS))
+def test_a_score_mod_that_returns_the_score_lowers_as_none(reference, tmp_path):
+    """FlexAttention's `noop` score_mod (`return score`), alone or beside an all-true mask, is no score_mod: the
+    transfer split the softmax scale for it and left nothing in the seam ("arith.constant of the reference is
+    gone")."""
+    spec = tmp_path / "noop.py"
+    spec.write_text("import torch\n"
+                    "def score_mod(score, b, h, q_idx, kv_idx):\n"
+                    "    return score\n"
+                    "def mask_mod(b, h, q_idx, kv_idx):\n"
+                    "    return torch.ones_like(q_idx, dtype=torch.bool)\n")
+    assert load_spec(str(spec)).score_expr is None
+    lower_module(_parse(reference), _transferred(reference, spec), spec.stem)
+
+
 def test_head_dim_256_needs_its_own_program():
     module = _transferred("sm90", REPOSITORY / "examples/specs/causal.py")
     with pytest.raises(CuBridgeError, match="80-key kv tiles at head dim 256"):

@@ -1,5 +1,6 @@
 """Bad specs and unrecognised kernels are one located error, and nothing is written to -o."""
 
+import logging
 import re
 import textwrap
 from pathlib import Path
@@ -114,6 +115,16 @@ BAD_SPECS = {
         "data-dependent Python control flow in a hook: use torch.where instead of "
         "if/and/or/not on traced values",
     ),
+    "an operation torch refuses": (
+        """
+        import torch
+
+        def mask_mod(b, h, q_idx, kv_idx):
+            return torch.where(kv_idx % 2, q_idx > kv_idx, q_idx < kv_idx)
+        """,
+        4,
+        "tracing mask_mod failed: RuntimeError: expected predicate to be bool, got torch.int64",
+    ),
     "a tensor made in the hook": (
         """
         import torch
@@ -158,6 +169,21 @@ def test_both_tools_report_a_bad_spec_in_one_line(tmp_path, capsys, case):
     assert capsys.readouterr() == ("", expected)
     assert cuir_run([program, "--spec", path]) == 2
     assert capsys.readouterr() == ("", expected)
+
+
+def test_an_operation_torch_refuses_logs_nothing_beside_the_error(tmp_path):
+    """torch's fake tensors log a traceback when an operation fails on them; the located line is all the user gets."""
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    logger.addHandler(handler)
+    try:
+        with pytest.raises(CuBridgeError, match="expected predicate to be bool"):
+            load_spec(write_spec(tmp_path, BAD_SPECS["an operation torch refuses"][0]))
+    finally:
+        logger.removeHandler(handler)
+    assert records == []
 
 
 @pytest.mark.parametrize(

@@ -93,6 +93,41 @@ def test_eager_attention_gives_the_hooks_it_was_written_with():
     torch.testing.assert_close(hooks_only.reference(q, k, v, 0.25), spec.reference(q, k, v, 0.25))
 
 
+def test_eager_attention_in_its_common_spellings(tmp_path):
+    """`/ math.sqrt(q.size(3))`, `k.mT`, `L, S = scores.shape[-2:]`, `scores.size(-1)`, positive dimensions and
+    Hugging Face's `softmax(..., dtype=torch.float32).to(v.dtype)` are the usual ways to write the scale, the
+    sizes and P (they were refused, or raised TypeError for the shape slice)."""
+    path = tmp_path / "spec.py"
+    path.write_text("import math\n"
+                    "import torch\n"
+                    "def attention(q, k, v):\n"
+                    "    scores = torch.matmul(q, k.mT) / math.sqrt(q.size(3))\n"
+                    "    L, S = scores.shape[-2:]\n"
+                    "    keep = torch.arange(L)[:, None] >= torch.arange(scores.size(-1))[None, :]\n"
+                    "    scores = scores.masked_fill(~keep, float('-inf'))\n"
+                    "    return torch.softmax(scores, dim=-1, dtype=torch.float32).to(v.dtype) @ v\n")
+    spec = load_spec(str(path))
+    assert spec.score_expr is None
+    q_idx, kv_idx = torch.arange(40).view(40, 1), torch.arange(50)
+    assert torch.equal(_mask_on_grid(spec)[0, 0], q_idx >= kv_idx)
+    q, k, v = random_qkv(kv_heads=4)
+    hooks_only = dataclasses.replace(spec, user_reference=None)
+    torch.testing.assert_close(hooks_only.reference(q, k, v, 0.25), spec.reference(q, k, v, 0.25))
+
+
+def test_a_failing_eager_reference_is_a_located_error(tmp_path):
+    """The eager function is the ground truth, run on float64 inputs: its failure there is one located line."""
+    path = tmp_path / "spec.py"
+    path.write_text("import torch\n"
+                    "def attention(q, k, v):\n"
+                    "    scores = q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5\n"
+                    "    return torch.softmax(scores, dim=-1, dtype=torch.float32) @ v\n")
+    spec = load_spec(str(path))
+    with pytest.raises(CuBridgeError) as error:
+        spec.reference(*random_qkv(kv_heads=4), 0.25)
+    assert str(error.value).startswith(f"{path}:4: error: running attention failed: RuntimeError: expected ")
+
+
 def test_eager_function_that_is_not_attention_is_a_located_error(tmp_path):
     path = tmp_path / "spec.py"
     path.write_text("def attention(q, k, v):\n    return q @ k.transpose(-2, -1)\n")
@@ -133,6 +168,73 @@ def test_tensors_captured_by_flexattention_combinators_are_found(tmp_path):
     spec = load_spec(str(path))
     assert list(spec.captures) == ["document"]
     assert spec.mask_expr.leaves() == {"document", "q_idx", "kv_idx"}
+
+
+def _mask_on_grid(spec):
+    b, h, q_idx, kv_idx = (torch.arange(n).view(*(n if d == i else 1 for d in range(4))) for i, n in
+                           enumerate((2, 3, 40, 50)))
+    return spec.broadcast_hooks("cpu")[1](b, h, q_idx, kv_idx).expand(2, 3, 40, 50)
+
+
+def test_a_hook_with_a_defaulted_parameter_is_traced_with_its_default(tmp_path):
+    """FlexAttention calls mask_mod(b, h, q_idx, kv_idx), so `window=16` keeps its default (make_fx traced the
+    parameter as a fifth input and failed)."""
+    path = tmp_path / "window.py"
+    path.write_text("def mask_mod(b, h, q_idx, kv_idx, window=16):\n"
+                    "    return (q_idx - kv_idx).abs() < window\n")
+    spec = load_spec(str(path))
+    q_idx, kv_idx = torch.arange(40).view(40, 1), torch.arange(50)
+    assert torch.equal(_mask_on_grid(spec)[0, 0], (q_idx - kv_idx).abs() < 16)
+
+
+def test_traced_hooks_make_index_floats_float32_as_the_hook_does(tmp_path):
+    """A T5 bucket truncates log(d / 8) / log(16) * 8, which is exactly 2 in float32 at d = 16 (as the hook computes
+    it) but just below 2 in float64: the traced hooks (the GPU's reference, the host-made masks) must agree."""
+    path = tmp_path / "t5.py"
+    path.write_text("import math\n"
+                    "import torch\n"
+                    "def mask_mod(b, h, q_idx, kv_idx):\n"
+                    "    distance = (q_idx - kv_idx).abs().clamp(min=1)\n"
+                    "    return (torch.log(distance.float() / 8) / math.log(16) * 8).long() % 2 == 0\n")
+    spec = load_spec(str(path))
+    q_idx, kv_idx = torch.arange(40).view(40, 1), torch.arange(50)
+    distance = (q_idx - kv_idx).abs().clamp(min=1)
+    expected = (torch.log(distance.float() / 8) / math.log(16) * 8).long() % 2 == 0
+    assert expected[16, 0]  # bucket 2 in float32; float64 gives bucket 1
+    assert torch.equal(_mask_on_grid(spec)[0, 0], expected)
+
+
+def test_integer_bitwise_operations_are_traced_with_torchs_semantics(tmp_path):
+    """`&`, `|`, `^`, `~`, `<<` and `>>` (arithmetic: a negative distance stays negative) on integer indices, and
+    a boolean operand counted as 0 or 1."""
+    path = tmp_path / "bits.py"
+    path.write_text("def mask_mod(b, h, q_idx, kv_idx):\n"
+                    "    bits = (~kv_idx & 3) == ((q_idx ^ (kv_idx << 1)) | (h > 1))\n"
+                    "    return ((q_idx - kv_idx) >> 3 == -1) | bits\n")
+    spec = load_spec(str(path))
+    h, q_idx, kv_idx = torch.arange(3).view(3, 1, 1), torch.arange(40).view(40, 1), torch.arange(50)
+    expected = ((q_idx - kv_idx) >> 3 == -1) | ((~kv_idx & 3) == ((q_idx ^ (kv_idx << 1)) | (h > 1)))
+    assert torch.equal(_mask_on_grid(spec)[1], expected)
+
+
+def test_an_object_called_as_a_hook_is_traced_through_its_call(tmp_path):
+    """A hook may be an instance of a class with `__call__` (traced as a bound method); an object that is no
+    Python function is one located line, not an AttributeError."""
+    path = tmp_path / "window.py"
+    path.write_text("class Window:\n"
+                    "    def __init__(self, size):\n"
+                    "        self.size = size\n"
+                    "    def __call__(self, b, h, q_idx, kv_idx):\n"
+                    "        return (q_idx >= kv_idx) & (q_idx - kv_idx < self.size)\n"
+                    "mask_mod = Window(8)\n")
+    spec = load_spec(str(path))
+    q_idx, kv_idx = torch.arange(40).view(40, 1), torch.arange(50)
+    assert torch.equal(_mask_on_grid(spec)[1, 2], (q_idx >= kv_idx) & (q_idx - kv_idx < 8))
+    path.write_text("import math\n\nscore_mod = math.fabs\n")
+    with pytest.raises(CuBridgeError) as error:
+        load_spec(str(path))
+    assert str(error.value) == (f"{path}:3: error: score_mod must be a function score_mod(score, b, h, q_idx, "
+                                "kv_idx), got builtin_function_or_method")
 
 
 def test_a_hooks_constants_are_made_on_its_indices_device():
