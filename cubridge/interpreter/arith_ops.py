@@ -3,7 +3,10 @@ control code) and to numpy arrays (`cuir.map` bodies).
 
 Index and integer values are Python ints or int64 arrays (non-negative
 where unsigned ops use them); f32 values are np.float32 scalars or float32
-arrays; i1 values are bools.
+arrays; i1 values are bools. The lowered kernels hold every index and integer
+in a 32-bit `int`: a constant, or an add, subtract, multiply or left shift
+result, that leaves that range is a fault of the op (a hook's
+`q_idx * 10000019` wraps on the GPU, its `2 ** 40` is truncated).
 """
 
 from __future__ import annotations
@@ -14,6 +17,10 @@ from xdsl.dialects.builtin import AnyFloat, FloatAttr, IntegerType
 from xdsl.ir import Operation
 
 from cubridge.interpreter.compiler import Compiler, Frame, Step, handles
+from cubridge.interpreter.report import KernelFault
+
+# the lowering gives index and integer values a 32-bit `int`
+_INT_RANGE = (-(2**31), 2**31 - 1)
 
 
 def _select(condition, if_true, if_false):
@@ -111,12 +118,21 @@ def constant(op: arith.ConstantOp, compiler: Compiler) -> Step:
         value = bool(attr.value.data)
     else:
         value = int(attr.value.data)
+        if not _INT_RANGE[0] <= value <= _INT_RANGE[1]:
+            return Step(_faulting(op, f"integer overflow: the constant {value} does not fit in the kernel's 32-bit int"))
     result = op.result
 
     def run(frame: Frame) -> None:
         frame.values[result] = value
 
     return Step(run)
+
+
+def _faulting(op: Operation, message: str):
+    def run(frame: Frame) -> None:
+        raise KernelFault(op, message)
+
+    return run
 
 
 def elementwise_step(op: Operation, function) -> Step:
@@ -146,9 +162,34 @@ def elementwise_step(op: Operation, function) -> Step:
     return Step(run)
 
 
+# integer ops whose value can leave the 32-bit `int`
+_OVERFLOWING = (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.ShLIOp)
+
+
+def _within_int(op: Operation, function):
+    """`function`, faulting `op` where a value it computes does not fit in a 32-bit int."""
+    low, high = _INT_RANGE
+
+    def checked(*operands):
+        value = function(*operands)
+        if isinstance(value, np.ndarray):
+            outside = value.size and (value.min() < low or value.max() > high)
+            reached = int(value.max() if value.max() > high else value.min()) if outside else 0
+        else:
+            outside, reached = not low <= value <= high, value
+        if outside:
+            raise KernelFault(op, f"integer overflow: the value {reached} does not fit in the kernel's 32-bit int")
+        return value
+
+    return checked
+
+
 @handles(*ELEMENTWISE)
 def elementwise(op: Operation, compiler: Compiler) -> Step:
-    return elementwise_step(op, ELEMENTWISE[type(op)])
+    function = ELEMENTWISE[type(op)]
+    if isinstance(op, _OVERFLOWING):
+        function = _within_int(op, function)
+    return elementwise_step(op, function)
 
 
 @handles(arith.CmpiOp, arith.CmpfOp)
@@ -194,9 +235,12 @@ def _to_float32(value):
 
 
 def _to_integer(value):
+    """Truncates and saturates to the 32-bit int as the GPU's conversion does (cvt.rzi.s32.f32: -inf is the
+    least int, NaN 0)."""
+    saturated = np.clip(np.nan_to_num(np.trunc(value), nan=0.0), *_INT_RANGE)
     if isinstance(value, np.ndarray):
-        return np.trunc(value).astype(np.int64)
-    return int(value)
+        return saturated.astype(np.int64)
+    return int(saturated)
 
 
 def _same(value):

@@ -1,6 +1,7 @@
 """cuir-run: verdict lines, exit statuses, stdin, specs, and one-line errors."""
 
 import io
+import re
 from io import StringIO
 
 import pytest
@@ -128,3 +129,25 @@ def test_invalid_ir_is_a_located_error(capsys, tmp_path):
     assert main([str(path)]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith(f"{path}:1:1: error: threads must be a multiple of 128")
+
+
+@pytest.mark.parametrize("program", ["attention_sm90.mlir", "attention_sm80.mlir"])
+@pytest.mark.parametrize("mask, op, what", [
+    ("((q_idx * 10000019 + kv_idx * 7) % 5) != 0", "arith.muli", "the value \\d+"),
+    ("(q_idx - kv_idx < 2 ** 40) & (kv_idx <= q_idx)", "arith.constant", "the constant \\d+"),
+], ids=["product", "constant"])
+def test_hook_integers_past_the_kernels_32_bit_int_are_a_fault(program, mask, op, what, tmp_path, monkeypatch,
+                                                                capsys):
+    """The lowering gives a hook's integers a 32-bit `int`: where a value leaves it (the GPU wraps a product and
+    truncates a constant; torch's int64 reference does neither), the run faults at that op instead of passing on
+    the reference's arithmetic (both masks failed on the H200 after verifying, run 215)."""
+    spec_path = tmp_path / "wide.py"
+    spec_path.write_text(f"def mask_mod(b, h, q_idx, kv_idx):\n    return {mask}\n")
+    module = load_example(program)
+    transfer_kernel(find_kernel(module), load_spec(str(spec_path)))
+    monkeypatch.setattr("sys.stdin", io.StringIO(_printed(module)))
+    assert main(["-", "--spec", str(spec_path), *SMALL]) == 1
+    diagnostic, verdict = capsys.readouterr().out.splitlines()
+    assert verdict.startswith("cuir-run: fault: 1 diagnostic(s) at ")
+    assert re.fullmatch(rf"<stdin>:\d+:\d+: error: fault: {re.escape(op)} at <stdin>:\d+:\d+: integer overflow: "
+                        rf"{what} does not fit in the kernel's 32-bit int", diagnostic), diagnostic
