@@ -138,13 +138,7 @@ def test_float_to_integer_conversion_has_cuda(reference, tmp_path):
                     "    return ((q_idx - kv_idx).float() / 64).int() == 0\n")
     lowered = lower_module(_parse(reference), _transferred(reference, spec), spec.stem, (("bf16", 128),))
     assert re.search(r"const int \w+ = static_cast<int>\(\w+\);\s+// truncated_distance\.py:2", lowered.source)
-    if shutil.which("nvcc") is None:
-        return
-    arch = "-gencode=arch=compute_90a,code=sm_90a" if reference == "sm90" else "-arch=sm_80"
-    path = tmp_path / f"{reference}.cu"
-    path.write_text(lowered.source)
-    result = _nvcc(path, arch)
-    assert result.returncode == 0, result.stderr[-2000:]
+    _assert_compiles_where_nvcc_is(lowered.source, reference, tmp_path)
 
 
 @pytest.mark.parametrize("reference", sorted(PROGRAMS))
@@ -159,13 +153,7 @@ def test_integer_bitwise_operations_have_cuda(reference, tmp_path):
     for operator in ("^", "&", "|", ">>"):
         assert re.search(rf"const int \w+ = \w+ {re.escape(operator)} [\w()-]+;\s+// bits\.py:2", lowered.source)
     assert re.search(r"const int \w+ = \w+ << 1;\s+// bits\.py:3", lowered.source)
-    if shutil.which("nvcc") is None:
-        return
-    arch = "-gencode=arch=compute_90a,code=sm_90a" if reference == "sm90" else "-arch=sm_80"
-    path = tmp_path / f"{reference}.cu"
-    path.write_text(lowered.source)
-    result = _nvcc(path, arch)
-    assert result.returncode == 0, result.stderr[-2000:]
+    _assert_compiles_where_nvcc_is(lowered.source, reference, tmp_path)
 
 
 @pytest.mark.parametrize("reference", sorted(PROGRAMS))
@@ -247,6 +235,17 @@ def _nvcc(path: Path, arch: str) -> subprocess.CompletedProcess:
                            str(path.with_suffix(".cubin"))], capture_output=True, text=True)
 
 
+def _assert_compiles_where_nvcc_is(source: str, reference: str, tmp_path: Path) -> None:
+    """The lowered `source` of `reference` compiles, where nvcc is installed."""
+    if shutil.which("nvcc") is None:
+        return
+    arch = "-gencode=arch=compute_90a,code=sm_90a" if reference == "sm90" else "-arch=sm_80"
+    path = tmp_path / f"{reference}.cu"
+    path.write_text(source)
+    result = _nvcc(path, arch)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
 @pytest.mark.parametrize("reference", sorted(PROGRAMS))
 def test_sine_and_cosine_lower_to_their_accurate_primitives(reference, tmp_path):
     """math.sin / math.cos become accurate_sin / accurate_cos (reduced by pi in FMAs, then the MUFU): __sinf,
@@ -259,13 +258,7 @@ def test_sine_and_cosine_lower_to_their_accurate_primitives(reference, tmp_path)
         assert re.search(r"accurate_sin\(\w+\);\s+// index_sine_mask\.py:13", lowered.source)
     assert "__sinf" not in lowered.source and "__cosf" not in lowered.source
     assert "static constexpr bool kRetireAtStepTop = true;" in lowered.source
-    if shutil.which("nvcc") is None:
-        return
-    arch = "-gencode=arch=compute_90a,code=sm_90a" if reference == "sm90" else "-arch=sm_80"
-    path = tmp_path / f"{reference}.cu"
-    path.write_text(lowered.source)
-    result = _nvcc(path, arch)
-    assert result.returncode == 0, result.stderr[-2000:]
+    _assert_compiles_where_nvcc_is(lowered.source, reference, tmp_path)
 
 
 def test_references_table_names_the_kernels():
