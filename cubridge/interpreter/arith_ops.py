@@ -173,11 +173,13 @@ def _within_int(op: Operation, function):
     def checked(*operands):
         value = function(*operands)
         if isinstance(value, np.ndarray):
-            outside = value.size and (value.min() < low or value.max() > high)
-            reached = int(value.max() if value.max() > high else value.min()) if outside else 0
+            if not value.size:
+                return value
+            least, most = int(value.min()), int(value.max())
         else:
-            outside, reached = not low <= value <= high, value
-        if outside:
+            least = most = value
+        if least < low or most > high:
+            reached = most if most > high else least
             raise KernelFault(op, f"integer overflow: the value {reached} does not fit in the kernel's 32-bit int")
         return value
 
