@@ -4,9 +4,13 @@ SM clock, per provider and mask, rounds interleaved so that a drift of the chip'
 
   python3 benchmarks/sustained_power.py [--seqlen 8192] [--batch 2] [--heads 32 --heads-kv 32] [--head-dim 128]
                                          [--seconds 4] [--rounds 2] [--fa4] [--cudnn] [--extra NAME=FILE.cu ...]
+                                         [--bshd] [--host grid-per-tile ...]
 
 --extra adds a provider whose kernel is another source of attention_sm90.cu (an edited copy), launched through the
 same runtime: what a change does to work per joule, where paired bursts (ab_variants.py) run below the power cap.
+--bshd adds "cubridge-bshd": the shipped kernel on inputs laid out [B, S, H, D] in memory (FA4's layout, viewed as
+[B, H, S, D]), to tell what the layout alone does to L2 traffic and work per joule. --host NAME adds
+"cubridge-NAME": the shipped kernel launched as ab_variants.py's host variant NAME (another grid or kv tile).
 
 On the H200 every attention kernel here runs at the 700 W power cap, so the clock, not the power, moves: TFLOPS
 per watt and TFLOPS then rank providers alike, and the clock shows whether a lead is work per cycle (same clock) or
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import statistics
 import subprocess
 import sys
@@ -27,7 +32,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.ab_variants import cudnn_launchers, fa4_launchers  # noqa: E402
+from benchmarks.ab_variants import HOST_VARIANTS, HostVariant, cudnn_launchers, fa4_launchers  # noqa: E402
 from cubridge.runtime.compiler import compile_cubin  # noqa: E402
 from cubridge.runtime.reference import causal_density  # noqa: E402
 
@@ -42,7 +47,11 @@ QUERY = "timestamp,power.draw,clocks.sm"
 def providers(args, q, k, v) -> dict[str, callable]:
     """name -> run(causal) for each provider asked for, FA4 on its own layout of the same inputs."""
     inputs = (q, k, v)
-    runs = kernel_providers(args.extra, q, k, v)
+    runs = kernel_providers(args.extra, q, k, v, tuple(args.host))
+    if args.bshd:
+        bshd = tuple(t.transpose(1, 2).contiguous().transpose(1, 2) for t in inputs)
+        shipped = runs["cubridge"]
+        runs["cubridge-bshd"] = lambda causal: shipped(causal, bshd)
     if args.fa4:
         fa4 = fa4_launchers([inputs])
         runs["fa4"] = lambda causal: fa4[causal](inputs)
@@ -52,27 +61,43 @@ def providers(args, q, k, v) -> dict[str, callable]:
     return runs
 
 
-def kernel_providers(extra: list[str], q, k, v) -> dict[str, callable]:
-    """name -> run(causal) for the shipped kernel ("cubridge") and each --extra NAME=FILE source, all launched
-    through the runtime; its cubin (and with it the launch plans) is swapped when the provider changes, never
-    within a run."""
-    kernels = {"cubridge": sm90_host._compiled}
+def kernel_providers(extra: list[str], q, k, v, hosts: tuple[str, ...] = ()) -> dict[str, callable]:
+    """name -> run(causal[, inputs]) for the shipped kernel ("cubridge"), each --extra NAME=FILE source and each
+    --host variant ("cubridge-NAME": the shipped kernel launched as ab_variants.py's host variant NAME), all
+    launched through the runtime (on q, k, v unless given other inputs). The cubin, the host constants and the grid
+    (and with them the launch plans) are swapped when the provider changes, never within a run."""
+    shipped = sm90_host._compiled
+    kernels = {"cubridge": (shipped, HostVariant())}
     for item in extra:
         name, _, file = item.partition("=")
         if not name or name in kernels or not Path(file).is_file():
             raise SystemExit(f"sustained_power: --extra {item!r}: expected a new NAME=FILE with an existing file")
         compiled = compile_cubin(Path(file), torch.cuda.get_device_capability())
-        kernels[name] = lambda capability, compiled=compiled: compiled
-    current = [sm90_host._compiled]
+        kernels[name] = (lambda capability, compiled=compiled: compiled, HostVariant())
+    for name in hosts:
+        if name not in HOST_VARIANTS["sm90"]:
+            raise SystemExit(f"sustained_power: --host {name!r}: one of {', '.join(HOST_VARIANTS['sm90'])}")
+        kernels[f"cubridge-{name}"] = (shipped, HOST_VARIANTS["sm90"][name])
+    defaults = {constant: getattr(sm90_host, constant)
+                for _, variant in kernels.values() for constant, _ in variant.constants}
+    sm_count = sm90_host._sm_count
+    current = [("cubridge", None)]
 
-    def runner(kernel):
-        def run(causal):
-            if current[0] is not kernel:
-                sm90_host._compiled = current[0] = kernel
-                sm90_host._PLANS.clear()  # a launch plan holds the function it was made with
-            return sm90_host.attention_sm90(q, k, v, causal=causal)
+    def runner(name, kernel, variant):
+        def run(causal, inputs=(q, k, v)):
+            applies = variant.with_causal or not causal
+            if current[0] != (name, applies):
+                current[0] = (name, applies)
+                sm90_host._compiled = kernel
+                for constant, value in (defaults | (dict(variant.constants) if applies else {})).items():
+                    setattr(sm90_host, constant, value)
+                grid = variant.grid if applies else None
+                tiles = math.ceil(inputs[0].shape[2] / sm90_host.BLOCK_M) * inputs[0].shape[1] * inputs[0].shape[0]
+                sm90_host._sm_count = sm_count if grid is None else lambda index: grid(tiles, sm_count(index))
+                sm90_host._PLANS.clear()  # a launch plan holds the function, kv tile and grid it was made with
+            return sm90_host.attention_sm90(*inputs, causal=causal)
         return run
-    return {name: runner(kernel) for name, kernel in kernels.items()}
+    return {name: runner(name, kernel, variant) for name, (kernel, variant) in kernels.items()}
 
 
 def sustained(run, seconds: float, settle: float) -> dict[str, float]:
@@ -121,6 +146,9 @@ def main() -> int:
     parser.add_argument("--cudnn", action="store_true", help="SDPA's cuDNN backend beside ours")
     parser.add_argument("--extra", action="append", default=[], metavar="NAME=FILE",
                         help="a provider running attention_sm90.cu's edited copy FILE (repeatable)")
+    parser.add_argument("--bshd", action="store_true", help="the shipped kernel on [B, S, H, D] memory beside")
+    parser.add_argument("--host", action="append", default=[], metavar="NAME",
+                        help="the shipped kernel launched as ab_variants.py's host variant NAME (repeatable)")
     args = parser.parse_args()
     if args.settle >= args.seconds:
         raise SystemExit("sustained_power: --settle must be shorter than --seconds")

@@ -9,7 +9,9 @@ plain torch operations, as FlexAttention defines it:
 - normalization `softmax` (the output is softmax(scores) v), `sigmoid` or `relu` (the activation of each
   kept score, without row normalization);
 - grouped-query attention: HQ = g * HKV, query head h reads kv head h // g (FlexAttention's `enable_gqa`);
-- a fully masked row (every entry masked by mask_mod, or set to -inf by score_mod) has output 0 and LSE -inf;
+- a fully masked row (every entry masked by mask_mod, or set by score_mod to -inf or to a score whose float32
+  value times log2(e) overflows, such as torch.finfo(torch.float32).min) has output 0 and LSE -inf, as
+  FlexAttention's compiled kernels give (its unfused eager path averages such a row uniformly instead);
 - the LSE (softmax only) is the natural-log log-sum-exp of the modified, masked scores, float32 (float64
   when computing in float64).
 
@@ -31,6 +33,7 @@ from cubridge.frontends.hooks import IndexWithTensors
 
 NORMALIZATIONS = ("softmax", "sigmoid", "relu")
 DEFAULT_CHUNK_SCORES = 2**26
+LOG2_E = math.log2(math.e)
 SIXTEEN_BIT = (torch.float16, torch.bfloat16)
 
 
@@ -87,7 +90,7 @@ def attention_reference(query: torch.Tensor, key: torch.Tensor, value: torch.Ten
         keep = torch.ones((), dtype=torch.bool, device=device)
         if mask_hook is not None:
             keep = torch.as_tensor(mask_hook(indices["b"], indices["h"], q_idx, indices["kv_idx"])).to(device)
-        scores = scores.masked_fill(~keep, -math.inf)
+        scores = scores.masked_fill(~keep | vanishes_in_base_2(scores), -math.inf)
         if normalization == "softmax":
             row_lse = torch.logsumexp(scores, dim=-1)
             probs = torch.exp(scores - row_lse[..., None]).nan_to_num(0.0)  # -inf rows: exp(nan) -> 0
@@ -98,6 +101,13 @@ def attention_reference(query: torch.Tensor, key: torch.Tensor, value: torch.Ten
             probs = torch.where(keep & (scores > -math.inf), activation(scores), 0.0)
         out[:, :, start:stop] = (probs.to(compute_dtype) @ values).to(query.dtype)
     return (out, lse) if return_lse else out
+
+
+def vanishes_in_base_2(scores: torch.Tensor) -> torch.Tensor:
+    """Where a score is -inf once FlexAttention's kernels take it to base 2 (float32 score * log2(e) overflows,
+    e.g. torch.finfo(torch.float32).min): such a score is masked, so a row of them has output 0, not uniform."""
+    return scores.to(torch.float32) * LOG2_E == -math.inf
+
 
 def per_element(hook: Callable, score_first: bool) -> Callable:
     """`hook` on 1-D b, h, q_idx, kv_idx vectors (and a [B, H, SQ, SKV] score), giving

@@ -60,7 +60,8 @@ class StandardAttention:
 
 
 def masked_scores(spec, q: np.ndarray, k: np.ndarray, scale: float, dtype) -> np.ndarray:
-    """scale * Q K^T computed in `dtype`, through the spec's score_mod; masked entries -inf."""
+    """scale * Q K^T computed in `dtype`, through the spec's score_mod; masked entries -inf, and so are
+    scores that vanish in base 2 (`cubridge.reference.vanishes_in_base_2`)."""
     q, k = np.asarray(q, dtype=dtype), np.asarray(k, dtype=dtype)
     k = np.repeat(k, q.shape[1] // k.shape[1], axis=1)
     with np.errstate(invalid="ignore"):  # BLAS raises spurious invalid-value flags
@@ -69,11 +70,14 @@ def masked_scores(spec, q: np.ndarray, k: np.ndarray, scale: float, dtype) -> np
         return scores
     import torch  # hooks are torch code; standard attention never gets here without a mask
 
+    from cubridge.reference import vanishes_in_base_2
+
     indices = [torch.arange(size) for size in scores.shape]
     result = torch.from_numpy(scores)
     score_mod, mask_mod = spec.elementwise_hooks()  # per element, as FlexAttention applies hooks
     if score_mod is not None:
         result = score_mod(result, *indices).to(result.dtype)
+        result = result.masked_fill(vanishes_in_base_2(result), -torch.inf)
     if mask_mod is not None:
         keep = mask_mod(*indices).expand(scores.shape)
         result = result.masked_fill(~keep, -torch.inf)

@@ -33,6 +33,7 @@ HEAD_CONFIGS = ((2, 2, 1), (1, 3, 1), (2, 2, 2))  # (B, HQ, HKV)
 MAX_LENGTH = 1024  # constants beyond it are not straddled: too costly to execute
 MIN_SCORE_RANGE = 8.0
 SCORE_RANGE_PER_CONSTANT = 3.0
+MAX_SCORE_RANGE = 2.0**40  # past it a constant is a sentinel (finfo.min, -1e30), not a bound scores cross
 
 
 def hook_constants(spec, hooks=("mask_expr", "score_expr"), kinds=("int",)) -> set:
@@ -146,6 +147,8 @@ def _captures_fit(spec, shape: ProblemShape) -> bool:
 
 def score_range(spec) -> float:
     """The score scale the widest query rows of the wide inputs reach: well past every
-    constant of score_mod (a cap, a threshold, a bias), and at least 8."""
+    constant of score_mod (a cap, a threshold, a bias), at least 8, and at most 2^40, so
+    that widened queries and their float32 scores stay finite."""
     constants = [abs(c) for c in hook_constants(spec, ("score_expr",), ("int", "float")) if math.isfinite(c)]
-    return max([MIN_SCORE_RANGE] + [SCORE_RANGE_PER_CONSTANT * c for c in constants])
+    widest = max([MIN_SCORE_RANGE] + [SCORE_RANGE_PER_CONSTANT * c for c in constants])
+    return min(widest, MAX_SCORE_RANGE)

@@ -69,83 +69,77 @@ builtin.module {
           %block_max = cuir.row_reduce max %scores_1 : !cuir.tile<128x64xf32, @mma> -> !cuir.rows<128xf32, @mma>
           %13 = cuir.map %row_max_1, %block_max (%14: f32, %15: f32, %16: index) {
             %17 = arith.maxnumf %14, %15 : f32
-            %18 = arith.constant 0xff800000 : f32
-            %19 = arith.cmpf oeq, %17, %18 : f32
-            %20 = arith.constant 0.000000e+00 : f32
-            %21 = arith.mulf %17, %scale_log2 : f32
-            %22 = arith.select %19, %20, %21 : f32
-            %23 = arith.negf %22 : f32
-            cuir.yield %23 : f32
+            %18 = arith.mulf %17, %scale_log2 : f32
+            %19 = arith.constant -3.40282347e+38 : f32
+            %20 = arith.maxnumf %18, %19 : f32
+            %21 = arith.negf %20 : f32
+            cuir.yield %21 : f32
           } : !cuir.rows<128xf32, @mma>, !cuir.rows<128xf32, @mma> -> !cuir.rows<128xf32, @mma>
-          %scores_3 = cuir.map %scores_1, %13 (%24: f32, %25: f32, %26: index, %27: index) {
-            %28 = arith.mulf %24, %scale_log2 : f32
-            %29 = arith.addf %28, %25 : f32
-            %30 = math.exp2 %29 : f32
-            cuir.yield %30 : f32
+          %scores_3 = cuir.map %scores_1, %13 (%22: f32, %23: f32, %24: index, %25: index) {
+            %26 = arith.mulf %22, %scale_log2 : f32
+            %27 = arith.addf %26, %23 : f32
+            %28 = math.exp2 %27 : f32
+            cuir.yield %28 : f32
           } : !cuir.tile<128x64xf32, @mma>, !cuir.rows<128xf32, @mma> -> !cuir.tile<128x64xf32, @mma>
-          %correction = cuir.map %row_max_1, %block_max (%31: f32, %32: f32, %33: index) {
-            %34 = arith.mulf %31, %scale_log2 : f32
-            %35 = arith.maxnumf %31, %32 : f32
-            %36 = arith.constant 0xff800000 : f32
-            %37 = arith.cmpf oeq, %35, %36 : f32
-            %38 = arith.constant 0.000000e+00 : f32
-            %39 = arith.mulf %35, %scale_log2 : f32
-            %40 = arith.select %37, %38, %39 : f32
-            %41 = arith.subf %34, %40 : f32
-            %42 = math.exp2 %41 : f32
-            cuir.yield %42 : f32
+          %correction = cuir.map %row_max_1, %block_max (%29: f32, %30: f32, %31: index) {
+            %32 = arith.mulf %29, %scale_log2 : f32
+            %33 = arith.maxnumf %29, %30 : f32
+            %34 = arith.mulf %33, %scale_log2 : f32
+            %35 = arith.constant -3.40282347e+38 : f32
+            %36 = arith.maxnumf %34, %35 : f32
+            %37 = arith.subf %32, %36 : f32
+            %38 = math.exp2 %37 : f32
+            cuir.yield %38 : f32
           } : !cuir.rows<128xf32, @mma>, !cuir.rows<128xf32, @mma> -> !cuir.rows<128xf32, @mma>
-          %out_2 = cuir.map %out_1, %correction (%43: f32, %44: f32, %45: index, %46: index) {
-            %47 = arith.mulf %43, %44 : f32
-            cuir.yield %47 : f32
+          %out_2 = cuir.map %out_1, %correction (%39: f32, %40: f32, %41: index, %42: index) {
+            %43 = arith.mulf %39, %40 : f32
+            cuir.yield %43 : f32
           } : !cuir.tile<128x128xf32, @mma>, !cuir.rows<128xf32, @mma> -> !cuir.tile<128x128xf32, @mma>
-          %row_max_2 = cuir.map %row_max_1, %block_max (%48: f32, %49: f32, %50: index) {
-            %51 = arith.maxnumf %48, %49 : f32
-            cuir.yield %51 : f32
+          %row_max_2 = cuir.map %row_max_1, %block_max (%44: f32, %45: f32, %46: index) {
+            %47 = arith.maxnumf %44, %45 : f32
+            cuir.yield %47 : f32
           } : !cuir.rows<128xf32, @mma>, !cuir.rows<128xf32, @mma> -> !cuir.rows<128xf32, @mma>
-          %sum = cuir.map %row_sum_1, %row_max_1, %block_max (%52: f32, %53: f32, %54: f32, %55: index) {
-            %56 = arith.mulf %53, %scale_log2 : f32
-            %57 = arith.maxnumf %53, %54 : f32
-            %58 = arith.constant 0xff800000 : f32
-            %59 = arith.cmpf oeq, %57, %58 : f32
-            %60 = arith.constant 0.000000e+00 : f32
-            %61 = arith.mulf %57, %scale_log2 : f32
-            %62 = arith.select %59, %60, %61 : f32
-            %63 = arith.subf %56, %62 : f32
-            %64 = math.exp2 %63 : f32
-            %65 = arith.mulf %52, %64 : f32
-            cuir.yield %65 : f32
+          %sum = cuir.map %row_sum_1, %row_max_1, %block_max (%48: f32, %49: f32, %50: f32, %51: index) {
+            %52 = arith.mulf %49, %scale_log2 : f32
+            %53 = arith.maxnumf %49, %50 : f32
+            %54 = arith.mulf %53, %scale_log2 : f32
+            %55 = arith.constant -3.40282347e+38 : f32
+            %56 = arith.maxnumf %54, %55 : f32
+            %57 = arith.subf %52, %56 : f32
+            %58 = math.exp2 %57 : f32
+            %59 = arith.mulf %48, %58 : f32
+            cuir.yield %59 : f32
           } : !cuir.rows<128xf32, @mma>, !cuir.rows<128xf32, @mma>, !cuir.rows<128xf32, @mma> -> !cuir.rows<128xf32, @mma>
           %row_sum_2 = cuir.row_reduce sum %scores_3 init %sum : !cuir.tile<128x64xf32, @mma>, !cuir.rows<128xf32, @mma> -> !cuir.rows<128xf32, @mma>
           cuir.wait_group %copy_group : !cuir.token<@mma>
           cuir.barrier
-          %66 = cuir.convert %scores_3 : !cuir.tile<128x64xf32, @mma> -> !cuir.tile<128x64xbf16, @mma>
+          %60 = cuir.convert %scores_3 : !cuir.tile<128x64xf32, @mma> -> !cuir.tile<128x64xbf16, @mma>
           %v_tiles_regs = cuir.load %v_tiles[%stage] : !cuir.smem<64x128xbf16, stages 2, swizzle 128> -> !cuir.tile<64x128xbf16, @mma>
-          %out_3 = cuir.gemm ab %66, %v_tiles_regs acc %out_2 : !cuir.tile<128x64xbf16, @mma>, !cuir.tile<64x128xbf16, @mma>, !cuir.tile<128x128xf32, @mma> -> !cuir.tile<128x128xf32, @mma>
+          %out_3 = cuir.gemm ab %60, %v_tiles_regs acc %out_2 : !cuir.tile<128x64xbf16, @mma>, !cuir.tile<64x128xbf16, @mma>, !cuir.tile<128x128xf32, @mma> -> !cuir.tile<128x128xf32, @mma>
           cuir.barrier
           scf.yield %copies_3, %copies_2, %out_3, %row_max_2, %row_sum_2 : !cuir.token<@mma>, !cuir.token<@mma>, !cuir.tile<128x128xf32, @mma>, !cuir.rows<128xf32, @mma>, !cuir.rows<128xf32, @mma>
         }
         cuir.wait_group %copy_group_0_end : !cuir.token<@mma>
         cuir.barrier
-        %inverse = cuir.map %row_sum_end (%67: f32, %68: index) {
-          %69 = arith.constant 0.000000e+00 : f32
-          %70 = arith.cmpf ogt, %67, %69 : f32
-          %71 = arith.constant 1.000000e+00 : f32
-          %72 = arith.divf %71, %67 : f32
-          %73 = arith.select %70, %72, %69 : f32
-          cuir.yield %73 : f32
+        %inverse = cuir.map %row_sum_end (%61: f32, %62: index) {
+          %63 = arith.constant 0.000000e+00 : f32
+          %64 = arith.cmpf ogt, %61, %63 : f32
+          %65 = arith.constant 1.000000e+00 : f32
+          %66 = arith.divf %65, %61 : f32
+          %67 = arith.select %64, %66, %63 : f32
+          cuir.yield %67 : f32
         } : !cuir.rows<128xf32, @mma> -> !cuir.rows<128xf32, @mma>
-        %74 = cuir.map %out_end, %inverse (%75: f32, %76: f32, %77: index, %78: index) {
-          %79 = arith.mulf %75, %76 : f32
-          cuir.yield %79 : f32
+        %68 = cuir.map %out_end, %inverse (%69: f32, %70: f32, %71: index, %72: index) {
+          %73 = arith.mulf %69, %70 : f32
+          cuir.yield %73 : f32
         } : !cuir.tile<128x128xf32, @mma>, !cuir.rows<128xf32, @mma> -> !cuir.tile<128x128xf32, @mma>
-        %80 = cuir.convert %74 : !cuir.tile<128x128xf32, @mma> -> !cuir.tile<128x128xbf16, @mma>
-        cuir.store %80 -> %q_tile : !cuir.tile<128x128xbf16, @mma> -> !cuir.smem<128x128xbf16, swizzle 128>
-        %row_lse = cuir.map %row_max_end, %row_sum_end (%81: f32, %82: f32, %83: index) {
-          %84 = arith.mulf %81, %softmax_scale : f32
-          %85 = math.log %82 : f32
-          %86 = arith.addf %84, %85 : f32
-          cuir.yield %86 : f32
+        %74 = cuir.convert %68 : !cuir.tile<128x128xf32, @mma> -> !cuir.tile<128x128xbf16, @mma>
+        cuir.store %74 -> %q_tile : !cuir.tile<128x128xbf16, @mma> -> !cuir.smem<128x128xbf16, swizzle 128>
+        %row_lse = cuir.map %row_max_end, %row_sum_end (%75: f32, %76: f32, %77: index) {
+          %78 = arith.mulf %75, %softmax_scale : f32
+          %79 = math.log %76 : f32
+          %80 = arith.addf %78, %79 : f32
+          cuir.yield %80 : f32
         } : !cuir.rows<128xf32, @mma>, !cuir.rows<128xf32, @mma> -> !cuir.rows<128xf32, @mma>
         cuir.store %row_lse -> %lse[%batch, %head, %m0] : !cuir.rows<128xf32, @mma> -> !cuir.global<3 x f32, strided>
         cuir.barrier

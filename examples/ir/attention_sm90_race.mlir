@@ -121,54 +121,52 @@ builtin.module {
         %count_4 = arith.addi %count_3, %c1_1 : index
         %max = cuir.row_reduce max %s_1 : !cuir.tile<64x128xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
         %26 = cuir.map %max (%27: f32, %28: index) {
-          %29 = arith.cmpf oeq, %27, %24 : f32
-          %30 = arith.constant 0.000000e+00 : f32
-          %31 = arith.mulf %27, %scale_log2 : f32
-          %32 = arith.select %29, %30, %31 : f32
-          %33 = arith.negf %32 : f32
-          cuir.yield %33 : f32
+          %29 = arith.mulf %27, %scale_log2 : f32
+          %30 = arith.constant -3.40282347e+38 : f32
+          %31 = arith.maxnumf %29, %30 : f32
+          %32 = arith.negf %31 : f32
+          cuir.yield %32 : f32
         } : !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-        %s_3 = cuir.map %s_1, %26 (%34: f32, %35: f32, %36: index, %37: index) {
-          %38 = arith.mulf %34, %scale_log2 : f32
-          %39 = arith.addf %38, %35 : f32
-          %40 = math.exp2 %39 : f32
-          cuir.yield %40 : f32
+        %s_3 = cuir.map %s_1, %26 (%33: f32, %34: f32, %35: index, %36: index) {
+          %37 = arith.mulf %33, %scale_log2 : f32
+          %38 = arith.addf %37, %34 : f32
+          %39 = math.exp2 %38 : f32
+          cuir.yield %39 : f32
         } : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
         %o_1 = cuir.fill 0.0 : !cuir.tile<64x128xf32, @consumer>
         %probs = cuir.convert %s_3 : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xbf16, @consumer>
-        %alpha = cuir.map %max (%41: f32, %42: index) {
-          %43 = arith.cmpf oeq, %41, %24 : f32
-          %44 = arith.constant 0.000000e+00 : f32
-          %45 = arith.mulf %41, %scale_log2 : f32
-          %46 = arith.select %43, %44, %45 : f32
-          %47 = arith.subf %25, %46 : f32
-          %48 = math.exp2 %47 : f32
-          cuir.yield %48 : f32
+        %alpha = cuir.map %max (%40: f32, %41: index) {
+          %42 = arith.mulf %40, %scale_log2 : f32
+          %43 = arith.constant -3.40282347e+38 : f32
+          %44 = arith.maxnumf %42, %43 : f32
+          %45 = arith.subf %25, %44 : f32
+          %46 = math.exp2 %45 : f32
+          cuir.yield %46 : f32
         } : !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-        %49 = cuir.map %max (%50: f32, %51: index) {
-          %52 = arith.constant 0.000000e+00 : f32
-          %53 = arith.cmpf oeq, %50, %24 : f32
-          %54 = arith.mulf %50, %scale_log2 : f32
-          %55 = arith.select %53, %52, %54 : f32
-          %56 = arith.subf %25, %55 : f32
-          %57 = math.exp2 %56 : f32
-          %58 = arith.mulf %52, %57 : f32
-          cuir.yield %58 : f32
+        %47 = cuir.map %max (%48: f32, %49: index) {
+          %50 = arith.constant 0.000000e+00 : f32
+          %51 = arith.mulf %48, %scale_log2 : f32
+          %52 = arith.constant -3.40282347e+38 : f32
+          %53 = arith.maxnumf %51, %52 : f32
+          %54 = arith.subf %25, %53 : f32
+          %55 = math.exp2 %54 : f32
+          %56 = arith.mulf %50, %55 : f32
+          cuir.yield %56 : f32
         } : !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-        %sum = cuir.row_reduce sum %s_3 init %49 : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
+        %sum = cuir.row_reduce sum %s_3 init %47 : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
         %gemm_group_end, %s_end, %o_end, %probs_end, %alpha_end, %max_end, %sum_end, %count_end_3 = scf.for %j_1 = %c1_1 to %end_1 step %c1_1 iter_args(%gemm_group = %s_done, %s_4 = %s_3, %o_2 = %o_1, %probs_1 = %probs, %alpha_1 = %alpha, %max_1 = %max, %sum_1 = %sum, %count_5 = %count_4) -> (!cuir.token<@consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.tile<64x128xbf16, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, index) {
-          %59 = arith.cmpi slt, %j_1, %c0_1 : index
-          %60 = arith.cmpi sge, %j_1, %full_end : index
-          %needs_mask_1 = arith.ori %59, %60 : i1
+          %57 = arith.cmpi slt, %j_1, %c0_1 : index
+          %58 = arith.cmpi sge, %j_1, %full_end : index
+          %needs_mask_1 = arith.ori %57, %58 : i1
           %n0 = arith.muli %j_1, %c128_1 : index
           %stage_2 = arith.remsi %count_5, %c2_1 : index
           %count_6 = arith.subi %count_5, %c1_1 : index
           %stage_3 = arith.remsi %count_6, %c2_1 : index
-          %61 = arith.divsi %count_6, %c2_1 : index
-          %parity_2 = arith.andi %61, %c1_1 : index
+          %59 = arith.divsi %count_6, %c2_1 : index
+          %parity_2 = arith.andi %59, %c1_1 : index
           cuir.mbarrier_wait %v_full[%stage_3], %parity_2 : !cuir.mbarrier<2>
-          %62 = arith.divsi %count_5, %c2_1 : index
-          %parity_3 = arith.andi %62, %c1_1 : index
+          %60 = arith.divsi %count_5, %c2_1 : index
+          %parity_3 = arith.andi %60, %c1_1 : index
           cuir.mbarrier_wait %k_full[%stage_2], %parity_3 : !cuir.mbarrier<2>
           cuir.named_barrier_sync %16, 256
           cuir.gemm_fence
@@ -177,10 +175,10 @@ builtin.module {
           cuir.named_barrier_arrive %17, 256
           cuir.mbarrier_arrive %k_empty[%stage_2] : !cuir.mbarrier<2>
           %s_6 = scf.if %needs_mask_1 -> (!cuir.tile<64x128xf32, @consumer>) {
-            %s_7 = cuir.map %s_5 at [%c0_1, %n0] (%63: f32, %64: index, %65: index) {
-              %66 = arith.cmpi sge, %65, %seqlen_k_1 : index
-              %67 = arith.select %66, %24, %63 : f32
-              cuir.yield %67 : f32
+            %s_7 = cuir.map %s_5 at [%c0_1, %n0] (%61: f32, %62: index, %63: index) {
+              %64 = arith.cmpi sge, %63, %seqlen_k_1 : index
+              %65 = arith.select %64, %24, %61 : f32
+              cuir.yield %65 : f32
             } : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
             scf.yield %s_7 : !cuir.tile<64x128xf32, @consumer>
           } else {
@@ -191,54 +189,51 @@ builtin.module {
           cuir.mbarrier_arrive %v_empty[%stage_3] : !cuir.mbarrier<2>
           %count_7 = arith.addi %count_5, %c1_1 : index
           %max_2 = cuir.row_reduce max %s_6 init %max_1 : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-          %68 = cuir.map %max_2 (%69: f32, %70: index) {
-            %71 = arith.cmpf oeq, %69, %24 : f32
-            %72 = arith.constant 0.000000e+00 : f32
-            %73 = arith.mulf %69, %scale_log2 : f32
-            %74 = arith.select %71, %72, %73 : f32
-            %75 = arith.negf %74 : f32
-            cuir.yield %75 : f32
+          %66 = cuir.map %max_2 (%67: f32, %68: index) {
+            %69 = arith.mulf %67, %scale_log2 : f32
+            %70 = arith.constant -3.40282347e+38 : f32
+            %71 = arith.maxnumf %69, %70 : f32
+            %72 = arith.negf %71 : f32
+            cuir.yield %72 : f32
           } : !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-          %s_8 = cuir.map %s_6, %68 (%76: f32, %77: f32, %78: index, %79: index) {
-            %80 = arith.mulf %76, %scale_log2 : f32
-            %81 = arith.addf %80, %77 : f32
-            %82 = math.exp2 %81 : f32
-            cuir.yield %82 : f32
+          %s_8 = cuir.map %s_6, %66 (%73: f32, %74: f32, %75: index, %76: index) {
+            %77 = arith.mulf %73, %scale_log2 : f32
+            %78 = arith.addf %77, %74 : f32
+            %79 = math.exp2 %78 : f32
+            cuir.yield %79 : f32
           } : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
-          %alpha_2 = cuir.map %max_1, %max_2 (%83: f32, %84: f32, %85: index) {
-            %86 = arith.mulf %83, %scale_log2 : f32
-            %87 = arith.cmpf oeq, %84, %24 : f32
-            %88 = arith.constant 0.000000e+00 : f32
-            %89 = arith.mulf %84, %scale_log2 : f32
-            %90 = arith.select %87, %88, %89 : f32
-            %91 = arith.subf %86, %90 : f32
-            %92 = math.exp2 %91 : f32
-            cuir.yield %92 : f32
+          %alpha_2 = cuir.map %max_1, %max_2 (%80: f32, %81: f32, %82: index) {
+            %83 = arith.mulf %80, %scale_log2 : f32
+            %84 = arith.mulf %81, %scale_log2 : f32
+            %85 = arith.constant -3.40282347e+38 : f32
+            %86 = arith.maxnumf %84, %85 : f32
+            %87 = arith.subf %83, %86 : f32
+            %88 = math.exp2 %87 : f32
+            cuir.yield %88 : f32
           } : !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-          %o_4 = cuir.map %o_3, %alpha_2 (%93: f32, %94: f32, %95: index, %96: index) {
-            %97 = arith.mulf %93, %94 : f32
-            cuir.yield %97 : f32
+          %o_4 = cuir.map %o_3, %alpha_2 (%89: f32, %90: f32, %91: index, %92: index) {
+            %93 = arith.mulf %89, %90 : f32
+            cuir.yield %93 : f32
           } : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
           %probs_2 = cuir.convert %s_8 : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xbf16, @consumer>
-          %98 = cuir.map %sum_1, %max_1, %max_2 (%99: f32, %100: f32, %101: f32, %102: index) {
-            %103 = arith.mulf %100, %scale_log2 : f32
-            %104 = arith.cmpf oeq, %101, %24 : f32
-            %105 = arith.constant 0.000000e+00 : f32
-            %106 = arith.mulf %101, %scale_log2 : f32
-            %107 = arith.select %104, %105, %106 : f32
-            %108 = arith.subf %103, %107 : f32
-            %109 = math.exp2 %108 : f32
-            %110 = arith.mulf %99, %109 : f32
-            cuir.yield %110 : f32
+          %94 = cuir.map %sum_1, %max_1, %max_2 (%95: f32, %96: f32, %97: f32, %98: index) {
+            %99 = arith.mulf %96, %scale_log2 : f32
+            %100 = arith.mulf %97, %scale_log2 : f32
+            %101 = arith.constant -3.40282347e+38 : f32
+            %102 = arith.maxnumf %100, %101 : f32
+            %103 = arith.subf %99, %102 : f32
+            %104 = math.exp2 %103 : f32
+            %105 = arith.mulf %95, %104 : f32
+            cuir.yield %105 : f32
           } : !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-          %sum_2 = cuir.row_reduce sum %s_8 init %98 : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
+          %sum_2 = cuir.row_reduce sum %s_8 init %94 : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
           scf.yield %o_done, %s_8, %o_4, %probs_2, %alpha_2, %max_2, %sum_2, %count_7 : !cuir.token<@consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.tile<64x128xf32, @consumer>, !cuir.tile<64x128xbf16, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer>, index
         }
         cuir.mbarrier_arrive %q_empty : !cuir.mbarrier<1>
         %count_8 = arith.subi %count_end_3, %c1_1 : index
         %stage_4 = arith.remsi %count_8, %c2_1 : index
-        %111 = arith.divsi %count_8, %c2_1 : index
-        %parity_4 = arith.andi %111, %c1_1 : index
+        %106 = arith.divsi %count_8, %c2_1 : index
+        %parity_4 = arith.andi %106, %c1_1 : index
         cuir.mbarrier_wait %v_full[%stage_4], %parity_4 : !cuir.mbarrier<2>
         cuir.named_barrier_sync %16, 256
         cuir.gemm_fence
@@ -247,37 +242,37 @@ builtin.module {
         cuir.gemm_wait %o_done_1 : !cuir.token<@consumer>
         cuir.mbarrier_arrive %v_empty[%stage_4] : !cuir.mbarrier<2>
         %group_row0 = arith.addi %first_row_1, %11 : index
-        %row_lse = cuir.map %sum_end, %max_end (%112: f32, %113: f32, %114: index) {
-          %115 = arith.constant 0.000000e+00 : f32
-          %116 = arith.cmpf ogt, %112, %115 : f32
-          %117 = arith.mulf %113, %softmax_scale : f32
-          %118 = math.log %112 : f32
-          %119 = arith.addf %117, %118 : f32
-          %120 = arith.select %116, %119, %24 : f32
-          cuir.yield %120 : f32
+        %row_lse = cuir.map %sum_end, %max_end (%107: f32, %108: f32, %109: index) {
+          %110 = arith.constant 0.000000e+00 : f32
+          %111 = arith.cmpf ogt, %107, %110 : f32
+          %112 = arith.mulf %108, %softmax_scale : f32
+          %113 = math.log %107 : f32
+          %114 = arith.addf %112, %113 : f32
+          %115 = arith.select %111, %114, %24 : f32
+          cuir.yield %115 : f32
         } : !cuir.rows<64xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
         cuir.store %row_lse -> %lse[%batch_1, %head_1, %group_row0] : !cuir.rows<64xf32, @consumer> -> !cuir.global<3 x f32, strided>
         cuir.wait_group %store_group : !cuir.token<@consumer>
-        %121 = arith.addi %group, %c3 : index
-        cuir.named_barrier_sync %121, 128
-        %inverse = cuir.map %sum_end (%122: f32, %123: index) {
-          %124 = arith.constant 0.000000e+00 : f32
-          %125 = arith.cmpf ogt, %122, %124 : f32
-          %126 = arith.constant 1.000000e+00 : f32
-          %127 = arith.divf %126, %122 : f32
-          %128 = arith.select %125, %127, %124 : f32
-          cuir.yield %128 : f32
+        %116 = arith.addi %group, %c3 : index
+        cuir.named_barrier_sync %116, 128
+        %inverse = cuir.map %sum_end (%117: f32, %118: index) {
+          %119 = arith.constant 0.000000e+00 : f32
+          %120 = arith.cmpf ogt, %117, %119 : f32
+          %121 = arith.constant 1.000000e+00 : f32
+          %122 = arith.divf %121, %117 : f32
+          %123 = arith.select %120, %122, %119 : f32
+          cuir.yield %123 : f32
         } : !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
-        %129 = cuir.map %o_5, %inverse (%130: f32, %131: f32, %132: index, %133: index) {
-          %134 = arith.mulf %130, %131 : f32
-          cuir.yield %134 : f32
+        %124 = cuir.map %o_5, %inverse (%125: f32, %126: f32, %127: index, %128: index) {
+          %129 = arith.mulf %125, %126 : f32
+          cuir.yield %129 : f32
         } : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.tile<64x128xf32, @consumer>
-        %135 = cuir.convert %129 : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xbf16, @consumer>
-        cuir.store %135 -> %o_half[%group] : !cuir.tile<64x128xbf16, @consumer> -> !cuir.smem<64x128xbf16, stages 2, swizzle 128>
+        %130 = cuir.convert %124 : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xbf16, @consumer>
+        cuir.store %130 -> %o_half[%group] : !cuir.tile<64x128xbf16, @consumer> -> !cuir.smem<64x128xbf16, stages 2, swizzle 128>
         cuir.fence_async_shared
-        cuir.named_barrier_sync %121, 128
-        %136 = arith.cmpi slt, %group_row0, %seqlen_q : index
-        %store_group_1 = scf.if %136 -> (!cuir.token<@consumer>) {
+        cuir.named_barrier_sync %116, 128
+        %131 = arith.cmpi slt, %group_row0, %seqlen_q : index
+        %store_group_1 = scf.if %131 -> (!cuir.token<@consumer>) {
           cuir.store_async %o_half[%group] -> %o[%batch_1, %head_1, %group_row0, %c0_1] : !cuir.smem<64x128xbf16, stages 2, swizzle 128> -> !cuir.global<4 x bf16, strided>
           %stored_1 = cuir.commit_group : !cuir.token<@consumer>
           scf.yield %stored_1 : !cuir.token<@consumer>
@@ -287,9 +282,9 @@ builtin.module {
         %tile_count_3 = arith.addi %tile_count_2, %c1_1 : index
         cuir.yield %store_group_1, %tile_count_3, %count_end_3 : !cuir.token<@consumer>, index, index
       }
-      %137 = arith.subi %c1_1, %group : index
-      %138 = arith.cmpi ne, %137, %c0_1 : index
-      scf.if %138 {
+      %132 = arith.subi %c1_1, %group : index
+      %133 = arith.cmpi ne, %132, %c0_1 : index
+      scf.if %133 {
         cuir.named_barrier_sync %c1_1, 256
       }
       cuir.wait_group %store_group_end : !cuir.token<@consumer>

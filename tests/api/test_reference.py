@@ -72,6 +72,24 @@ def test_rows_a_score_mod_sets_to_minus_infinity_are_zero():
     torch.testing.assert_close(lse, expected_lse)
 
 
+def test_rows_a_score_mod_sets_to_the_lowest_float_are_zero_as_flex_attentions_kernels_give():
+    """FlexAttention's compiled kernels take scores to base 2 in float32, where finfo.min * log2(e) is -inf: such
+    a row is masked (its eager path averages it uniformly instead); elsewhere the lowest float is an ordinary
+    masked score."""
+    def lowest_before_row_two(score, b, h, q_idx, kv_idx):
+        return torch.where((q_idx >= 2) & (kv_idx <= q_idx), score, torch.finfo(torch.float32).min)
+
+    def minus_infinity_before_row_two(score, b, h, q_idx, kv_idx):
+        return torch.where((q_idx >= 2) & (kv_idx <= q_idx), score, -math.inf)
+
+    q, k, v = (torch.randn(1, 2, 6, 8, dtype=torch.float64) for _ in range(3))
+    out, lse = attention_reference(q, k, v, lowest_before_row_two, return_lse=True, compute_dtype=torch.float64)
+    expected_out, expected_lse = flex(q, k, v, minus_infinity_before_row_two, None, False)
+    assert out[0, :, :2].abs().max() == 0 and torch.isneginf(lse[0, :, :2]).all()
+    torch.testing.assert_close(out, expected_out)
+    torch.testing.assert_close(lse, expected_lse)
+
+
 @pytest.mark.parametrize("normalization,activation", [("sigmoid", torch.sigmoid), ("relu", torch.relu)])
 def test_pointwise_normalizations_apply_the_activation_to_kept_scores(normalization, activation):
     q, k, v = (torch.randn(1, 2, 9, 8, dtype=torch.float64) for _ in range(3))

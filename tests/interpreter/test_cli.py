@@ -132,6 +132,19 @@ def test_invalid_ir_is_a_located_error(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("program", ["attention_sm90.mlir", "attention_sm80.mlir"])
+def test_rows_of_the_lowest_float_verify_as_masked_rows(program, monkeypatch, capsys):
+    """A score_mod that writes torch.finfo(float32).min where eager code writes -inf, with row 0 seeing no key: the
+    kernels floor the row's exp2 offset at -FLT_MAX, so the row sums to 0 (output 0, LSE -inf, as FlexAttention's
+    kernels give); offset 0 for a max of -inf alone made that row NaN (run 215)."""
+    spec_path = EXAMPLES.parents[1] / "tests" / "runtime" / "specs" / "finfo_min_exclusive_causal.py"
+    module = load_example(program)
+    transfer_kernel(find_kernel(module), load_spec(str(spec_path)))
+    monkeypatch.setattr("sys.stdin", io.StringIO(_printed(module)))
+    assert main(["-", "--spec", str(spec_path), "--shape", "1,2,1,70,150,128", "--schedules", "1"]) == 0
+    assert capsys.readouterr().out.startswith("cuir-run: verified: ")
+
+
+@pytest.mark.parametrize("program", ["attention_sm90.mlir", "attention_sm80.mlir"])
 @pytest.mark.parametrize("mask, op, what", [
     ("((q_idx * 10000019 + kv_idx * 7) % 5) != 0", "arith.muli", "the value \\d+"),
     ("(q_idx - kv_idx < 2 ** 40) & (kv_idx <= q_idx)", "arith.constant", "the constant \\d+"),

@@ -14,7 +14,7 @@ from cubridge.interpreter import KernelPlan, ProblemShape, StandardAttention, ex
 from cubridge.interpreter.executor import find_kernel
 from cubridge.interpreter.numerics import round_to_bf16
 from cubridge.interpreter.reference import kernel_precision, masked_scores
-from cubridge.interpreter.shapes import VERIFY_NUM_SMS, critical_lengths, default_shapes, score_range
+from cubridge.interpreter.shapes import MAX_SCORE_RANGE, VERIFY_NUM_SMS, critical_lengths, default_shapes, score_range
 from cubridge.interpreter.verify import OutputError, random_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,6 +76,26 @@ def test_wide_inputs_reach_past_the_score_constants(example):
         scores = masked_scores(StandardAttention(), inputs["q"], inputs["k"], 1 / math.sqrt(128), np.float64)
         assert (np.abs(scores).max() > widest_score) == (inputs is wide)
         assert (inputs["v"][..., 0] == 1).all()
+
+
+def test_a_sentinel_constant_widens_scores_only_as_far_as_float32_holds(example, tmp_path):
+    """finfo.min in a score_mod is a sentinel, not a bound to cross: the wide inputs stop at 2^40 (3 finfo.min
+    would make the widened queries infinite), and rows of nothing but it are fully masked in both the reference
+    and the kernel-precision emulation (FlexAttention's kernels take it to -inf in base 2)."""
+    path = tmp_path / "lowest.py"
+    path.write_text("import torch\n\ndef score_mod(score, b, h, q_idx, kv_idx):\n"
+                    "    return torch.where(kv_idx < q_idx, score, torch.finfo(torch.float32).min)\n")
+    spec = _spec(path)
+    assert score_range(spec) == MAX_SCORE_RANGE
+    plan = KernelPlan(find_kernel(example("attention_sm90.mlir")))
+    inputs = random_inputs(plan, ProblemShape(1, 2, 1, 5, 5, 128), 1, score_range(spec))
+    assert all(np.isfinite(inputs[name]).all() for name in ("q", "k", "v"))
+    q, k, v = (inputs[name].astype(np.float64) for name in ("q", "k", "v"))
+    emulated = kernel_precision(spec, q, k, v, 0.1, round_to_bf16, round_to_bf16)
+    for out, lse in ((np.asarray(spec.reference(q, k, v, 0.1)), np.asarray(spec.reference_lse(q, k, v, 0.1))),
+                     (emulated["o"], emulated["lse"])):
+        assert (out[:, :, 0] == 0).all() and np.isneginf(lse[:, :, 0]).all()
+        assert np.isfinite(out).all() and np.isfinite(lse[:, :, 1:]).all()
 
 
 def test_fully_masked_rows_give_zero_output_and_minus_infinite_lse():

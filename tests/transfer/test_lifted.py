@@ -4,6 +4,7 @@
 The lifted kernel masks only the kv tiles whose `needs_mask(position)` holds and folds the softmax scale into
 its exp2; the transfer keeps that fold unless a score_mod or an activation reads the score."""
 
+import re
 from functools import cache
 
 import pytest
@@ -110,8 +111,14 @@ def _printed_lift(text_change):
 def test_lifted_kernel_without_a_scale_is_a_located_error():
     """Neither the score map scales the score nor the exp2 map folds a scale: the first masked score map is
     named."""
-    context, module, text = _printed_lift(
-        lambda text: text.replace("%38 = arith.mulf %34, %scale_log2 : f32", "%38 = arith.mulf %34, %34 : f32"))
+    def unscaled_first_exp2_map(text):
+        # the exp2 map's multiply is the one an add of the row offset follows
+        text, count = re.subn(r"(%\d+) = arith.mulf (%\d+), %scale_log2 : f32(\n\s+%\d+ = arith.addf \1,)",
+                              r"\1 = arith.mulf \2, \2 : f32\3", text, count=1)
+        assert count == 1
+        return text
+
+    context, module, text = _printed_lift(unscaled_first_exp2_map)
     line = next(i for i, l in enumerate(text.splitlines(), 1) if "%s_2 = cuir.map %s at" in l)
     with pytest.raises(CuBridgeError) as error:
         TransferPass(spec_path("causal")).apply(context, module)

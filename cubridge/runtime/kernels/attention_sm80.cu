@@ -46,6 +46,7 @@ constexpr int kStages = 2;
 constexpr int kRowsPerWarp = kBlockM / kWarps;
 constexpr int kMTiles = kRowsPerWarp / 16;
 constexpr float kNegInf = -__builtin_huge_valf();
+constexpr float kLowestFloat = -3.40282347e+38f;  // -FLT_MAX
 constexpr float kLog2e = 1.4426950408889634f;
 
 template <int kHeadDim, int kBlockN>
@@ -155,8 +156,10 @@ __device__ __forceinline__ void softmax_update(float (&scores)[kMTiles][kBlockN 
         block_max = fmaxf(block_max, fmaxf(scores[mt][nt][2 * half], scores[mt][nt][2 * half + 1]));
       block_max = row_reduce_max(block_max);
       const float new_max = fmaxf(state.row_max[mt][half], block_max);
-      // A row with no visible key so far keeps max -inf; subtract 0 then, so exp2 sees -inf, not NaN.
-      const float max_scaled = new_max == kNegInf ? 0.f : new_max * scale_log2;
+      // The exp2 offset, floored: finite for a row with no visible key so far (max -inf) and for one whose every
+      // score vanishes in base 2 (max * scale_log2 overflows, as torch.finfo(float32).min does), so exp2 sees no
+      // NaN and such a row sums to 0: output 0, LSE -inf, as FlexAttention's kernels give.
+      const float max_scaled = fmaxf(new_max * scale_log2, kLowestFloat);
       const float correction = fast_exp2(state.row_max[mt][half] * scale_log2 - max_scaled);
       state.row_max[mt][half] = new_max;
       float sum = state.row_sum[mt][half] * correction;

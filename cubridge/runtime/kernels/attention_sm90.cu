@@ -119,6 +119,7 @@ constexpr bool kReleaseKOnScores = kHeadDim == 128 && !Policy::kPositionBias;
 template <int kHeadDim>
 constexpr bool kVBehindK = kHeadDim == 64;
 constexpr float kNegInf = -__builtin_huge_valf();
+constexpr float kLowestFloat = -3.40282347e+38f;  // -FLT_MAX
 constexpr float kLog2e = 1.4426950408889634f;
 
 // Named barriers (0 is __syncthreads): ping-pong turns of consumer groups 0 and 1, one per group for its
@@ -553,8 +554,10 @@ __device__ __forceinline__ void softmax_update(float (&s)[kCount], RowState& sta
         tile_max = fmaxf(tile_max, fmaxf(s[4 * i + 2 * half], s[4 * i + 2 * half + 1]));
     }
     const float new_max = row_reduce_max(tile_max);
-    // A row with no visible key so far keeps max -inf; subtract 0 then, so exp2 sees -inf, not NaN.
-    max_scaled[half] = new_max == kNegInf ? 0.f : new_max * scale_log2;
+    // The exp2 offset, floored: finite for a row with no visible key so far (max -inf) and for one whose every
+    // score vanishes in base 2 (max * scale_log2 overflows, as torch.finfo(float32).min does), so exp2 sees no NaN
+    // and such a row sums to 0: output 0, LSE -inf, as FlexAttention's kernels give.
+    max_scaled[half] = fmaxf(new_max * scale_log2, kLowestFloat);
     alpha[half] = fast_exp2(state.max[half] * scale_log2 - max_scaled[half]);
     state.max[half] = new_max;
   }
