@@ -170,6 +170,18 @@ class HostVariant(NamedTuple):
     constants: tuple[tuple[str, object], ...] = ()
 
 
+def use_host_variant(host, variant: HostVariant, causal: bool, tiles: int, defaults: dict[str, object],
+                     sm_count: Callable[[int], int]) -> None:
+    """Sets the sm90 host module up to launch as `variant` does on a `causal` (or full) mask of `tiles` work tiles:
+    its constants over `defaults` and its grid where it applies to that mask, else `defaults` and `sm_count`'s grid.
+    Launch plans made before keep their settings: the caller clears them."""
+    applies = variant.with_causal or not causal
+    for constant, value in (defaults | (dict(variant.constants) if applies else {})).items():
+        setattr(host, constant, value)
+    grid = variant.grid if applies else None
+    host._sm_count = sm_count if grid is None else lambda index: grid(tiles, sm_count(index))
+
+
 # kernel -> name -> host variant. grid-balanced applies to full masks only (causal tiles are claimed dynamically);
 # kv-tile-128 launches every D = 128 full mask with the 128-key kv tiles the host takes below S_K = 8192.
 HOST_VARIANTS = {"sm90": {"grid-balanced": HostVariant(balanced_grid),
@@ -306,18 +318,13 @@ def main() -> int:
 
             def launcher(name, inputs=None, causal=causal, rotation=rotation):
                 variant = host_variants.get(base_name(name), HostVariant())
-                applies = variant.with_causal or not causal
-                grid = variant.grid if applies else None
-                constants = host_defaults | (dict(variant.constants) if applies else {})
                 tiles = math.ceil(args.seqlen / host.BLOCK_M) * args.heads * args.batch
 
                 def launch():
                     host._compiled = lambda capability, kernel=compiled[name]: kernel
                     host._PLANS.clear()  # a launch plan holds the function it was made with
-                    for constant, value in constants.items():
-                        setattr(host, constant, value)
                     if host_variants:
-                        host._sm_count = sm_count if grid is None else lambda index: grid(tiles, sm_count(index))
+                        use_host_variant(host, variant, causal, tiles, host_defaults, sm_count)
                     return run(*(inputs or next(rotation)), causal=causal)
                 return launch
 

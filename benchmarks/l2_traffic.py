@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.ab_variants import HOST_VARIANTS, fa4_launchers  # noqa: E402
+from benchmarks.ab_variants import HOST_VARIANTS, fa4_launchers, use_host_variant  # noqa: E402
 
 SECTOR_BYTES = 32
 WARMUP_LAUNCHES = 3
@@ -89,14 +89,9 @@ def launch(provider: str, args) -> None:
     else:
         if provider == "bshd":
             inputs = tuple(t.transpose(1, 2).contiguous().transpose(1, 2) for t in inputs)
-        variant = HOST_VARIANTS["sm90"].get(provider)
-        if variant is not None and (variant.with_causal or not args.causal):
-            for constant, value in variant.constants:
-                setattr(host, constant, value)
-            if variant.grid is not None:
-                tiles = math.ceil(args.seqlen / host.BLOCK_M) * args.heads * args.batch
-                sm_count = host._sm_count
-                host._sm_count = lambda index: variant.grid(tiles, sm_count(index))
+        if provider in HOST_VARIANTS["sm90"]:
+            tiles = math.ceil(args.seqlen / host.BLOCK_M) * args.heads * args.batch
+            use_host_variant(host, HOST_VARIANTS["sm90"][provider], args.causal, tiles, {}, host._sm_count)
         run = lambda: host.attention_sm90(*inputs, causal=args.causal)  # noqa: E731
     for _ in range(WARMUP_LAUNCHES):
         run()

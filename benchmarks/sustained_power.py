@@ -32,7 +32,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.ab_variants import HOST_VARIANTS, HostVariant, cudnn_launchers, fa4_launchers  # noqa: E402
+from benchmarks.ab_variants import (  # noqa: E402
+    HOST_VARIANTS, HostVariant, cudnn_launchers, fa4_launchers, use_host_variant)
 from cubridge.runtime.compiler import compile_cubin  # noqa: E402
 from cubridge.runtime.reference import causal_density  # noqa: E402
 
@@ -85,15 +86,12 @@ def kernel_providers(extra: list[str], q, k, v, hosts: tuple[str, ...] = ()) -> 
 
     def runner(name, kernel, variant):
         def run(causal, inputs=(q, k, v)):
-            applies = variant.with_causal or not causal
-            if current[0] != (name, applies):
-                current[0] = (name, applies)
+            if current[0] != (name, causal):
+                current[0] = (name, causal)
                 sm90_host._compiled = kernel
-                for constant, value in (defaults | (dict(variant.constants) if applies else {})).items():
-                    setattr(sm90_host, constant, value)
-                grid = variant.grid if applies else None
-                tiles = math.ceil(inputs[0].shape[2] / sm90_host.BLOCK_M) * inputs[0].shape[1] * inputs[0].shape[0]
-                sm90_host._sm_count = sm_count if grid is None else lambda index: grid(tiles, sm_count(index))
+                batch, heads, seqlen, _ = inputs[0].shape
+                tiles = math.ceil(seqlen / sm90_host.BLOCK_M) * heads * batch
+                use_host_variant(sm90_host, variant, causal, tiles, defaults, sm_count)
                 sm90_host._PLANS.clear()  # a launch plan holds the function, kv tile and grid it was made with
             return sm90_host.attention_sm90(*inputs, causal=causal)
         return run

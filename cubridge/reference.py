@@ -87,10 +87,11 @@ def attention_reference(query: torch.Tensor, key: torch.Tensor, value: torch.Ten
         if score_hook is not None:
             scores = score_hook(scores, indices["b"], indices["h"], q_idx, indices["kv_idx"])
             scores = torch.as_tensor(scores).to(score_dtype).expand(batch, heads_q, stop - start, seqlen_kv)
+            scores = scores.masked_fill(vanishes_in_base_2(scores), -math.inf)
         keep = torch.ones((), dtype=torch.bool, device=device)
         if mask_hook is not None:
             keep = torch.as_tensor(mask_hook(indices["b"], indices["h"], q_idx, indices["kv_idx"])).to(device)
-        scores = scores.masked_fill(~keep | vanishes_in_base_2(scores), -math.inf)
+        scores = scores.masked_fill(~keep, -math.inf)
         if normalization == "softmax":
             row_lse = torch.logsumexp(scores, dim=-1)
             probs = torch.exp(scores - row_lse[..., None]).nan_to_num(0.0)  # -inf rows: exp(nan) -> 0
