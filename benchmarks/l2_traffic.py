@@ -2,12 +2,16 @@
 the kernel's TMA loads ask for reach the L2, against the count if no request were merged on the way.
 
   python3 benchmarks/l2_traffic.py [--seqlen 8192] [--batch 2] [--heads 32 --heads-kv 32] [--causal]
-                                   [--providers cubridge,grid-per-tile,kv-tile-128,bshd,fa4]
+                                   [--providers cubridge,grid-per-tile,cluster-2,cluster-8,fa4]
+                                   [--extra NAME=FILE.cu ...]
 
 Each provider runs in its own process under `ncu --profile-from-start off --clock-control none` (this script with
 `--launch PROVIDER`): three warm-up launches, then one between cudaProfilerStart and Stop. Providers: `cubridge`
 (the shipped kernel), `bshd` (it on [B, S, H, D] memory, FA4's layout), a host variant of ab_variants.py
-(`grid-per-tile`: one CTA per work tile, FA4's non-persistent grid; `kv-tile-128`; `grid-balanced`), and `fa4`.
+(`grid-per-tile`: one CTA per work tile, FA4's non-persistent grid; `cluster-N`: the static schedule in clusters of
+N CTAs, one head's consecutive query tiles on one GPC; `kv-tile-128`; `grid-balanced`), `fa4`, and each
+`--extra NAME=FILE` (an edited copy of attention_sm90.cu launched through the same host code, as in
+ab_variants.py: ab_variants' `cluster-multicast` source, say).
 
 Run 218 found FA4's requests reaching the L2 for 0.40 of the unmerged sectors and ours for 0.75, with the same
 128-row query tiles: requests for the same sectors from several SMs at about the same time are merged before the L2
@@ -37,15 +41,27 @@ METRICS = {  # ncu metric -> the table's column
     "gpu__time_duration.sum": "duration",
     "sm__inst_executed.sum": "instructions",
     "lts__t_sectors_srcnode_gpc.sum": "L2 sectors from the SMs",
+    "lts__t_requests_srcnode_gpc.sum": "L2 requests from the SMs",
     "lts__t_sector_hit_rate.pct": "L2 hit rate",
     "lts__t_sectors_srcunit_ltcfabric.sum": "sectors from the other L2 partition",
     "dram__bytes_read.sum": "DRAM read",
 }
-DEFAULT_PROVIDERS = "cubridge,grid-per-tile,kv-tile-128,bshd,fa4"
+DEFAULT_PROVIDERS = "cubridge,grid-per-tile,cluster-2,cluster-8,fa4"
 
 
-def providers() -> list[str]:
-    return ["cubridge", "bshd", *HOST_VARIANTS["sm90"], "fa4"]
+def providers(extra: dict[str, Path]) -> list[str]:
+    return ["cubridge", "bshd", *HOST_VARIANTS["sm90"], "fa4", *extra]
+
+
+def extra_sources(items: list[str]) -> dict[str, Path]:
+    """NAME -> FILE of each --extra NAME=FILE; SystemExit for a malformed item, a missing file or a taken name."""
+    sources = {}
+    for item in items:
+        name, _, file = item.partition("=")
+        if not name or not Path(file).is_file() or name in providers(sources):
+            raise SystemExit(f"l2_traffic: --extra {item!r}: expected a new NAME=FILE with an existing file")
+        sources[name] = Path(file)
+    return sources
 
 
 def unmerged_sectors(batch: int, heads: int, seqlen: int, head_dim: int, causal: bool, element_bytes: int = 2,
@@ -72,9 +88,11 @@ def parse_ncu_csv(text: str) -> dict[str, tuple[float, str]]:
     return {row["Metric Name"]: (float(row["Metric Value"].replace(",", "")), row["Metric Unit"]) for row in rows}
 
 
-def launch(provider: str, args) -> None:
+def launch(provider: str, args, extra: dict[str, Path]) -> None:
     """The child: warm-up launches, then one launch between cudaProfilerStart and Stop."""
     import torch
+
+    from cubridge.runtime.compiler import compile_cubin
 
     host = importlib.import_module("cubridge.runtime.attention_sm90")
     heads_kv = args.heads_kv or args.heads
@@ -89,6 +107,8 @@ def launch(provider: str, args) -> None:
     else:
         if provider == "bshd":
             inputs = tuple(t.transpose(1, 2).contiguous().transpose(1, 2) for t in inputs)
+        if provider in extra:
+            host._compiled = lambda capability: compile_cubin(extra[provider].resolve(), capability)
         if provider in HOST_VARIANTS["sm90"]:
             tiles = math.ceil(args.seqlen / host.BLOCK_M) * args.heads * args.batch
             use_host_variant(host, HOST_VARIANTS["sm90"][provider], args.causal, tiles, {}, host._sm_count)
@@ -105,6 +125,7 @@ def launch(provider: str, args) -> None:
 def profile(provider: str, args) -> dict[str, tuple[float, str]]:
     shape = ["--seqlen", str(args.seqlen), "--batch", str(args.batch), "--heads", str(args.heads),
              "--head-dim", str(args.head_dim)] + (["--heads-kv", str(args.heads_kv)] if args.heads_kv else [])
+    shape += [option for item in args.extra for option in ("--extra", item)]
     command = ["ncu", "--profile-from-start", "off", "--clock-control", "none", "--csv", "--print-units", "base",
                "--metrics", ",".join(METRICS), sys.executable, __file__, "--launch", provider, *shape,
                *(["--causal"] if args.causal else [])]
@@ -123,14 +144,18 @@ def main() -> int:
     parser.add_argument("--head-dim", type=int, default=128)
     parser.add_argument("--causal", action="store_true")
     parser.add_argument("--providers", default=DEFAULT_PROVIDERS)
+    parser.add_argument("--extra", action="append", default=[], metavar="NAME=FILE",
+                        help="a provider running attention_sm90.cu's edited copy FILE (repeatable; add NAME to "
+                             "--providers)")
     parser.add_argument("--launch", default=None, help=argparse.SUPPRESS)  # the child under ncu
     args = parser.parse_args()
+    extra = extra_sources(args.extra)
     chosen = [args.launch] if args.launch else args.providers.split(",")
-    unknown = sorted(set(chosen) - set(providers()))
+    unknown = sorted(set(chosen) - set(providers(extra)))
     if unknown:
-        raise SystemExit(f"l2_traffic: no provider named {', '.join(unknown)} (one of {', '.join(providers())})")
+        raise SystemExit(f"l2_traffic: no provider named {', '.join(unknown)} (one of {', '.join(providers(extra))})")
     if args.launch:
-        launch(args.launch, args)
+        launch(args.launch, args, extra)
         return 0
     unmerged = unmerged_sectors(args.batch, args.heads, args.seqlen, args.head_dim, args.causal)
     print(f"B={args.batch} HQ={args.heads} HKV={args.heads_kv or args.heads} S={args.seqlen} D={args.head_dim} bf16 "

@@ -44,3 +44,15 @@ def test_an_unknown_provider_is_refused_before_anything_runs(monkeypatch):
     monkeypatch.setattr(sys, "argv", ["l2_traffic.py", "--providers", "cubridge,flash3"])
     with pytest.raises(SystemExit, match="no provider named flash3"):
         main()
+
+
+def test_an_extra_source_is_a_provider_and_a_malformed_one_is_refused(monkeypatch, tmp_path):
+    source = tmp_path / "edited.cu"
+    source.write_text("// an edited kernel")
+    monkeypatch.setattr(sys, "argv", ["l2_traffic.py", "--extra", f"edited={source}", "--providers", "cubridge,other"])
+    with pytest.raises(SystemExit, match="no provider named other"):  # edited is known, other is not
+        main()
+    for item in ("edited", f"fa4={source}", f"edited={tmp_path / 'missing.cu'}"):
+        monkeypatch.setattr(sys, "argv", ["l2_traffic.py", "--extra", item])
+        with pytest.raises(SystemExit, match="expected a new NAME=FILE"):
+            main()
