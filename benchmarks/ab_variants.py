@@ -137,24 +137,13 @@ __device__ __forceinline__ void cluster_sync() {
 __device__ __forceinline__ void fence_mbarrier_init_cluster() {
   asm volatile("fence.mbarrier_init.release.cluster;\\n" ::: "memory");
 }
-// One arrival on the barrier at `bar`'s offset in cluster CTA `cta` (release at cluster scope).
+// One arrival on the barrier at `bar`'s offset in cluster CTA `cta`, with the default semantics (release, CTA scope)
+// and waited for with mbarrier_wait, as CUTLASS's cluster pipelines do: cluster scope on either side costs the
+// producer a MEMBAR.GPU per arrival and an L1 invalidate (CCTL.IVALL) per wait (SASS, here).
 __device__ __forceinline__ void mbarrier_arrive_remote(uint64_t* bar, uint32_t cta) {
   asm volatile("{\\n.reg .b32 remote;\\nmapa.shared::cluster.u32 remote, %0, %1;\\n"
-               "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\\n}\\n"
+               "mbarrier.arrive.shared::cluster.b64 _, [remote];\\n}\\n"
                ::"r"(smem_u32(bar)), "r"(cta) : "memory");
-}
-__device__ __forceinline__ void mbarrier_wait_cluster(uint64_t* bar, uint32_t phase) {
-  uint32_t done = 0;
-#ifdef CUBRIDGE_WAIT_TIMEOUT_NS
-  const uint64_t start = globaltimer_ns();
-#endif
-  while (!done) {
-    asm volatile("{\\n.reg .pred p;\\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\\n"
-                 "selp.u32 %0, 1, 0, p;\\n}\\n" : "=r"(done) : "r"(smem_u32(bar)), "r"(phase) : "memory");
-#ifdef CUBRIDGE_WAIT_TIMEOUT_NS
-    if (!done && globaltimer_ns() - start > CUBRIDGE_WAIT_TIMEOUT_NS) mbarrier_wait_timed_out(bar, phase);
-#endif
-  }
 }
 // The box at (c0..c3) into `smem` at the same offset in every CTA of `cta_mask`, counted on `bar`'s offset in each.
 __device__ __forceinline__ void tma_load_4d_multicast(void* smem, const CUtensorMap* map, uint64_t* bar,
@@ -183,7 +172,7 @@ __device__ __forceinline__ void load_shared_kv_tile(T* tile, const CUtensorMap* 
   } else {
     const uint32_t rank = cluster_cta_rank();
     if (leader && at.count >= kStages) mbarrier_arrive_remote(peer_free, rank ^ 1);
-    mbarrier_wait_cluster(peer_free, at.free_parity());
+    mbarrier_wait(peer_free, at.free_parity());
     if (leader) {
       mbarrier_expect_tx(full, Layout::kKvTileBytes);
       tma_load_4d_multicast(reinterpret_cast<unsigned char*>(tile) + rank * Layout::kKvPanelBytes, map, full,
