@@ -135,16 +135,14 @@ class LaunchPlan:
             self._enqueue(stream)
 
     def _enqueue(self, stream: int) -> None:
-        if self._config is not None:
+        if self._config is None:
+            result = self._driver.cuLaunchKernel(self.function, *self.grid, *self.block, self.dynamic_shared_bytes,
+                                                 stream, self._pointer_array, 0)
+        else:
             self._config.hStream = stream
             result = self._driver.cuLaunchKernelEx(self._config, self.function, self._pointer_array, 0)
-            if result[0] != self._success:
-                check("cuLaunchKernelEx", result)
-            return
-        result = self._driver.cuLaunchKernel(self.function, *self.grid, *self.block, self.dynamic_shared_bytes,
-                                             stream, self._pointer_array, 0)
         if result[0] != self._success:
-            check("cuLaunchKernel", result)
+            check("cuLaunchKernel" if self._config is None else "cuLaunchKernelEx", result)
 
 
 def cluster_launch_config(grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared_bytes: int,
