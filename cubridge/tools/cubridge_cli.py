@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from cubridge.diagnostics import CuBridgeError
+from cubridge.files import plain_mode
 
 REFERENCES = ("sm90", "sm80")
 DEFAULT_ARCH = {"sm90": "sm_90a", "sm80": "sm_80"}
@@ -142,9 +143,7 @@ def build(spec_path: str, reference: str, arch: str | None, output: str) -> None
                   f"{done.stem}.patch": done.lowered.diff()}
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    staging.chmod(0o777 & ~umask)  # mkdtemp's directory is private; the build's is an ordinary one
+    staging.chmod(plain_mode(directory=True))  # mkdtemp's directory is private; the build's is an ordinary one
     try:
         for name, text in files.items():
             (staging / name).write_text(text, encoding="utf-8")
