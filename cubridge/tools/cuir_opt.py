@@ -32,6 +32,7 @@ from cubridge.llm import session as llm_session
 from cubridge.passes import PASS_FACTORIES
 
 CHUNK_SEPARATOR = "// -----"
+CUDA_SUFFIXES = (".cu", ".cuh")
 # xDSL's passes that apply to CuIR (its arith, math and scf code and any op);
 # the others, for xDSL's other dialects, stay registered but are not listed.
 XDSL_PASSES_FOR_CUIR = ("canonicalize", "cse", "dce", "licm", "constant-fold-interp", "scf-for-loop-range-folding")
@@ -150,6 +151,7 @@ class CuirOptMain(xDSLOptMain):
             raise CuBridgeError(f"bad pass pipeline '{self.args.passes}': {detail}") from None
 
     def run(self) -> None:
+        self._check_output_directory()
         if self.args.lift is not None:
             self._write_output(self._transform(self._lift()))
             return
@@ -189,8 +191,17 @@ class CuirOptMain(xDSLOptMain):
         path = self.args.input_file
         return "<stdin>" if path is None or path == "-" else path
 
+    def _check_output_directory(self) -> None:
+        """An -o whose directory is missing fails before any work, not after the lift."""
+        path = self.args.output_file
+        if path is None or Path(path).resolve().parent.is_dir():
+            return
+        raise CuBridgeError("cannot write output: No such file or directory", path)
+
     def _read_input(self) -> str:
         path = self.args.input_file
+        if path is not None and Path(path).suffix in CUDA_SUFFIXES:
+            raise CuBridgeError("input is CUDA source, not CuIR: --lift reads it into CuIR", path)
         try:
             if path is None or path == "-":
                 return sys.stdin.buffer.read().decode("utf-8")

@@ -8,6 +8,8 @@
 // RUN: printf 'builtin.module {}\377\n' > %t.bin
 // RUN: not cuir-opt %t.bin 2>&1 | filecheck %s --check-prefix=BINARY
 // RUN: not cuir-opt - < %t.bin 2>&1 | filecheck %s --check-prefix=STDIN
+// A CUDA file given without --lift is named as such, not parsed as CuIR.
+// RUN: not cuir-opt --lower %examples/../cubridge/runtime/kernels/attention_sm90.cu 2>&1 | filecheck %s --check-prefix=CUDA
 // Nothing goes to stdout.
 // RUN: not cuir-opt %t.missing 2>/dev/null > %t.stdout
 // RUN: test ! -s %t.stdout
@@ -27,3 +29,7 @@
 // STDIN-NOT: Traceback
 // STDIN:     {{^}}<stdin>: error: cannot read input: not UTF-8 text (byte 17)
 // STDIN-NOT: {{.}}
+
+// CUDA-NOT: Traceback
+// CUDA:     {{^.*}}attention_sm90.cu: error: input is CUDA source, not CuIR: --lift reads it into CuIR
+// CUDA-NOT: {{.}}

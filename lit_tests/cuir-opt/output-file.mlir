@@ -13,6 +13,8 @@
 // RUN: diff %t.expected-ls %t.ls
 // An output directory that does not exist is a one-line error.
 // RUN: not cuir-opt %S/inputs/small.mlir -o %t.dir/missing/out.mlir 2>&1 | filecheck %s --check-prefix=NODIR
+// It is found before any work: no lift, no transfer (the missing spec is never read).
+// RUN: not cuir-opt --lift --transfer=%t.dir/no-spec.py --lower %examples/../cubridge/runtime/kernels/attention_sm90.cu -o %t.dir/missing/out.cu 2>&1 | filecheck %s --check-prefix=NODIR
 
 // CHECK:      builtin.module {
 // CHECK-NEXT:   cuir.kernel @small(%q: !cuir.global<4 x bf16, strided>) threads 384 smem 16400 cluster 1x1x1 tile_m 64 schedule grid {
@@ -22,5 +24,5 @@
 // ERR-NOT: {{.}}
 
 // NODIR-NOT: Traceback
-// NODIR: {{^.*}}missing/out.mlir: error: cannot write output: No such file or directory
+// NODIR: {{^.*}}missing/out.{{mlir|cu}}: error: cannot write output: No such file or directory
 // NODIR-NOT: {{.}}
