@@ -167,8 +167,8 @@ def check_correctness(run, config: Config, causal: bool, q, k, v, exact, eager_e
     return {"max_abs_error": error, "bound": bound, "passed": finite and error <= bound}
 
 
-def run_benchmark(configs: list[Config], variants: list[str], provider_names: list[str], dtype: torch.dtype,
-                  out_dir: Path) -> list[dict]:
+def run_benchmark(configs: list[Config], variants: list[str], provider_names: list[str],
+                  dtype: torch.dtype) -> list[dict]:
     from rich.progress import Progress
 
     results = []
@@ -333,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float16
     args.out.mkdir(parents=True, exist_ok=True)
     gpu = torch.cuda.get_device_name(0)
-    results = run_benchmark(PRESETS[args.preset], variants, provider_names, dtype, args.out)
+    results = run_benchmark(PRESETS[args.preset], variants, provider_names, dtype)
     meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(), "gpu": gpu,
             "torch": torch.__version__, "dtype": args.dtype, "preset": args.preset, "argv": sys.argv,
             "abs_slack": ABS_SLACK}

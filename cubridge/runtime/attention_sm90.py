@@ -12,8 +12,7 @@ import torch
 from cubridge.runtime.attention import (DTYPE_NAMES, NO_ARGS, AttentionLaunch, check_tensors, layout_key,
                                         planned, prepare_launch)
 from cubridge.runtime.compiler import KERNELS_DIR, CompiledKernel, compile_cubin
-from cubridge.runtime.driver import (LaunchPlan, current_stream, load_function, max_active_clusters, pointer_fields,
-                                     stream_capturing)
+from cubridge.runtime.driver import LaunchPlan, load_function, max_active_clusters, pointer_fields
 from cubridge.runtime.errors import UnsupportedArchError
 from cubridge.runtime.tensor_map import TensorMapSlots
 

@@ -560,7 +560,6 @@ class _MapBuilder:
         input_types = [lifter.scalar_type(v.type) for v in self.inputs]
         index_count = 1 if self.of_rows else 2
         block = Block(arg_types=input_types + [IndexType()] * index_count)
-        self.body_ops = []
         self.block = block
         result = self._emit(template)
         block.add_op(YieldOp(result))

@@ -243,7 +243,7 @@ class Program:
         return list(entries.values())
 
     def _macro_entry(self, call: Node) -> list[EntryPoint]:
-        parameters, macro, macro_source = self.macros[text(call.child_by_field_name("function"))]
+        parameters, macro, _ = self.macros[text(call.child_by_field_name("function"))]
         body = text(macro.child_by_field_name("value")).replace("\\\n", "  \n")
         if "__global__" not in body:
             return []
