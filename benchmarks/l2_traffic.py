@@ -3,7 +3,7 @@ the kernel's TMA loads ask for reach the L2, against the count if no request wer
 
   python3 benchmarks/l2_traffic.py [--seqlen 8192] [--batch 2] [--heads 32 --heads-kv 32] [--causal]
                                    [--providers cubridge,grid-per-tile,cluster-2,cluster-8,fa4]
-                                   [--extra NAME=FILE.cu ...]
+                                   [--extra NAME=FILE.cu ...] [--metric NCU_METRIC ...]
 
 Each provider runs in its own process under `ncu --profile-from-start off --clock-control none` (this script with
 `--launch PROVIDER`): three warm-up launches, then one between cudaProfilerStart and Stop. Providers: `cubridge`
@@ -75,13 +75,13 @@ def unmerged_sectors(batch: int, heads: int, seqlen: int, head_dim: int, causal:
     return batch * heads * per_head / SECTOR_BYTES
 
 
-def parse_ncu_csv(text: str) -> dict[str, tuple[float, str]]:
-    """metric -> (value, unit) from `ncu --csv` output: the rows of the one profiled kernel (lines before the
-    table are the program's own and skipped). SystemExit when no kernel or more than one was profiled."""
+def parse_ncu_csv(text: str, metrics: dict[str, str]) -> dict[str, tuple[float, str]]:
+    """metric -> (value, unit) of `metrics` from `ncu --csv` output: the rows of the one profiled kernel (lines
+    before the table are the program's own and skipped). SystemExit when no kernel or more than one was profiled."""
     start = text.find('"ID"')
     if start < 0:
         raise SystemExit("l2_traffic: ncu printed no metrics (is the profiler allowed here?):\n" + text[-2000:])
-    rows = [row for row in csv.DictReader(io.StringIO(text[start:])) if row.get("Metric Name") in METRICS]
+    rows = [row for row in csv.DictReader(io.StringIO(text[start:])) if row.get("Metric Name") in metrics]
     kernels = {row["ID"] for row in rows}
     if len(kernels) != 1:
         raise SystemExit(f"l2_traffic: expected one profiled kernel, ncu reported {len(kernels)}")
@@ -122,17 +122,17 @@ def launch(provider: str, args, extra: dict[str, Path]) -> None:
     torch.cuda.profiler.stop()
 
 
-def profile(provider: str, args) -> dict[str, tuple[float, str]]:
+def profile(provider: str, args, metrics: dict[str, str]) -> dict[str, tuple[float, str]]:
     shape = ["--seqlen", str(args.seqlen), "--batch", str(args.batch), "--heads", str(args.heads),
              "--head-dim", str(args.head_dim)] + (["--heads-kv", str(args.heads_kv)] if args.heads_kv else [])
     shape += [option for item in args.extra for option in ("--extra", item)]
     command = ["ncu", "--profile-from-start", "off", "--clock-control", "none", "--csv", "--print-units", "base",
-               "--metrics", ",".join(METRICS), sys.executable, __file__, "--launch", provider, *shape,
+               "--metrics", ",".join(metrics), sys.executable, __file__, "--launch", provider, *shape,
                *(["--causal"] if args.causal else [])]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         raise SystemExit(f"l2_traffic: ncu on {provider} failed ({result.returncode}):\n{result.stderr[-2000:]}")
-    return parse_ncu_csv(result.stdout)
+    return parse_ncu_csv(result.stdout, metrics)
 
 
 def main() -> int:
@@ -147,8 +147,11 @@ def main() -> int:
     parser.add_argument("--extra", action="append", default=[], metavar="NAME=FILE",
                         help="a provider running attention_sm90.cu's edited copy FILE (repeatable; add NAME to "
                              "--providers)")
+    parser.add_argument("--metric", action="append", default=[], metavar="NCU_METRIC",
+                        help="one more ncu metric, a column of its own (repeatable; `ncu --query-metrics` lists them)")
     parser.add_argument("--launch", default=None, help=argparse.SUPPRESS)  # the child under ncu
     args = parser.parse_args()
+    metrics = METRICS | {metric: metric for metric in args.metric}
     extra = extra_sources(args.extra)
     chosen = [args.launch] if args.launch else args.providers.split(",")
     unknown = sorted(set(chosen) - set(providers(extra)))
@@ -160,11 +163,11 @@ def main() -> int:
     unmerged = unmerged_sectors(args.batch, args.heads, args.seqlen, args.head_dim, args.causal)
     print(f"B={args.batch} HQ={args.heads} HKV={args.heads_kv or args.heads} S={args.seqlen} D={args.head_dim} bf16 "
           f"{'causal' if args.causal else 'full'}; unmerged: {unmerged / 1e6:.1f} M sectors")
-    print("| provider | " + " | ".join(METRICS.values()) + " | reaching the L2 |")
-    print("|---" * (len(METRICS) + 2) + "|")
+    print("| provider | " + " | ".join(metrics.values()) + " | reaching the L2 |")
+    print("|---" * (len(metrics) + 2) + "|")
     for provider in chosen:
-        values = profile(provider, args)
-        cells = [f"{values[m][0]:,.6g} {values[m][1]}" if m in values else "-" for m in METRICS]
+        values = profile(provider, args, metrics)
+        cells = [f"{values[m][0]:,.6g} {values[m][1]}" if m in values else "-" for m in metrics]
         share = values.get("lts__t_sectors_srcnode_gpc.sum", (math.nan, ""))[0] / unmerged
         print(f"| {provider} | " + " | ".join(cells) + f" | {share:.2f} |", flush=True)
     return 0

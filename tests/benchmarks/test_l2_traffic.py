@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from benchmarks.l2_traffic import main, parse_ncu_csv, unmerged_sectors
+from benchmarks.l2_traffic import METRICS, main, parse_ncu_csv, unmerged_sectors
 
 HEADER = '"ID","Process ID","Kernel Name","Section Name","Metric Name","Metric Unit","Metric Value"\n'
 
@@ -22,8 +22,10 @@ def test_the_one_kernels_metrics_are_read_with_their_units_past_the_programs_own
             '"410,668,516"\n'
             '"0","7","attention","Command line profiler metrics","gpu__time_duration.sum","nsecond","2940000"\n'
             '"0","7","attention","Command line profiler metrics","some__other.sum","byte","1"\n')
-    assert parse_ncu_csv(text) == {"lts__t_sectors_srcnode_gpc.sum": (410668516.0, "sector"),
-                                   "gpu__time_duration.sum": (2940000.0, "nsecond")}
+    assert parse_ncu_csv(text, METRICS) == {"lts__t_sectors_srcnode_gpc.sum": (410668516.0, "sector"),
+                                            "gpu__time_duration.sum": (2940000.0, "nsecond")}
+    # a metric asked for with --metric is read as well
+    assert parse_ncu_csv(text, METRICS | {"some__other.sum": "some__other.sum"})["some__other.sum"] == (1.0, "byte")
 
 
 @pytest.mark.parametrize("rows, message", [("", "one profiled kernel, ncu reported 0"),
@@ -32,12 +34,12 @@ def test_no_kernel_or_two_are_refused(rows, message):
     row = '"{}","7","k","s","gpu__time_duration.sum","nsecond","1"\n'
     text = HEADER + ("".join(row.format(i) for i in range(2)) if rows else "")
     with pytest.raises(SystemExit, match=message):
-        parse_ncu_csv(text)
+        parse_ncu_csv(text, METRICS)
 
 
 def test_output_without_a_table_is_refused():
     with pytest.raises(SystemExit, match="ncu printed no metrics"):
-        parse_ncu_csv("==PROF== Disconnected\n")
+        parse_ncu_csv("==PROF== Disconnected\n", METRICS)
 
 
 def test_an_unknown_provider_is_refused_before_anything_runs(monkeypatch):
