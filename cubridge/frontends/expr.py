@@ -116,23 +116,27 @@ def _with_line_arg(arg, line: int):
     return arg
 
 
-def evaluate(expr: Expr, env: dict[str, torch.Tensor]) -> torch.Tensor:
+def evaluate(expr: Expr, env: dict[str, torch.Tensor], kernel_casts: bool = False) -> torch.Tensor:
     """Evaluate `expr` elementwise on broadcastable tensors (`env`: leaves by name), with torch's dtypes as the
     traced hook had them: index values made floats are float32 (a T5 bucket `(log(d / 8) / log(16) * 8).long()`
-    truncates as the hook does), a float64 score stays float64. Constants are made on the leaves' device:
-    torch.logical_and and torch.logical_or refuse a CPU scalar before a GPU tensor."""
+    truncates as the hook does), a float64 score stays float64. With `kernel_casts` a float made an integer
+    saturates to the 32-bit int as the kernel's conversion does (cvt.rzi.s32.f32: -inf the least int, NaN 0)
+    instead of taking int64's value. Constants are made on the leaves' device: torch.logical_and and
+    torch.logical_or refuse a CPU scalar before a GPU tensor."""
     memo: dict[Expr, torch.Tensor] = {}
     device = next((value.device for value in env.values() if isinstance(value, torch.Tensor)), None)
+    casts = _CASTS | {INT: _saturated_int} if kernel_casts else _CASTS
 
     def visit(node: Expr) -> torch.Tensor:
         if node not in memo:
-            memo[node] = _evaluate_node(node, visit, env, device)
+            memo[node] = _evaluate_node(node, visit, env, device, casts)
         return memo[node]
 
     return visit(expr)
 
 
-def _evaluate_node(node: Expr, visit, env: dict[str, torch.Tensor], device: torch.device | None) -> torch.Tensor:
+def _evaluate_node(node: Expr, visit, env: dict[str, torch.Tensor], device: torch.device | None,
+                   casts: dict) -> torch.Tensor:
     op = node.op
     if op == "arg":
         return env[node.args[0]]
@@ -147,7 +151,7 @@ def _evaluate_node(node: Expr, visit, env: dict[str, torch.Tensor], device: torc
     if op == "select":
         return torch.where(*args)
     if op == "cast":
-        return _CASTS[node.kind](args[0])
+        return casts[node.kind](args[0])
     if len(args) == 1:
         return _UNARY_EVAL[op](args[0])
     lhs, rhs = args
@@ -179,6 +183,13 @@ _CASTS = {
     INT: lambda value: value.long(),
     BOOL: lambda value: value != 0,
 }
+
+
+def _saturated_int(value: torch.Tensor) -> torch.Tensor:
+    if not value.is_floating_point():
+        return value.long()
+    return torch.nan_to_num(value.double().trunc(), nan=0.0).clamp(-(2**31), 2**31 - 1).long()
+
 
 _BINARY_EVAL = {
     "add": torch.add,

@@ -32,7 +32,8 @@ import torch
 from cubridge.diagnostics import CuBridgeError
 from cubridge.files import write_atomically
 from cubridge.runtime.compiler import cache_dir
-from cubridge.frontends.expr import BOOL, FLOAT, Expr, argument, evaluate
+from cubridge.frontends.expr import BOOL, FLOAT, INT, Expr, argument, evaluate
+from cubridge.frontends.ranges import INT32_MAX, INT32_MIN, WIDENING_OPS, Excess, Problem, excess, intervals
 from cubridge.reference import attention_reference, per_element
 from cubridge.frontends.eager import hooks_from_attention
 from cubridge.frontends.hooks import (
@@ -142,26 +143,47 @@ class AttentionSpec:
         (a hook indexing a CPU tensor with GPU indices would fail)."""
         return self.broadcast_hooks(device)[1]
 
-    def check_capture_bounds(self, q_shape: tuple[int, ...], kv_shape: tuple[int, ...]) -> None:
-        """Every captured-tensor read of the hooks stays in bounds for these shapes."""
-        batch, heads, seqlen_q, _ = q_shape
-        device = next((tensor.device for tensor in self.captures.values()), torch.device("cpu"))
-        b, h, q_idx, kv_idx = (index.to(device) for index in _index_grid(batch, heads, seqlen_q, kv_shape[2]))
-        env = {"b": b, "h": h, "q_idx": q_idx, "kv_idx": kv_idx, **self.captures}
+    def check_capture_bounds(self, q_shape: tuple[int, ...], kv_shape: tuple[int, ...], device=None) -> None:
+        """Every captured-tensor read of the hooks stays inside its tensor for these shapes (evaluated where it
+        must be on `device`, default the captured tensors')."""
+        problem = Problem((*q_shape[:3], kv_shape[2]), self.captures, device)
+        found = intervals((self.score_expr, self.mask_expr), problem)
         for read in _gathers(self.score_expr, self.mask_expr):
             name, indices = read.args
-            table = self.captures[name]
+            extents = self.captures[name].shape
             for dim, index in enumerate(indices):
-                values = evaluate(index, env)
-                low, high = int(values.min()), int(values.max())
-                if low < 0 or high >= table.shape[dim]:
+                past = excess(index, found[index], problem, 0, extents[dim] - 1)
+                if past is not None:
                     raise CuBridgeError(
-                        f"captured tensor '{name}' has {table.shape[dim]} entries in dimension "
-                        f"{dim} but the hook reads indices {low}..{high} for q {list(q_shape)}, "
+                        f"captured tensor '{name}' has {extents[dim]} entries in dimension {dim} but the hook "
+                        f"{_reaches(past, 'reads index', 'may read index')} for q {list(q_shape)}, "
                         f"k {list(kv_shape)}",
                         f"{self.path}:{read.line or 1}",
                     )
 
+    def check_integer_range(self, q_shape: tuple[int, ...], kv_shape: tuple[int, ...], device=None) -> None:
+        """Every integer a kernel computes from the hooks fits the 32-bit `int` the lowering gives it, for these
+        shapes, and so does every value of a captured integer tensor (the kernel reads an int32 copy): the
+        executor faults on such values at the shapes it runs, a launch runs larger ones."""
+        problem = Problem((*q_shape[:3], kv_shape[2]), self.captures, device)
+        for name, tensor in self.captures.items():
+            if tensor.is_floating_point() or tensor.dtype == torch.bool:
+                continue
+            low, high = problem.table(name)
+            if low < INT32_MIN or high > INT32_MAX:
+                raise CuBridgeError(f"captured tensor '{name}' holds {low if low < INT32_MIN else high}, past the "
+                                    "32-bit int the kernel reads integer tensors as", self.path)
+        for node, interval in intervals((self.score_expr, self.mask_expr), problem).items():
+            if node.kind != INT or node.op not in WIDENING_OPS:
+                continue
+            past = excess(node, interval, problem, INT32_MIN, INT32_MAX)
+            if past is not None:
+                raise CuBridgeError(
+                    f"integer overflow: a {WIDENING_OPS[node.op]} in the hook {_reaches(past, 'reaches', 'may reach')} "
+                    f"for q {list(q_shape)}, k {list(kv_shape)}, past the 32-bit int the kernel computes hook "
+                    "integers in",
+                    f"{self.path}:{node.line or 1}",
+                )
 
 def spec_from_hooks(score_mod: Callable | None = None, mask_mod: Callable | None = None,
                     normalization: str = "softmax", name: str | None = None) -> AttentionSpec:
@@ -534,17 +556,11 @@ def _assignment_line(path: str, variable: str) -> int:
     return lines[-1] if lines else 1
 
 
-def _index_grid(batch: int, heads: int, seqlen_q: int, seqlen_kv: int):
-    """Broadcastable int64 (b, h, q_idx, kv_idx) index tensors."""
-    return (
-        torch.arange(batch).view(-1, 1, 1, 1),
-        torch.arange(heads).view(1, -1, 1, 1),
-        torch.arange(seqlen_q).view(1, 1, -1, 1),
-        torch.arange(seqlen_kv).view(1, 1, 1, -1),
-    )
-
-
-
+def _reaches(past: Excess, verb: str, bound_verb: str) -> str:
+    if past.witnessed:
+        return f"{verb} {past.value}"
+    return (f"{bound_verb} {past.value} (a bound of interval arithmetic: the index grid is too large to "
+            "evaluate)")
 
 
 def _gathers(*exprs: Expr | None) -> list[Expr]:

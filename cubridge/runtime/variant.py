@@ -276,9 +276,10 @@ class VariantKernel:
         scale, device_index, capability = prepare_launch(q, k, v, scale, kernel=f"{self.spec.name} ({self.reference})",
                                                          head_dims=self.head_dims)
         self._check_arch(capability)
+        bound = _with_captures(self.spec, dict(zip(self.spec.captures, captures)))
         try:
-            _with_captures(self.spec, dict(zip(self.spec.captures, captures))).check_capture_bounds(
-                tuple(q.shape), tuple(k.shape))
+            bound.check_capture_bounds(tuple(q.shape), tuple(k.shape), q.device)
+            bound.check_integer_range(tuple(q.shape), tuple(k.shape), q.device)
         except CuBridgeError as error:
             raise InvalidInputError(str(error)) from None
         lowered, compiled = self.compiled(DTYPE_NAMES[q.dtype], q.shape[3], capability)

@@ -133,3 +133,21 @@ def test_captured_values_do_not_recompile(kernels):
     eager, _ = spec_attention(kernel.spec, q, q, q, 128**-0.5, second, exact=False)
     assert kernel._instances == compiled
     assert check_close(out, eager, exact)[0]
+
+
+def test_hook_integers_past_32_bits_at_the_launch_shape_are_refused(tmp_path):
+    """The executor verifies small shapes; a launch's own shape can take a hook's integers past the kernel's
+    32-bit int (here q_idx * kv_idx from 46342 keys on): refused when the launch is planned, not computed wrapped."""
+    if not _on_hopper():
+        pytest.skip("needs an sm_90 GPU")
+    from cubridge.runtime.errors import InvalidInputError
+
+    spec = tmp_path / "product_bias.py"
+    spec.write_text("def score_mod(score, b, h, q_idx, kv_idx):\n    return score + ((q_idx * kv_idx) % 7) * 0.125\n")
+    kernel = build_variant(str(spec), reference="sm90")
+    fits = torch.randn(1, 1, 46341, 64, device="cuda", dtype=torch.bfloat16)
+    assert torch.isfinite(kernel(fits, fits, fits)).all()
+    wraps = torch.randn(1, 1, 46342, 64, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(InvalidInputError, match=r"product_bias.py:2: error: integer overflow: a product in the hook "
+                                                r"reaches 2147488281 for q \[1, 1, 46342, 64\]"):
+        kernel(wraps, wraps, wraps)

@@ -226,7 +226,7 @@ def test_short_captured_tensor_is_an_error_at_bind_time(tmp_path):
     with pytest.raises(CuBridgeError) as error:
         spec.check_capture_bounds((1, 2, 100, 128), (1, 2, 130, 128))
     assert str(error.value).startswith(f"{path}:6: error: captured tensor 'ids' has 100 entries")
-    assert "indices 0..129" in str(error.value)
+    assert "the hook reads index 129 for q [1, 2, 100, 128], k [1, 2, 130, 128]" in str(error.value)
 
 
 def test_short_captured_tensor_fails_kernel_inputs():
