@@ -32,6 +32,16 @@ class CuBridgeError(Exception):
         return f"{self.location}: error: {self.message}"
 
 
+CUDA_SUFFIXES = (".cu", ".cuh")
+
+
+def refuse_cuda_input(path: str | None, lift_hint: str) -> None:
+    """A CuBridgeError where `path` names CUDA source given to a tool that reads CuIR (which would otherwise fail
+    on the first line that is not MLIR syntax); `lift_hint` says how to lift it."""
+    if path is not None and path.endswith(CUDA_SUFFIXES):
+        raise CuBridgeError(f"input is CUDA source, not CuIR: {lift_hint}", path)
+
+
 @dataclass(frozen=True)
 class SourceLocation:
     filename: str

@@ -26,13 +26,12 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from cubridge.diagnostics import CuBridgeError, parse_module, verify_module
+from cubridge.diagnostics import CuBridgeError, parse_module, refuse_cuda_input, verify_module
 from cubridge.files import write_atomically
 from cubridge.llm import session as llm_session
 from cubridge.passes import PASS_FACTORIES
 
 CHUNK_SEPARATOR = "// -----"
-CUDA_SUFFIXES = (".cu", ".cuh")
 # xDSL's passes that apply to CuIR (its arith, math and scf code and any op);
 # the others, for xDSL's other dialects, stay registered but are not listed.
 XDSL_PASSES_FOR_CUIR = ("canonicalize", "cse", "dce", "licm", "constant-fold-interp", "scf-for-loop-range-folding")
@@ -200,8 +199,7 @@ class CuirOptMain(xDSLOptMain):
 
     def _read_input(self) -> str:
         path = self.args.input_file
-        if path is not None and Path(path).suffix in CUDA_SUFFIXES:
-            raise CuBridgeError("input is CUDA source, not CuIR: --lift reads it into CuIR", path)
+        refuse_cuda_input(path, "--lift reads it into CuIR")
         try:
             if path is None or path == "-":
                 return sys.stdin.buffer.read().decode("utf-8")

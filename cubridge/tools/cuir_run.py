@@ -37,7 +37,7 @@ import argparse  # noqa: E402
 import sys  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 
-from cubridge.diagnostics import CuBridgeError, parse_module  # noqa: E402
+from cubridge.diagnostics import CuBridgeError, parse_module, refuse_cuda_input  # noqa: E402
 from cubridge.dialect import cuir_context  # noqa: E402
 from cubridge.interpreter.executor import ProblemShape  # noqa: E402
 from cubridge.interpreter.shapes import VERIFY_NUM_SMS  # noqa: E402
@@ -101,6 +101,7 @@ def _programs(text: str) -> int | None:
 def _read(path: str) -> tuple[str, str]:
     if path == "-":
         return sys.stdin.read(), "<stdin>"
+    refuse_cuda_input(path, f"lift it first (cuir-opt --lift {path} | cuir-run -)")
     try:
         with open(path, encoding="utf-8") as stream:
             return stream.read(), path
