@@ -5,7 +5,9 @@
 The arguments are flex_attention's, in its order (`kernel_options`, the tuning of FlexAttention's own
 kernels, is accepted and does not apply; `return_aux=AuxRequest(lse=True)` gives an `AuxOutput`);
 `mask_mod=` and `normalization=` ("softmax", "sigmoid", "relu") are keyword-only extras. A `BlockMask`
-contributes its `mask_mod`, which is what CuBridge compiles.
+contributes its `mask_mod`, which is what CuBridge compiles; one without a mask_mod (`BlockMask.from_kv_blocks`:
+noop_mask) contributes a mask_mod that keeps the keys of its listed blocks, reading a table made from its lists
+(eager calls; its lists are re-read when they change).
 
 **How a call runs.** A variant is identified by its traced hooks (`spec_from_hooks`: the code the hooks can
 run, the Python values they read, their captured tensors' kinds and shapes) and the normalization. Its first
@@ -460,12 +462,15 @@ class _Call:
     binding: _Binding | None  # None without hooks
     block_mask: object | None  # the BlockMask passed, if any (the latest one per hooks and flags is kept)
     given: GivenBlockLists | None  # its lists, where the plan takes them (not where the kernel builds its own)
+    listed: tuple | None  # its lists' state where they are the mask (no mask_mod): `_lists_state`
     kernel: VariantKernel | None  # None: the reference kernel
     plan: AttentionLaunch | VariantPlan  # the kernel's launch plan for the layout
 
     def __call__(self, query, key, value, block_mask) -> tuple[torch.Tensor, torch.Tensor | None] | None:
         """(out, lse or None), or None where this call is not the bound one (the checked path then runs)."""
         if block_mask is not self.block_mask or layout_key(query, key, value) != self.layout:
+            return None
+        if self.listed is not None and _lists_state(block_mask) != self.listed:
             return None
         if torch.is_grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad):
             return None
@@ -541,6 +546,11 @@ def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, score
         if result is not None:
             return result if return_lse else result[0]
     mask_mod = _mask_of(block_mask, mask_mod)
+    if block_mask is not None:
+        mask_q_len, mask_kv_len = block_mask.seq_lengths
+        if query.shape[2] > mask_q_len or key.shape[2] > mask_kv_len:
+            raise AttentionError(f"block_mask: made for Q_LEN, KV_LEN = ({mask_q_len}, {mask_kv_len}), shorter than "
+                                 f"the inputs' {query.shape[2]}, {key.shape[2]}: make a BlockMask for these lengths")
     if return_aux is not None:
         if return_lse:
             raise AttentionError("return_aux: pass return_aux or return_lse, not both")
@@ -575,7 +585,8 @@ def attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, score
             if len(_CALLS) >= _CALLS_LIMIT:
                 _CALLS.clear()
             taken = given if kernel is not None and plan.uses_given_lists else None
-            _CALLS[call_key] = _Call(layout, (score_mod, mask_mod), binding, block_mask, taken, kernel, plan)
+            listed = _lists_state(block_mask) if mask_mod in _LISTED_BLOCKS.values() else None
+            _CALLS[call_key] = _Call(layout, (score_mod, mask_mod), binding, block_mask, taken, listed, kernel, plan)
         out, lse = _enqueue(kernel, plan, query, key, value, captures, given)
     else:
         arguments = (query, key, value, captures, block_lists, block_shape, variant_key, scale, return_lse)
@@ -602,12 +613,63 @@ def _mask_of(block_mask, mask_mod: Callable | None) -> Callable | None:
     BlockMask, noop_mask = _flex_block_mask_types()
     if not isinstance(block_mask, BlockMask):
         raise AttentionError(f"block_mask must be a BlockMask (create_block_mask), got {type(block_mask).__name__}")
-    if block_mask.mask_mod is noop_mask:
-        raise AttentionError("block_mask: this BlockMask has no mask_mod (noop_mask), so its block lists alone "
-                             "describe the mask; CuBridge compiles a mask_mod: build it with create_block_mask")
     if mask_mod is not None and mask_mod is not block_mask.mask_mod:
         raise AttentionError("mask_mod and block_mask.mask_mod differ: pass one of them")
-    return block_mask.mask_mod
+    if block_mask.mask_mod is not noop_mask:
+        return block_mask.mask_mod
+    if torch.compiler.is_compiling():
+        raise AttentionError("block_mask: a BlockMask without a mask_mod (its lists are the mask) is taken in eager "
+                             "calls only; under torch.compile build it with create_block_mask from a mask_mod")
+    return _listed_blocks_mask(block_mask)
+
+
+def _lists_state(block_mask) -> tuple:
+    """What a BlockMask's lists are now: their tensors' ids and versions (an in-place change or `set_` bumps a
+    version), block size and lengths."""
+    tensors = (block_mask.kv_num_blocks, block_mask.kv_indices, block_mask.full_kv_num_blocks,
+               block_mask.full_kv_indices)
+    return (*((id(t), t._version) for t in tensors if t is not None), *block_mask.BLOCK_SIZE,
+            *block_mask.seq_lengths)
+
+
+def _listed_blocks_mask(block_mask) -> Callable:
+    """The mask a BlockMask without a mask_mod stands for (noop_mask: `BlockMask.from_kv_blocks` without one), as
+    a mask_mod: a key is kept where its kv block is listed, partial or full, for the query's block, as FlexAttention
+    computes it (a partial block's noop_mask keeps every key). One hook per state of the lists (`_lists_state`),
+    the latest kept: it reads a bool table [B or 1, H or 1, query blocks, kv blocks] made from the lists."""
+    state = _lists_state(block_mask)
+    hook = _LISTED_BLOCKS.get(state)
+    if hook is not None:
+        return hook
+    listed = _listed_table(block_mask)
+    block_m, block_n = block_mask.BLOCK_SIZE
+    b_step, h_step = int(listed.shape[0] > 1), int(listed.shape[1] > 1)  # 0: one plane for every batch / head
+
+    def listed_block(b, h, q_idx, kv_idx):
+        return listed[b * b_step, h * h_step, q_idx // block_m, kv_idx // block_n]
+
+    _LISTED_BLOCKS.clear()
+    _LISTED_BLOCKS[state] = listed_block
+    return listed_block
+
+
+def _listed_table(block_mask) -> torch.Tensor:
+    """bool [B or 1, H or 1, QB, KB]: whether kv block j is listed (partial or full) for query block i."""
+    kv_blocks = -(-block_mask.seq_lengths[1] // block_mask.BLOCK_SIZE[1])
+    num_blocks, indices = block_mask.kv_num_blocks, block_mask.kv_indices
+    table = torch.zeros(*indices.shape[:3], kv_blocks + 1, dtype=torch.bool, device=indices.device)
+    pairs = [(num_blocks, indices)]
+    if block_mask.full_kv_num_blocks is not None:
+        pairs.append((block_mask.full_kv_num_blocks, block_mask.full_kv_indices))
+    for counts, columns in pairs:
+        listed = torch.arange(columns.shape[-1], device=columns.device) < counts.unsqueeze(-1)
+        # entries past a row's count, and indices outside the keys' blocks, land in the last column, dropped
+        kept = listed & (columns >= 0) & (columns < kv_blocks)
+        table.scatter_(-1, torch.where(kept, columns.long(), kv_blocks), True)
+    return table[..., :kv_blocks].contiguous()
+
+
+_LISTED_BLOCKS: dict[tuple, Callable] = {}  # the latest BlockMask without a mask_mod: its lists' state -> hook
 
 
 def _block_mask_lists(block_mask, variant_key: str) -> tuple[list[torch.Tensor], list[int]]:

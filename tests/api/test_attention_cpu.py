@@ -5,9 +5,10 @@ import math
 import warnings
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
-from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex_attention, noop_mask
+from torch.nn.attention.flex_attention import BlockMask, create_block_mask, flex_attention
 
 import cubridge
 from cubridge import api
@@ -360,10 +361,9 @@ def unsupported(score, b, h, q_idx, kv_idx):
     (lambda q, k, v: cubridge.attention(q, k, v, block_mask=causal, enable_gqa=True), r"block_mask must be"),
     (lambda q, k, v: cubridge.attention(q, k, v, block_mask=create_block_mask(causal, None, None, 16, 16, "cpu"),
                                         mask_mod=documents, enable_gqa=True), r"mask_mod and block_mask"),
-    (lambda q, k, v: cubridge.attention(
-        q, k, v, block_mask=BlockMask.from_kv_blocks(torch.ones(1, 1, 1, dtype=torch.int32),
-                                                     torch.zeros(1, 1, 1, 1, dtype=torch.int32), mask_mod=noop_mask),
-        enable_gqa=True), r"block_mask: this BlockMask has no mask_mod"),
+    (lambda q, k, v: cubridge.attention(q, k, v, block_mask=create_block_mask(causal, None, None, 8, 16, "cpu"),
+                                        enable_gqa=True), r"block_mask: made for Q_LEN, KV_LEN = \(8, 16\), shorter "
+                                                          r"than the inputs' 16, 16: make a BlockMask"),
 ])
 def test_bad_arguments_are_one_line_errors_naming_the_argument(call, message):
     with pytest.raises(AttentionError, match=message) as caught:
@@ -617,3 +617,46 @@ def test_a_block_masks_lists_are_one_object_until_its_tensors_change():
     assert changed is not first and api._given_lists(lists, shape) is changed
     block_mask.kv_indices = block_mask.kv_indices.clone()
     assert api._given_lists(*api._block_mask_lists(block_mask, "variant")) is not changed
+
+
+def _listed_blocks(num_blocks, indices, block_size, length):
+    """The dense mask block lists describe where every listed block keeps all its keys."""
+    batch, heads, q_blocks = num_blocks.shape
+    dense = torch.zeros(batch, heads, length, length, dtype=torch.bool)
+    for b, h, i in np.ndindex(batch, heads, q_blocks):
+        for j in indices[b, h, i, :num_blocks[b, h, i]].tolist():
+            dense[b, h, i * block_size:(i + 1) * block_size, j * block_size:(j + 1) * block_size] = True
+    return dense
+
+
+@pytest.mark.parametrize("planes", [(1, 1), (2, 4)], ids=["shared", "per-head"])
+def test_a_blockmask_without_a_mask_mod_keeps_the_listed_blocks(planes):
+    """BlockMask.from_kv_blocks without a mask_mod (noop_mask): the lists are the mask, as FlexAttention's compiled
+    kernels compute it (its eager path ignores them); partial and full lists alike keep every key of a block."""
+    q, k, v = (t.repeat_interleave(2, dim=1) for t in inputs(seqlen=32, heads_q=2, heads_kv=2))
+    generator = torch.Generator().manual_seed(len(planes))
+    num_blocks = torch.randint(0, 3, (*planes, 4), generator=generator, dtype=torch.int32)
+    indices = torch.stack([torch.randperm(4, generator=generator) for _ in range(planes[0] * planes[1] * 4)])
+    indices = indices.view(*planes, 4, 4).to(torch.int32)
+    full_num = torch.ones(*planes, 4, dtype=torch.int32)
+    full_indices = torch.zeros(*planes, 4, 4, dtype=torch.int32)  # kv block 0 as a full block everywhere
+    block_mask = BlockMask.from_kv_blocks(num_blocks, indices, full_num, full_indices, BLOCK_SIZE=8)
+    keep = _listed_blocks(num_blocks, indices, 8, 32) | _listed_blocks(full_num, full_indices, 8, 32)
+    expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+    torch.testing.assert_close(cubridge.attention(q, k, v, block_mask=block_mask), expected, atol=1e-5, rtol=1e-5)
+    num_blocks.zero_()  # changed in place: the next call (bound to the first) sees the lists now
+    keep = _listed_blocks(full_num, full_indices, 8, 32)
+    expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+    torch.testing.assert_close(cubridge.attention(q, k, v, block_mask=block_mask), expected, atol=1e-5, rtol=1e-5)
+
+
+def test_a_blockmask_without_a_mask_mod_under_torch_compile_is_a_one_line_error():
+    q, k, v = inputs(seqlen=32, heads_q=2, heads_kv=2)
+    diagonal = torch.stack([torch.arange(4, dtype=torch.int32).roll(-row) for row in range(4)]).view(1, 1, 4, 4)
+    block_mask = BlockMask.from_kv_blocks(torch.ones(1, 1, 4, dtype=torch.int32), diagonal, BLOCK_SIZE=8)
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda q, k, v: cubridge.attention(q, k, v, block_mask=block_mask), fullgraph=True,
+                             backend="eager")
+    with pytest.raises(Exception, match="block_mask: a BlockMask without a mask_mod .* is taken in eager calls "
+                                        "only; under torch.compile build it with create_block_mask"):
+        compiled(q, k, v)

@@ -225,3 +225,28 @@ def test_repeated_calls_follow_new_captured_values_and_block_mask_lists():
                            q, k, v, softcap, in_documents)
             assert_correct(cubridge.attention(q, k, v, softcap, block_mask=block_mask, enable_gqa=True), None,
                            q, k, v, softcap, in_documents)
+
+
+def test_a_blockmask_without_a_mask_mod_keeps_its_listed_blocks_and_follows_changes_to_them():
+    """BlockMask.from_kv_blocks without a mask_mod: its lists are the mask (FlexAttention's compiled kernels keep
+    every key of a listed block). The repeated call runs bound to its plan; a list changed in place is read."""
+    from torch.nn.attention.flex_attention import BlockMask
+
+    q, k, v = inputs()
+    q_blocks = kv_blocks = -(-SEQLEN // 128)
+    generator = torch.Generator(device="cuda").manual_seed(1)
+    counts = torch.randint(1, kv_blocks + 1, (1, 4, q_blocks), device="cuda", generator=generator, dtype=torch.int32)
+    order = torch.rand(1, 4, q_blocks, kv_blocks, device="cuda", generator=generator).argsort(-1).to(torch.int32)
+    block_mask = BlockMask.from_kv_blocks(counts, order, BLOCK_SIZE=128, seq_lengths=(SEQLEN, SEQLEN))
+
+    def expected_mask():
+        listed = torch.arange(kv_blocks, device="cuda") < counts.unsqueeze(-1)
+        blocks = torch.zeros(1, 4, q_blocks, kv_blocks, dtype=torch.bool, device="cuda")
+        blocks.scatter_(-1, order.long(), listed)
+        return lambda b, h, q_idx, kv_idx: blocks[0, h, q_idx // 128, kv_idx // 128]
+
+    for _ in range(2):
+        out = cubridge.attention(q, k, v, block_mask=block_mask, enable_gqa=True)
+        mask = expected_mask()
+        assert_correct(out, None, q, k, v, None, mask, low_precision=attention_reference(q, k, v, None, mask))
+        counts.copy_(torch.where(counts > 1, counts - 1, counts))  # in place: the same BlockMask object
