@@ -203,7 +203,7 @@ def _interval(node: Expr, visit: Callable[[Expr], Interval], problem: Problem) -
     if op == "cast":
         low, high = visit(node.args[0])
         if node.kind == INT and node.args[0].kind == FLOAT:  # the GPU's conversion truncates and saturates
-            return (_saturated(low), _saturated(high))
+            return (_saturated(low - _rounding_slack(low)), _saturated(high + _rounding_slack(high)))
         return (low, high)
     if len(node.args) == 1:
         return _unary(op, visit(node.args[0]))
@@ -212,6 +212,13 @@ def _interval(node: Expr, visit: Callable[[Expr], Interval], problem: Problem) -
         low, high = _unary("abs", visit(lhs))
         return _checked((low * low, high * high))
     return _binary(op, visit(lhs), visit(rhs))
+
+
+def _rounding_slack(value: float) -> float:
+    """How far float32 arithmetic may land from the real-number bound `value` (the intervals are taken in float64
+    on real numbers; the kernel rounds every float op to float32): a relative 2^-16 and an absolute 2^-16, many
+    roundings' worth, so that a truncation to an integer never lands past the interval's."""
+    return abs(value) * 2.0**-16 + 2.0**-16 if math.isfinite(value) else 0.0
 
 
 def _saturated(value: float) -> int:

@@ -127,7 +127,8 @@ def test_the_grid_is_evaluated_in_chunks_of_query_rows(tmp_path, monkeypatch):
 
 def test_intervals_are_never_narrower_than_the_values(tmp_path):
     prelude = "table = torch.tensor([3, -5, 7, 0])\n"
-    spec = mask_spec(tmp_path, "((table[kv_idx % 4] * q_idx - (kv_idx >> 1)) // 3 + (q_idx & 5)) > 0", prelude)
+    spec = mask_spec(tmp_path, "((table[kv_idx % 4] * q_idx - (kv_idx >> 1)) // 3 + (q_idx & 5)"
+                               " + (q_idx.float() * 0.1 - kv_idx / 7).long()) > 0", prelude)
     problem = Problem((1, 1, 50, 40), spec.captures)
     found = intervals((spec.mask_expr,), problem)
     for node, (low, high) in found.items():
