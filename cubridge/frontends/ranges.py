@@ -72,7 +72,8 @@ class Problem:
 
 def intervals(exprs: tuple[Expr | None, ...], problem: Problem) -> dict[Expr, Interval]:
     """An interval holding every value of each node of `exprs` over `problem` (interval arithmetic: it may be
-    wider than the values, never narrower)."""
+    wider than the values, never narrower; a float node's is on real numbers, which its float32 values meet
+    within rounding, and an integer made from a float allows for that rounding)."""
     found: dict[Expr, Interval] = {}
 
     def visit(node: Expr) -> None:
