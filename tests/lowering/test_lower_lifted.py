@@ -31,9 +31,10 @@ KERNEL = REPOSITORY / "cubridge" / "runtime" / "kernels" / "attention_sm90.cu"
 PRINTED_LIFT = REPOSITORY / "examples" / "ir" / "attention_sm90.mlir"
 ENTRIES = [entry.name for entry in load_program(KERNEL, (INCLUDE_DIR,)).entry_points()]
 SPECS = sorted((REPOSITORY / "examples" / "specs").glob("*.py"))
-# specs whose policies use only the kernel's parameters (the project profile does not lift a policy's Args)
-LIFTABLE_POLICIES = ["causal", "causal_softcap", "comb", "prefix_lm", "relative_position", "relu", "sigmoid",
-                     "sliding_window", "sliding_window_softcap", "softcap"]
+# specs whose policies read the policy's Args (captured tensors, block lists), which the project profile does not
+# lift; every other spec's lowered policy lifts back
+READS_ARGS = {"alibi", "document_mask", "global_sliding_window", "interleaved_documents", "share_question"}
+LIFTABLE_POLICIES = [spec.stem for spec in SPECS if spec.stem not in READS_ARGS]
 
 
 def _transferred_printed_lift(spec: Path):

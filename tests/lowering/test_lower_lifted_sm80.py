@@ -32,7 +32,10 @@ HAND_KEPT = REPOSITORY / "tests" / "transfer" / "inputs" / "split_loop_sm80.mlir
 ENTRIES = [entry.name for entry in load_program(KERNEL, (INCLUDE_DIR,)).entry_points()]
 SPECS = sorted((REPOSITORY / "examples" / "specs").glob("*.py"))
 # specs whose policies use only the kernel's parameters (the project profile does not lift a policy's Args)
-LIFTABLE_POLICIES = ["causal", "prefix_lm", "sliding_window_softcap", "relu"]
+# (causal_blockwise: floor_div's comparison of two conditions and its select of integers, in a mask's elements;
+# eager_causal_softcap: a condition compared with `true`)
+LIFTABLE_POLICIES = ["causal", "causal_blockwise", "eager_causal_softcap", "prefix_lm", "sliding_window_softcap",
+                     "relu"]
 
 
 @pytest.fixture(scope="module")

@@ -186,6 +186,8 @@ class FragmentLifting:
                     return True if constant else other
                 return other if constant else False
             return Expr("ori" if operator == "||" else "andi", (left, right), location)
+        if operator in ("==", "!=") and self._is_flag_like(left) and self._is_flag_like(right):
+            return Expr("cmpi:" + _INDEX_COMPARE[operator], (left, right), location)  # (a < 0) != (b < 0)
         integer = self._is_index_like(left) and self._is_index_like(right)
         if operator in _FLOAT_COMPARE:
             if integer:
@@ -205,9 +207,24 @@ class FragmentLifting:
 
         if isinstance(value, Affine) or (isinstance(value, int) and not isinstance(value, bool)):
             return True
+        if isinstance(value, Expr) and value.op == "select":  # floor_div's `... ? quotient - 1 : quotient`
+            return FragmentLifting._is_index_like(value.args[1]) and FragmentLifting._is_index_like(value.args[2])
         if isinstance(value, Expr):
             return value.op in _INDEX_OPS.values()
         return isinstance(value, Run) and isinstance(value.value.type, IndexType)
+
+    @staticmethod
+    def _is_flag_like(value) -> bool:
+        """Whether `value` is a condition (i1): a comparison, a logical and / or of conditions, a bool literal."""
+        from cubridge.frontends.cuda.values import Run
+
+        if isinstance(value, bool):
+            return True
+        if isinstance(value, Expr) and value.op == "select":
+            return FragmentLifting._is_flag_like(value.args[1]) and FragmentLifting._is_flag_like(value.args[2])
+        if isinstance(value, Expr):
+            return value.op.startswith(("cmpi:", "cmpf:")) or value.op in ("andi", "ori")
+        return isinstance(value, Run) and value.value.type == IntegerType(1)
 
     def _add(self, base, offset: int, scope, node):
         from cubridge.frontends.cuda.values import Run
