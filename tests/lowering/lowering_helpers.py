@@ -20,11 +20,11 @@ def lift_transfer_lower(kernel: Path, spec: Path, output: Path) -> str:
     return output.read_text()
 
 
-def lowered_lift_verification(kernel: Path, name: str, directory: Path, entry_prefix: str,
+def lowered_lift_verification(kernel: Path, spec: Path, directory: Path, entry_prefix: str,
                               head_dim: int) -> VerificationResult:
-    """The spec `name` (examples/specs) lifted, transferred and lowered onto `kernel`, then its entry point
-    `<entry_prefix>_<name>` lifted back and verified against the spec, D = `head_dim`."""
-    spec = ROOT / "examples" / "specs" / f"{name}.py"
+    """The spec at `spec` lifted, transferred and lowered onto `kernel`, then its entry point
+    `<entry_prefix>_<spec's stem>` lifted back and verified against the spec, D = `head_dim`."""
+    name = spec.stem
     lowered = directory / f"{name}.cu"
     lift_transfer_lower(kernel, spec, lowered)
     module = lift_cuda_file(lowered, f"{entry_prefix}_{name}").module

@@ -31,10 +31,19 @@ KERNEL = REPOSITORY / "cubridge" / "runtime" / "kernels" / "attention_sm90.cu"
 PRINTED_LIFT = REPOSITORY / "examples" / "ir" / "attention_sm90.mlir"
 ENTRIES = [entry.name for entry in load_program(KERNEL, (INCLUDE_DIR,)).entry_points()]
 SPECS = sorted((REPOSITORY / "examples" / "specs").glob("*.py"))
-# specs whose policies read the policy's Args (captured tensors, block lists), which the project profile does not
-# lift; every other spec's lowered policy lifts back
-READS_ARGS = {"alibi", "document_mask", "global_sliding_window", "interleaved_documents", "share_question"}
-LIFTABLE_POLICIES = [spec.stem for spec in SPECS if spec.stem not in READS_ARGS]
+# specs whose kernels take block lists, which the lift does not read (a policy's captured tables it does); every
+# other spec's lowered policy lifts back
+TAKES_BLOCK_LISTS = {"document_mask", "global_sliding_window", "interleaved_documents", "share_question"}
+LIFTABLE_POLICIES = [spec.stem for spec in SPECS if spec.stem not in TAKES_BLOCK_LISTS]
+# a policy reading an integer table at a uniform index and a float table at each element's own
+TABLES_SPEC = """
+import torch
+offsets = torch.tensor([3, -2, 5, 1], dtype=torch.int64)
+bias = torch.linspace(-1.0, 1.0, 2048)
+
+def score_mod(score, b, h, q_idx, kv_idx):
+    return score + 0.01 * (offsets[h] + q_idx - kv_idx) + bias[q_idx - kv_idx + 1024]
+"""
 
 
 def _transferred_printed_lift(spec: Path):
@@ -71,8 +80,22 @@ def test_lift_transfer_lower_is_the_printed_lifts(spec, tmp_path):
 
 @pytest.mark.parametrize("name", LIFTABLE_POLICIES)
 def test_lowered_lift_lifts_back_and_verifies(name, tmp_path):
-    result = lowered_lift_verification(KERNEL, name, tmp_path, "attention_sm90_bf16_d128", 128)
+    result = lowered_lift_verification(KERNEL, REPOSITORY / "examples" / "specs" / f"{name}.py", tmp_path,
+                                       "attention_sm90_bf16_d128", 128)
     assert result.ok, result.summary()
+
+
+@pytest.mark.parametrize("reference, head_dim", [("sm90", 128), ("sm80", 64)])
+def test_a_policys_captured_tables_lift_back_as_gathers_and_verify(reference, head_dim, tmp_path):
+    spec = tmp_path / "tables.py"
+    spec.write_text(TABLES_SPEC)
+    entry_prefix = f"attention_{reference}_bf16_d{head_dim}"
+    result = lowered_lift_verification(KERNEL.with_name(f"attention_{reference}.cu"), spec, tmp_path, entry_prefix,
+                                       head_dim)
+    assert result.ok, result.summary()
+    lowered = lift_cuda_file(tmp_path / "tables.cu", f"{entry_prefix}_tables").module
+    gathers = {(op.source.name_hint, str(op.result.type)) for op in lowered.walk() if op.name == "cuir.gather"}
+    assert gathers == {("offsets", "i32"), ("bias", "f32")}
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed: the lowered sources are not compiled")

@@ -34,8 +34,8 @@ SPECS = sorted((REPOSITORY / "examples" / "specs").glob("*.py"))
 # specs whose policies use only the kernel's parameters (the project profile does not lift a policy's Args)
 # (causal_blockwise: floor_div's comparison of two conditions and its select of integers, in a mask's elements;
 # eager_causal_softcap: a condition compared with `true`)
-LIFTABLE_POLICIES = ["causal", "causal_blockwise", "eager_causal_softcap", "prefix_lm", "sliding_window_softcap",
-                     "relu"]
+LIFTABLE_POLICIES = ["alibi", "causal", "causal_blockwise", "eager_causal_softcap", "prefix_lm",
+                     "sliding_window_softcap", "relu"]
 
 
 @pytest.fixture(scope="module")
@@ -80,5 +80,6 @@ def test_lift_transfer_lower_is_the_hand_kept_programs_but_for_kv_range(spec, li
 
 @pytest.mark.parametrize("name", LIFTABLE_POLICIES)
 def test_lowered_lift_lifts_back_and_verifies(name, tmp_path):
-    result = lowered_lift_verification(KERNEL, name, tmp_path, "attention_sm80_bf16_d64", 64)
+    result = lowered_lift_verification(KERNEL, REPOSITORY / "examples" / "specs" / f"{name}.py", tmp_path,
+                                       "attention_sm80_bf16_d64", 64)
     assert result.ok, result.summary()

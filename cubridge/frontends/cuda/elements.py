@@ -27,7 +27,7 @@ from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerType, f32
 from xdsl.ir import Block, Region, SSAValue
 
-from cubridge.dialect.cuir import ConvertOp, FillOp, MapOp, RowReduceOp, YieldOp
+from cubridge.dialect.cuir import ConvertOp, FillOp, GatherOp, MapOp, RowReduceOp, YieldOp
 from cubridge.dialect.types import RowVectorType, TileType
 from cubridge.frontends.cuda.values import Run
 
@@ -210,7 +210,7 @@ class FragmentLifting:
         if isinstance(value, Expr) and value.op == "select":  # floor_div's `... ? quotient - 1 : quotient`
             return FragmentLifting._is_index_like(value.args[1]) and FragmentLifting._is_index_like(value.args[2])
         if isinstance(value, Expr):
-            return value.op in _INDEX_OPS.values()
+            return value.op in _INDEX_OPS.values() or value.op == "gather_index"
         return isinstance(value, Run) and isinstance(value.value.type, IndexType)
 
     @staticmethod
@@ -664,6 +664,11 @@ def _same(a, b) -> bool:
 
 
 def _scalar_op(name: str, operands: list[SSAValue]):
+    if name == "gather":
+        return GatherOp(operands[0], operands[1:])
+    if name == "gather_index":  # an integer table's element, as an index
+        gather = GatherOp(operands[0], operands[1:])
+        return [gather, arith.IndexCastOp(gather.result, IndexType())]
     if name.startswith("cmpf:"):
         return arith.CmpfOp(operands[0], operands[1], name[5:])
     if name.startswith("cmpi:"):

@@ -6,13 +6,13 @@ import re
 from pathlib import Path
 
 import numpy as np
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, f32
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, f32, i32
 
 from cubridge.dialect.cuir import AllocOp, ForEachTileOp, KernelOp, MbarrierInitOp, WorkerOp
 from cubridge.dialect.types import GlobalTensorType, SharedBufferType
 from cubridge.frontends.cuda.lift import ELEMENT_TYPES, Lifter, Scope
 from cubridge.frontends.cuda.program import declarator_name, text, walk
-from cubridge.frontends.cuda.values import Cell, ParamsValue, TensorArgument, TypeValue
+from cubridge.frontends.cuda.values import Cell, ParamsValue, StructValue, TensorArgument, TypeValue
 
 
 def lift_kernel(lifter: Lifter) -> ModuleOp:
@@ -33,6 +33,7 @@ def lift_kernel(lifter: Lifter) -> ModuleOp:
     rank = int(parameters.get("tensor_map_rank", 4))
 
     arguments: list[tuple[str, object]] = []
+    policy_tables: list[tuple[str, GlobalTensorType]] = []
     declarator = node.child_by_field_name("declarator")
     for parameter in declarator.child_by_field_name("parameters").named_children:
         name = declarator_name(parameter.child_by_field_name("declarator"))
@@ -44,8 +45,15 @@ def lift_kernel(lifter: Lifter) -> ModuleOp:
         elif type_name in lifter.program.structs and lifter.program.structs[type_name].fields and \
                 any(f[1] in parameters.get("fields", {}) for f in lifter.program.structs[type_name].fields):
             scope.names[name] = Cell(name, ParamsValue(type_name), mutable=False)
-        else:  # the variant policy's Args: no fields the reference instances read
-            scope.names[name] = Cell(name, TypeValue(type_name), mutable=False)
+        else:  # the variant policy's Args: its captured tables (none in the references' own policies)
+            struct_name = _struct_name(lifter, type_name)
+            if struct_name is None:
+                scope.names[name] = Cell(name, TypeValue(type_name), mutable=False)
+                continue
+            tables = _policy_tables(lifter, struct_name, scope, parameter)
+            policy_tables += tables
+            scope.names[name] = Cell(name, StructValue(struct_name, {
+                field: Cell(field, TensorArgument(field), mutable=False) for field, _ in tables}), mutable=False)
     tensor_maps = len(arguments)
     for field, mapping in parameters.get("fields", {}).items():
         if "tensor" in mapping and all(name != mapping["tensor"] for name, _ in arguments):
@@ -55,6 +63,7 @@ def lift_kernel(lifter: Lifter) -> ModuleOp:
             arguments.append((mapping["scalar"], f32))
 
     lifter.profile_arguments = [name for name, _ in arguments[tensor_maps:]]
+    arguments += policy_tables  # after the kernel's own, as the transfer appends them
     schedule = lifter.profile.section("tile_scheduler")
     tile_rows = schedule["tile_rows"]
     tile_m = int(lifter.constant(tile_rows, (), scope, node) if tile_rows in lifter.program.constants else
@@ -184,3 +193,38 @@ def shared_allocations(lifter: Lifter, storage_type: TypeValue, scope: Scope, no
         lifter.kernel.body.block.add_op(op)
         allocs[method] = op.result
     return allocs
+
+
+def _struct_name(lifter: Lifter, type_name: str) -> str | None:
+    """The indexed struct `Outer::Inner` names: Outer's own, or the one it inherits from a base (a variant policy
+    derives from the reference's and may keep its Args); None where there is none."""
+    if type_name in lifter.program.structs:
+        return type_name
+    outer, _, inner = type_name.rpartition("::")
+    struct = lifter.program.structs.get(outer)
+    for base in struct.bases if struct is not None and inner else ():
+        found = _struct_name(lifter, f"{base}::{inner}")
+        if found is not None:
+            return found
+    return None
+
+
+def _policy_tables(lifter: Lifter, type_name: str, scope: Scope, node) -> list[tuple[str, GlobalTensorType]]:
+    """The captured tables of a variant policy's Args struct (`[parameters] table`: `Table<float, R>` is an f32
+    tensor of rank R, `Table<int, R>` an i32 one), as the transfer adds them to a kernel's arguments."""
+    struct = lifter.program.structs[type_name]
+    parameters = lifter.profile.section("parameters")
+    table = parameters.get("table", "Table")
+    block_lists = [field for _, field, _ in struct.fields if field in parameters.get("block_lists", ())]
+    if block_lists:
+        raise lifter.error(scope, node, f"`{type_name}` holds block lists (`{block_lists[0]}`): a kernel that takes "
+                                        "them is not lifted yet")
+    tables = []
+    for field_type, field, _ in struct.fields:
+        match = re.fullmatch(rf"{table}<\s*(float|int)\s*,\s*(\d+)\s*>", field_type)
+        if match is None:
+            raise lifter.error(scope, node, f"`{type_name}::{field}` is a `{field_type}`, not a captured table "
+                                            f"(`{table}<float or int, rank>`)")
+        element = ELEMENT_TYPES["float"] if match[1] == "float" else i32
+        tables.append((field, GlobalTensorType(int(match[2]), element, "row_major")))
+    return tables

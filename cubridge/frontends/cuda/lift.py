@@ -36,6 +36,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     UNKNOWN_LOC,
     f32,
+    i32,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.transforms.common_subexpression_elimination import cse
@@ -63,6 +64,7 @@ from cubridge.dialect.cuir import (
     WorkerOp,
     YieldOp,
     FenceAsyncSharedOp,
+    GatherOp,
 )
 from cubridge.dialect.types import MbarrierType
 from cubridge.frontends.cuda.elements import Affine, Elem, Expr, FragmentLayout, FragmentLifting, RowOf, is_symbolic
@@ -245,6 +247,7 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
         self.profile_arguments: list[str] = []  # kernel arguments the profile's parameter fields add
         self.copy_panels: dict = {}  # a TMA copy or store op -> the panels of its tile seen so far
         self.materialized: dict = {}  # symbolic values already made CuIR (per worker)
+        self.table_reads: dict[tuple, SSAValue] = {}  # (block, table, indices) -> a cuir.gather's value there
         self.pending_stores: dict = {}  # element stores of the current unrolled loop
         self.unroll_depth = 0
         self.gemm_issued: dict = {}  # block -> tokens of GEMM groups issued in it and not yet waited
@@ -1065,6 +1068,8 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
         primitive = self.profile.primitive(callee.name) if callee.scope_struct is None else None
         if primitive is not None:
             return self.primitive_call(callee, primitive, arguments, scope, node)
+        if callee.scope_struct is None and callee.name == self.profile.section("parameters").get("table_read"):
+            return self.table_read(arguments, scope, node)
         if callee.name == "__builtin_huge_valf" and callee.scope_struct is None:
             return float("inf")
         if callee.name == "__shfl_sync" and callee.scope_struct is None:
@@ -1998,6 +2003,26 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
         if builder is None:
             raise self.error(scope, node, f"primitive `{callee.name}` ({op_name}) is not lifted yet")
         return builder(callee, values, scope, node)
+
+    def table_read(self, arguments: list[Node], scope: Scope, node: Node):
+        """`gather(table, index...)` of a captured table (a policy's Args field): a `cuir.gather` in the element
+        code where an index depends on the element, else one where the call is, read again by every element that
+        makes the same call in that block (a slope of head h)."""
+        table, *indices = (self.value(argument, scope) for argument in arguments)
+        if not isinstance(table, TensorArgument) or table.name not in self.tensors:
+            raise self.error(scope, node, f"not a captured table of the policy's Args: `{text(arguments[0])}`")
+        source = self.tensors[table.name]
+        integer = source.type.element_type == i32  # read as an index, as C++ computes with its `int`
+        if any(is_symbolic(index) for index in indices):
+            return Expr("gather_index" if integer else "gather", (Run(source), *indices), self.location(scope, node))
+        key = (self.block, table.name, *(index.value if isinstance(index, Run) else index for index in indices))
+        if key not in self.table_reads:
+            value = self.emit(GatherOp(source, [self.as_index(index, scope, node) for index in indices]), scope,
+                              node).results[0]
+            if integer:
+                value = self.emit(arith.IndexCastOp(value, IndexType()), scope, node).results[0]
+            self.table_reads[key] = value
+        return Run(self.table_reads[key])
 
     def barrier_of(self, ref, scope: Scope, node: Node) -> tuple[SSAValue, SSAValue | None]:
         if not isinstance(ref, SharedRef) or ref.name not in self.barrier_allocs:

@@ -58,6 +58,13 @@ class EntryPoint:
     template_arguments: tuple[Node, ...] = ()  # of a template kernel's instance: `fwd_attend_ker<128, false>`
 
 
+def _defines_struct(member: Node) -> bool:
+    """Whether a field declaration only defines a named nested struct (no field of it)."""
+    type_node = member.child_by_field_name("type")
+    return (type_node.type == "struct_specifier" and type_node.child_by_field_name("body") is not None
+            and type_node.child_by_field_name("name") is not None and not member.children_by_field_name("declarator"))
+
+
 def _template_parameters(node: Node) -> tuple[tuple[str, str], ...]:
     parameters = []
     for parameter in node.child_by_field_name("parameters").named_children:
@@ -153,7 +160,8 @@ class Program:
                 for declarator in node.children_by_field_name("declarator"):
                     self.constants[declarator_name(declarator)] = Definition(declarator, source, template)
 
-    def _index_struct(self, source: CudaSource, node: Node, template: tuple) -> None:
+    def _index_struct(self, source: CudaSource, node: Node, template: tuple, enclosing: str = "") -> None:
+        """Index a struct by its name (`Outer::Inner` for one defined inside `enclosing`'s body)."""
         name_node = node.child_by_field_name("name")
         specialized = None
         if name_node.type == "template_type":  # an explicit specialization: found by its arguments
@@ -172,6 +180,8 @@ class Program:
             if member.type == "function_definition":
                 method = declarator_name(member.child_by_field_name("declarator"))
                 struct.methods.setdefault(method, []).append(Definition(member, source, member_template))
+            elif member.type == "field_declaration" and _defines_struct(member):  # struct Args { ... };
+                self._index_struct(source, member.child_by_field_name("type"), template, f"{text(name_node)}::")
             elif member.type == "field_declaration":
                 type_node = member.child_by_field_name("type")
                 is_static = any(text(c) == "static" for c in member.children if c.type == "storage_class_specifier")
@@ -195,7 +205,7 @@ class Program:
         if specialized is not None:
             self.specializations.setdefault(text(name_node), []).append((specialized, struct))
             return
-        self.structs[text(name_node)] = struct
+        self.structs[enclosing + text(name_node)] = struct
 
     # ---------------------------------------------------------------------------------------------------
     def entry_points(self) -> list[EntryPoint]:
