@@ -35,14 +35,14 @@ SPECS = sorted((REPOSITORY / "examples" / "specs").glob("*.py"))
 # other spec's lowered policy lifts back
 TAKES_BLOCK_LISTS = {"document_mask", "global_sliding_window", "interleaved_documents", "share_question"}
 LIFTABLE_POLICIES = [spec.stem for spec in SPECS if spec.stem not in TAKES_BLOCK_LISTS]
-# a policy reading an integer table at a uniform index and a float table at each element's own
+# a policy reading an integer table at a uniform index and a float table at each element's own (through `abs`)
 TABLES_SPEC = """
 import torch
 offsets = torch.tensor([3, -2, 5, 1], dtype=torch.int64)
 bias = torch.linspace(-1.0, 1.0, 2048)
 
 def score_mod(score, b, h, q_idx, kv_idx):
-    return score + 0.01 * (offsets[h] + q_idx - kv_idx) + bias[q_idx - kv_idx + 1024]
+    return score + 0.01 * (offsets[h] + q_idx - kv_idx) + bias[(q_idx - kv_idx).abs()]
 """
 
 

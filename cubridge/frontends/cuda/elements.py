@@ -209,6 +209,8 @@ class FragmentLifting:
             return True
         if isinstance(value, Expr) and value.op == "select":  # floor_div's `... ? quotient - 1 : quotient`
             return FragmentLifting._is_index_like(value.args[1]) and FragmentLifting._is_index_like(value.args[2])
+        if isinstance(value, Expr) and value.op == "absi":
+            return FragmentLifting._is_index_like(value.args[0])
         if isinstance(value, Expr):
             return value.op in _INDEX_OPS.values() or value.op == "gather_index"
         return isinstance(value, Run) and isinstance(value.value.type, IndexType)
@@ -685,6 +687,8 @@ def _scalar_op(name: str, operands: list[SSAValue]):
         return arith.SelectOp(operands[0], operands[1], operands[2])
     if name == "negf":
         return arith.NegfOp(operands[0])
+    if name == "absi":
+        return math.AbsIOp(operands[0])
     if name == "sitofp":  # an index as a float: through a 64-bit integer
         wide = arith.IndexCastOp(operands[0], IntegerType(64))
         return [wide, arith.SIToFPOp(wide.result, f32)]

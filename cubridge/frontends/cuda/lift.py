@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 from tree_sitter import Node
 from xdsl.dialects import arith, scf
+from xdsl.dialects import math as xdsl_math
 from xdsl.dialects.builtin import (
     BFloat16Type,
     CallSiteLoc,
@@ -858,7 +859,7 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
             return bound.value if isinstance(bound, Cell) else bound
         except KeyError:
             pass
-        if name in ("min", "max", "__builtin_huge_valf", "__shfl_sync") or name in self.profile.section("math") or \
+        if name in ("min", "max", "abs", "__builtin_huge_valf", "__shfl_sync") or name in self.profile.section("math") or \
                 name in self.profile.section("no_ops") or name in self.profile.section("functions"):
             return FunctionValue(name)
         if name not in self.program.constants and name not in self.program.functions and \
@@ -1087,6 +1088,13 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
                              "exp": pymath.exp, "exp2": lambda x: 2.0 ** x}
                 return float(functions[math_op](*values))
             return Expr(math_op, tuple(values), self.location(scope, node))
+        if callee.name == "abs" and callee.scope_struct is None:  # of an int: math.absi on the index
+            value = self.value(arguments[0], scope)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return abs(value)
+            if is_symbolic(value):
+                return Expr("absi", (value,), self.location(scope, node))
+            return Run(self.emit(xdsl_math.AbsIOp(self.as_index(value, scope, node)), scope, node).result)
         if callee.name in ("min", "max") and callee.scope_struct is None:
             values = [self.value(a, scope) for a in arguments]
             if all(isinstance(v, (int, float)) for v in values):
