@@ -61,6 +61,7 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
     HasParent,
+    Pure,
     IsolatedFromAbove,
     IsTerminator,
     NoTerminator,
@@ -1244,6 +1245,8 @@ class GatherOp(IRDLOperation):
     assembly_format = (
         "$source (`[` $indices^ `]`)? attr-dict `:` type($source)"
     )
+    # the tables are read-only while the kernel runs, so two reads at the same coordinates are one value (CSE)
+    traits = traits_def(Pure())
 
     def __init__(self, source: SSAValue, indices: Sequence[SSAValue]):
         super().__init__(

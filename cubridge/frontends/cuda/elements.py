@@ -118,6 +118,8 @@ class Position:
 
 _FLOAT_OPS = {"+": "addf", "-": "subf", "*": "mulf", "/": "divf"}
 _INDEX_OPS = {"+": "addi", "-": "subi", "*": "muli", "/": "divsi", "%": "remsi"}
+# int min / max / abs, an integer table's element, a float converted to int
+_INDEX_FUNCTIONS = ("minsi", "maxsi", "absi", "gather_index", "fptosi")
 _FLOAT_COMPARE = {"<": "olt", "<=": "ole", ">": "ogt", ">=": "oge", "==": "oeq", "!=": "one"}
 _INDEX_COMPARE = {"<": "slt", "<=": "sle", ">": "sgt", ">=": "sge", "==": "eq", "!=": "ne"}
 REDUCING = {"addf": "sum", "maxnumf": "max"}
@@ -209,10 +211,8 @@ class FragmentLifting:
             return True
         if isinstance(value, Expr) and value.op == "select":  # floor_div's `... ? quotient - 1 : quotient`
             return FragmentLifting._is_index_like(value.args[1]) and FragmentLifting._is_index_like(value.args[2])
-        if isinstance(value, Expr) and value.op == "absi":
-            return FragmentLifting._is_index_like(value.args[0])
         if isinstance(value, Expr):
-            return value.op in _INDEX_OPS.values() or value.op == "gather_index"
+            return value.op in _INDEX_OPS.values() or value.op in _INDEX_FUNCTIONS
         return isinstance(value, Run) and isinstance(value.value.type, IndexType)
 
     @staticmethod
@@ -679,7 +679,7 @@ def _scalar_op(name: str, operands: list[SSAValue]):
         "addf": arith.AddfOp, "subf": arith.SubfOp, "mulf": arith.MulfOp, "divf": arith.DivfOp,
         "maxnumf": arith.MaxnumfOp, "minnumf": arith.MinnumfOp, "ori": arith.OrIOp, "andi": arith.AndIOp,
         "addi": arith.AddiOp, "subi": arith.SubiOp, "muli": arith.MuliOp, "divsi": arith.DivSIOp,
-        "remsi": arith.RemSIOp,
+        "remsi": arith.RemSIOp, "minsi": arith.MinSIOp, "maxsi": arith.MaxSIOp,
     }
     if name in simple:
         return simple[name](operands[0], operands[1])
@@ -689,13 +689,20 @@ def _scalar_op(name: str, operands: list[SSAValue]):
         return arith.NegfOp(operands[0])
     if name == "absi":
         return math.AbsIOp(operands[0])
+    if name == "fptosi":  # a float as an index: through a 64-bit integer, as the transfer converts
+        wide = arith.FPToSIOp(operands[0], IntegerType(64))
+        return [wide, arith.IndexCastOp(wide.result, IndexType())]
     if name == "sitofp":  # an index as a float: through a 64-bit integer
         wide = arith.IndexCastOp(operands[0], IntegerType(64))
         return [wide, arith.SIToFPOp(wide.result, f32)]
     if name == "fma":
         product = arith.MulfOp(operands[0], operands[1])
         return [product, arith.AddfOp(product.result, operands[2])]
-    unary = {"exp2": math.Exp2Op, "log": math.LogOp, "tanh": math.TanhOp, "exp": math.ExpOp}
+    if name == "powf":
+        return math.PowFOp(operands[0], operands[1])
+    unary = {"exp2": math.Exp2Op, "log": math.LogOp, "tanh": math.TanhOp, "exp": math.ExpOp, "log2": math.Log2Op,
+             "sqrt": math.SqrtOp, "rsqrt": math.RsqrtOp, "absf": math.AbsFOp, "erf": math.ErfOp,
+             "floor": math.FloorOp, "ceil": math.CeilOp, "trunc": math.TruncOp, "sin": math.SinOp, "cos": math.CosOp}
     if name in unary:
         return unary[name](operands[0])
     raise ValueError(f"no scalar op for `{name}`")

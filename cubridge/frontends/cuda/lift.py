@@ -68,7 +68,8 @@ from cubridge.dialect.cuir import (
     GatherOp,
 )
 from cubridge.dialect.types import MbarrierType
-from cubridge.frontends.cuda.elements import Affine, Elem, Expr, FragmentLayout, FragmentLifting, RowOf, is_symbolic
+from cubridge.frontends.cuda.elements import (Affine, Elem, Expr, FragmentLayout, FragmentLifting, RowOf, _scalar_op,
+                                              is_symbolic)
 from cubridge.frontends.cuda.library import Allocator, BaseTiles, LibraryLifting, Omitted, SharedArray
 from cubridge.frontends.cuda.mma import COPY_GROUP_WINDOW, GemmChain, MmaSyncLifting
 from cubridge.frontends.cuda.profile import Profile
@@ -248,7 +249,6 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
         self.profile_arguments: list[str] = []  # kernel arguments the profile's parameter fields add
         self.copy_panels: dict = {}  # a TMA copy or store op -> the panels of its tile seen so far
         self.materialized: dict = {}  # symbolic values already made CuIR (per worker)
-        self.table_reads: dict[tuple, SSAValue] = {}  # (block, table, indices) -> a cuir.gather's value there
         self.pending_stores: dict = {}  # element stores of the current unrolled loop
         self.unroll_depth = 0
         self.gemm_issued: dict = {}  # block -> tokens of GEMM groups issued in it and not yet waited
@@ -638,6 +638,8 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
         operator = text(node.child_by_field_name("operator"))
         operand = self.value(node.child_by_field_name("argument"), scope)
         if is_symbolic(operand):
+            if operator == "-" and self._is_index_like(operand):
+                return Expr("subi", (0, operand), self.location(scope, node))
             if operator == "-":
                 return Expr("negf", (operand,), self.location(scope, node))
             if operator == "!":
@@ -648,6 +650,8 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
             return PerThread({"-": np.negative, "!": np.logical_not, "~": np.invert}[operator](operand.values))
         if operator == "!" and isinstance(operand, Run):
             return self._negate(operand, scope, node)
+        if operator == "-" and isinstance(operand, Run) and operand.value.type == f32:
+            return Run(self.emit(arith.NegfOp(operand.value), scope, node).result)
         if operator == "-" and isinstance(operand, Run):
             return self.binary_run("-", 0, operand, scope, node)
         raise self.unsupported(scope, node, f"operator `{operator}` on run-time values")
@@ -817,6 +821,8 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
             type_name = " ".join(text(target.named_children[0]).split()) if target is not None else ""
             if text(function_node).startswith("static_cast") and type_name in ("float", "double"):
                 return self.to_float(self.value(arguments_node.named_children[0], scope), scope, node)
+            if text(function_node).startswith("static_cast") and type_name == "int":
+                return self.to_int(self.value(arguments_node.named_children[0], scope), scope, node)
             return self.evaluate(arguments_node.named_children[0], scope)
         if function_node.type == "field_expression":
             return self.call_method(node, function_node, arguments_node, scope)
@@ -844,6 +850,18 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
         if isinstance(value, Run) and isinstance(value.value.type, IndexType):
             wide = self.emit(arith.IndexCastOp(value.value, IntegerType(64)), scope, node)
             return Run(self.emit(arith.SIToFPOp(wide.result, f32), scope, node).result)
+        return value
+
+    def to_int(self, value, scope: Scope, node: Node):
+        """A float converted to int (truncated; the kernel's conversion saturates, as the executor computes
+        arith.fptosi), an int as it is."""
+        if isinstance(value, float):
+            return int(value)
+        if is_symbolic(value) and not (self._is_index_like(value) or self._is_flag_like(value)):
+            return Expr("fptosi", (value,), self.location(scope, node))
+        if isinstance(value, Run) and value.value.type == f32:
+            wide = self.emit(arith.FPToSIOp(value.value, IntegerType(64)), scope, node)
+            return Run(self.emit(arith.IndexCastOp(wide.result, IndexType()), scope, node).result)
         return value
 
     def _expr_cast_like(self, type_name: str, argument: Node, scope: Scope):
@@ -1085,9 +1103,14 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
                 import math as pymath
 
                 functions = {"maxnumf": max, "minnumf": min, "fma": lambda a, b, c: a * b + c, "log": pymath.log,
-                             "exp": pymath.exp, "exp2": lambda x: 2.0 ** x}
+                             "exp": pymath.exp, "exp2": lambda x: 2.0 ** x, "log2": pymath.log2,
+                             "divf": lambda a, b: a / b, "sqrt": pymath.sqrt, "rsqrt": lambda x: 1.0 / pymath.sqrt(x),
+                             "absf": abs, "erf": pymath.erf, "floor": pymath.floor, "ceil": pymath.ceil,
+                             "trunc": pymath.trunc, "powf": pymath.pow, "sin": pymath.sin, "cos": pymath.cos}
                 return float(functions[math_op](*values))
-            return Expr(math_op, tuple(values), self.location(scope, node))
+            if any(is_symbolic(value) for value in values):
+                return Expr(math_op, tuple(values), self.location(scope, node))
+            return self.uniform_math(math_op, values, scope, node)
         if callee.name == "abs" and callee.scope_struct is None:  # of an int: math.absi on the index
             value = self.value(arguments[0], scope)
             if isinstance(value, int) and not isinstance(value, bool):
@@ -1099,6 +1122,8 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
             values = [self.value(a, scope) for a in arguments]
             if all(isinstance(v, (int, float)) for v in values):
                 return (min if callee.name == "min" else max)(values)
+            if any(is_symbolic(v) for v in values):  # of ints, in element code (a T5 bucket's cap)
+                return Expr(callee.name + "si", tuple(values), self.location(scope, node))
             op = (arith.MinSIOp if callee.name == "min" else arith.MaxSIOp)(
                 self.as_index(values[0], scope, node), self.as_index(values[1], scope, node))
             return Run(self.emit(op, scope, node).result)
@@ -2012,10 +2037,21 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
             raise self.error(scope, node, f"primitive `{callee.name}` ({op_name}) is not lifted yet")
         return builder(callee, values, scope, node)
 
+    def uniform_math(self, math_op: str, values: list, scope: Scope, node: Node) -> Run:
+        """A math function of values the same for every element (a slope of head h), computed where the call is."""
+        operands = []
+        for value in values:
+            if not isinstance(value, Run):
+                value = Run(self.emit(arith.ConstantOp(FloatAttr(float(value), f32)), scope, node).result)
+            operands.append(value.value)
+        ops = _scalar_op(math_op, operands)
+        for op in ops if isinstance(ops, list) else [ops]:
+            self.emit(op, scope, node)
+        return Run((ops[-1] if isinstance(ops, list) else ops).results[0])
+
     def table_read(self, arguments: list[Node], scope: Scope, node: Node):
         """`gather(table, index...)` of a captured table (a policy's Args field): a `cuir.gather` in the element
-        code where an index depends on the element, else one where the call is, read again by every element that
-        makes the same call in that block (a slope of head h)."""
+        code where an index depends on the element, else one where the call is (a slope of head h)."""
         table, *indices = (self.value(argument, scope) for argument in arguments)
         if not isinstance(table, TensorArgument) or table.name not in self.tensors:
             raise self.error(scope, node, f"not a captured table of the policy's Args: `{text(arguments[0])}`")
@@ -2023,14 +2059,11 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
         integer = source.type.element_type == i32  # read as an index, as C++ computes with its `int`
         if any(is_symbolic(index) for index in indices):
             return Expr("gather_index" if integer else "gather", (Run(source), *indices), self.location(scope, node))
-        key = (self.block, table.name, *(index.value if isinstance(index, Run) else index for index in indices))
-        if key not in self.table_reads:
-            value = self.emit(GatherOp(source, [self.as_index(index, scope, node) for index in indices]), scope,
-                              node).results[0]
-            if integer:
-                value = self.emit(arith.IndexCastOp(value, IndexType()), scope, node).results[0]
-            self.table_reads[key] = value
-        return Run(self.table_reads[key])
+        value = self.emit(GatherOp(source, [self.as_index(index, scope, node) for index in indices]), scope,
+                          node).results[0]
+        if integer:
+            value = self.emit(arith.IndexCastOp(value, IndexType()), scope, node).results[0]
+        return Run(value)
 
     def barrier_of(self, ref, scope: Scope, node: Node) -> tuple[SSAValue, SSAValue | None]:
         if not isinstance(ref, SharedRef) or ref.name not in self.barrier_allocs:
@@ -2236,9 +2269,13 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
         return self._quad_reduction("sum", values["value"], scope, node)
 
     def _prim_fast_exp2(self, callee, values, scope: Scope, node: Node):
+        if isinstance(values["x"], Run):  # the same for every element
+            return self.uniform_math("exp2", [values["x"]], scope, node)
         return Expr("exp2", (values["x"],), self.location(scope, node))
 
     def _prim_fast_tanh(self, callee, values, scope: Scope, node: Node):
+        if isinstance(values["x"], Run):
+            return self.uniform_math("tanh", [values["x"]], scope, node)
         return Expr("tanh", (values["x"],), self.location(scope, node))
 
     # -------------------------------------------------------------------------------------------------
@@ -2499,13 +2536,15 @@ def _constant_difference(a, b) -> int | None:
 
 def _same_value(a: SSAValue, b: SSAValue) -> bool:
     """Whether two values are computed alike: the same value, or pure ops of one kind on alike operands (a
-    panel's coordinates are recomputed for every panel; CSE merges them once the lift is done)."""
+    panel's coordinates are recomputed for every panel, a score's slope for every element; CSE merges them once
+    the lift is done). A captured table's read counts as pure: the tables are read-only in the kernel."""
     if a is b:
         return True
     if not (isinstance(a.owner, Operation) and isinstance(b.owner, Operation)):
         return False
     x, y = a.owner, b.owner
-    return (x.name == y.name and x.name.startswith(("arith.", "cuir.dim")) and x.properties == y.properties
+    return (x.name == y.name and x.name.startswith(("arith.", "math.", "cuir.dim", "cuir.gather"))
+            and x.properties == y.properties
             and x.attributes == y.attributes and len(x.operands) == len(y.operands)
             and all(_same_value(p, q) for p, q in zip(x.operands, y.operands)))
 
