@@ -635,7 +635,7 @@ class _MapBuilder:
             return op.result
         _, name, args, location = template
         operands = [self._emit(a) for a in args]
-        op = _scalar_op(name, operands)
+        op = scalar_op(name, operands)
         for created in op if isinstance(op, list) else [op]:
             created.location = location
             block.add_op(created)
@@ -665,7 +665,8 @@ def _same(a, b) -> bool:
     return a == b
 
 
-def _scalar_op(name: str, operands: list[SSAValue]):
+def scalar_op(name: str, operands: list[SSAValue]):
+    """The op (or ops, the last giving the value) of element-code operation `name` on SSA `operands`."""
     if name == "gather":
         return GatherOp(operands[0], operands[1:])
     if name == "gather_index":  # an integer table's element, as an index

@@ -68,8 +68,8 @@ from cubridge.dialect.cuir import (
     GatherOp,
 )
 from cubridge.dialect.types import MbarrierType
-from cubridge.frontends.cuda.elements import (Affine, Elem, Expr, FragmentLayout, FragmentLifting, RowOf, _scalar_op,
-                                              is_symbolic)
+from cubridge.frontends.cuda.elements import (Affine, Elem, Expr, FragmentLayout, FragmentLifting, RowOf, is_symbolic,
+                                              scalar_op)
 from cubridge.frontends.cuda.library import Allocator, BaseTiles, LibraryLifting, Omitted, SharedArray
 from cubridge.frontends.cuda.mma import COPY_GROUP_WINDOW, GemmChain, MmaSyncLifting
 from cubridge.frontends.cuda.profile import Profile
@@ -877,8 +877,9 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
             return bound.value if isinstance(bound, Cell) else bound
         except KeyError:
             pass
-        if name in ("min", "max", "abs", "__builtin_huge_valf", "__shfl_sync") or name in self.profile.section("math") or \
-                name in self.profile.section("no_ops") or name in self.profile.section("functions"):
+        if name in ("min", "max", "abs", "__builtin_huge_valf", "__shfl_sync") or \
+                name in self.profile.section("math") or name in self.profile.section("no_ops") or \
+                name in self.profile.section("functions"):
             return FunctionValue(name)
         if name not in self.program.constants and name not in self.program.functions and \
                 self.profile.primitive(name) is None and scope.struct is None:
@@ -2044,7 +2045,7 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
             if not isinstance(value, Run):
                 value = Run(self.emit(arith.ConstantOp(FloatAttr(float(value), f32)), scope, node).result)
             operands.append(value.value)
-        ops = _scalar_op(math_op, operands)
+        ops = scalar_op(math_op, operands)
         for op in ops if isinstance(ops, list) else [ops]:
             self.emit(op, scope, node)
         return Run((ops[-1] if isinstance(ops, list) else ops).results[0])
