@@ -1183,8 +1183,9 @@ class MapOp(IRDLOperation):
     # Hand-written syntax: the body's scalar and index arguments print as a signature before the body;
     # the declarative format prints region arguments only inside the region.
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_list(self.inputs, printer.print_operand)
+        if self.inputs:  # none: a row or column vector of the indices alone
+            printer.print_string(" ")
+            printer.print_list(self.inputs, printer.print_operand)
         if self.origin:
             printer.print_string(" at [")
             printer.print_list(self.origin, printer.print_operand)
@@ -1197,8 +1198,9 @@ class MapOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> MapOp:
-        inputs = [parser.parse_unresolved_operand()]
-        while parser.parse_optional_punctuation(","):
+        first = parser.parse_optional_unresolved_operand()
+        inputs = [] if first is None else [first]
+        while inputs and parser.parse_optional_punctuation(","):
             inputs.append(parser.parse_unresolved_operand())
         origin: list[SSAValue] = []
         if parser.parse_optional_keyword("at"):
@@ -1208,7 +1210,7 @@ class MapOp(IRDLOperation):
         body = parser.parse_region(args)
         parser.parse_punctuation(":")
         types_at = parser.pos
-        types = parse_types(parser)
+        types = parse_types(parser) if inputs else []
         if len(types) != len(inputs):
             parser.raise_error(f"expected {len(inputs)} input types, got {len(types)}", types_at)
         result_type = parse_arrow_type(parser)

@@ -41,9 +41,11 @@ def parse_arrow_type(parser: Parser) -> Attribute:
 def print_signature(
     printer: Printer, types: Sequence[Attribute], result: Attribute | None = None
 ) -> None:
-    """Print ` : T1, T2` and, given a result type, ` -> R`."""
-    printer.print_string(" : ")
-    printer.print_list(types, printer.print_attribute)
+    """Print ` : T1, T2` (` :` without types) and, given a result type, ` -> R`."""
+    printer.print_string(" :")
+    if types:
+        printer.print_string(" ")
+        printer.print_list(types, printer.print_attribute)
     if result is None:
         return
     printer.print_string(" -> ")

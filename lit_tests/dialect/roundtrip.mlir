@@ -45,6 +45,11 @@ builtin.module {
         %m = cuir.row_reduce max %s : !cuir.tile<64x128xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
         %l = cuir.row_reduce sum %s init %m : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
         %bias = cuir.fill -inf : !cuir.cols<128xf32, @consumer>
+        %row_index = cuir.map at [%cqt] (%rq: index) {
+          %rf = arith.index_cast %rq : index to i64
+          %rv = arith.sitofp %rf : i64 to f32
+          cuir.yield %rv : f32
+        } : -> !cuir.rows<64xf32, @consumer>
         %p = cuir.map %s, %m, %bias at [%cqt, %i0] (%x: f32, %row_max: f32, %col_bias: f32, %qi: index, %ki: index) {
           %y = arith.mulf %x, %scale : f32
           %table = cuir.gather %lut[%qi, %ki] : !cuir.global<2 x f32, row_major>
@@ -170,6 +175,11 @@ builtin.module {
 // CHECK-NEXT: %[[M:[a-z0-9_]+]] = cuir.row_reduce max %[[S]] : !cuir.tile<64x128xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
 // CHECK-NEXT: %l = cuir.row_reduce sum %[[S]] init %[[M]] : !cuir.tile<64x128xf32, @consumer>, !cuir.rows<64xf32, @consumer> -> !cuir.rows<64xf32, @consumer>
 // CHECK-NEXT: %bias = cuir.fill -inf : !cuir.cols<128xf32, @consumer>
+// CHECK-NEXT: %row_index = cuir.map at [%cqt] (%rq: index) {
+// CHECK-NEXT: %rf = arith.index_cast %rq : index to i64
+// CHECK-NEXT: %rv = arith.sitofp %rf : i64 to f32
+// CHECK-NEXT: cuir.yield %rv : f32
+// CHECK-NEXT: } : -> !cuir.rows<64xf32, @consumer>
 // CHECK-NEXT: %p = cuir.map %[[S]], %[[M]], %bias at [%cqt, %i0] (%x: f32, %row_max: f32, %col_bias: f32, %qi: index, %ki: index) {
 // CHECK-NEXT: %y = arith.mulf %x, %[[SCALE]] : f32
 // CHECK-NEXT: %table = cuir.gather %[[LUT]][%qi, %ki] : !cuir.global<2 x f32, row_major>
