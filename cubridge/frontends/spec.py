@@ -146,8 +146,27 @@ class AttentionSpec:
     def check_capture_bounds(self, q_shape: tuple[int, ...], kv_shape: tuple[int, ...], device=None) -> None:
         """Every captured-tensor read of the hooks stays inside its tensor for these shapes (evaluated where it
         must be on `device`, default the captured tensors')."""
+        self._check_reads(self._ranges(q_shape, kv_shape, device), q_shape, kv_shape)
+
+    def check_integer_range(self, q_shape: tuple[int, ...], kv_shape: tuple[int, ...], device=None) -> None:
+        """Every integer a kernel computes from the hooks fits the 32-bit `int` the lowering gives it, for these
+        shapes, and so does every value of a captured integer tensor (the kernel reads an int32 copy): the
+        executor faults on such values at the shapes it runs, a launch runs larger ones."""
+        self._check_integers(self._ranges(q_shape, kv_shape, device), q_shape, kv_shape)
+
+    def check_launch_shape(self, q_shape: tuple[int, ...], kv_shape: tuple[int, ...], device=None) -> None:
+        """`check_capture_bounds` and `check_integer_range` on one evaluation of the hooks' ranges (each table's
+        least and greatest value taken once): what a launch plan checks."""
+        ranges = self._ranges(q_shape, kv_shape, device)
+        self._check_reads(ranges, q_shape, kv_shape)
+        self._check_integers(ranges, q_shape, kv_shape)
+
+    def _ranges(self, q_shape: tuple[int, ...], kv_shape: tuple[int, ...], device) -> tuple[Problem, dict]:
         problem = Problem((*q_shape[:3], kv_shape[2]), self.captures, device)
-        found = intervals((self.score_expr, self.mask_expr), problem)
+        return problem, intervals((self.score_expr, self.mask_expr), problem)
+
+    def _check_reads(self, ranges: tuple[Problem, dict], q_shape: tuple[int, ...], kv_shape: tuple[int, ...]) -> None:
+        problem, found = ranges
         for read in _gathers(self.score_expr, self.mask_expr):
             name, indices = read.args
             extents = self.captures[name].shape
@@ -161,11 +180,9 @@ class AttentionSpec:
                         f"{self.path}:{read.line or 1}",
                     )
 
-    def check_integer_range(self, q_shape: tuple[int, ...], kv_shape: tuple[int, ...], device=None) -> None:
-        """Every integer a kernel computes from the hooks fits the 32-bit `int` the lowering gives it, for these
-        shapes, and so does every value of a captured integer tensor (the kernel reads an int32 copy): the
-        executor faults on such values at the shapes it runs, a launch runs larger ones."""
-        problem = Problem((*q_shape[:3], kv_shape[2]), self.captures, device)
+    def _check_integers(self, ranges: tuple[Problem, dict], q_shape: tuple[int, ...],
+                        kv_shape: tuple[int, ...]) -> None:
+        problem, found = ranges
         for name, tensor in self.captures.items():
             if tensor.is_floating_point() or tensor.dtype == torch.bool:
                 continue
@@ -173,7 +190,7 @@ class AttentionSpec:
             if low < INT32_MIN or high > INT32_MAX:
                 raise CuBridgeError(f"captured tensor '{name}' holds {low if low < INT32_MIN else high}, past the "
                                     "32-bit int the kernel reads integer tensors as", self.path)
-        for node, interval in intervals((self.score_expr, self.mask_expr), problem).items():
+        for node, interval in found.items():
             if node.kind != INT or node.op not in WIDENING_OPS:
                 continue
             past = excess(node, interval, problem, INT32_MIN, INT32_MAX)
@@ -184,6 +201,7 @@ class AttentionSpec:
                     "integers in",
                     f"{self.path}:{node.line or 1}",
                 )
+
 
 def spec_from_hooks(score_mod: Callable | None = None, mask_mod: Callable | None = None,
                     normalization: str = "softmax", name: str | None = None) -> AttentionSpec:

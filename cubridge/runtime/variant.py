@@ -278,8 +278,7 @@ class VariantKernel:
         self._check_arch(capability)
         bound = _with_captures(self.spec, dict(zip(self.spec.captures, captures)))
         try:
-            bound.check_capture_bounds(tuple(q.shape), tuple(k.shape), q.device)
-            bound.check_integer_range(tuple(q.shape), tuple(k.shape), q.device)
+            bound.check_launch_shape(tuple(q.shape), tuple(k.shape), q.device)
         except CuBridgeError as error:
             raise InvalidInputError(str(error)) from None
         lowered, compiled = self.compiled(DTYPE_NAMES[q.dtype], q.shape[3], capability)

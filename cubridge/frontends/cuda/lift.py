@@ -15,13 +15,13 @@ Whatever the walk does not understand is a `CuBridgeError` at the construct's fi
 
 from __future__ import annotations
 
+import math as pymath  # elements.py's `math` is xDSL's math dialect
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from tree_sitter import Node
 from xdsl.dialects import arith, scf
-from xdsl.dialects import math as xdsl_math
 from xdsl.dialects.builtin import (
     BFloat16Type,
     CallSiteLoc,
@@ -65,7 +65,6 @@ from cubridge.dialect.cuir import (
     WorkerOp,
     YieldOp,
     FenceAsyncSharedOp,
-    GatherOp,
 )
 from cubridge.dialect.types import MbarrierType
 from cubridge.frontends.cuda.elements import (Affine, Elem, Expr, FragmentLayout, FragmentLifting, RowOf, is_symbolic,
@@ -651,7 +650,7 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
         if operator == "!" and isinstance(operand, Run):
             return self._negate(operand, scope, node)
         if operator == "-" and isinstance(operand, Run) and operand.value.type == f32:
-            return Run(self.emit(arith.NegfOp(operand.value), scope, node).result)
+            return self.emit_scalar("negf", [operand.value], scope, node)
         if operator == "-" and isinstance(operand, Run):
             return self.binary_run("-", 0, operand, scope, node)
         raise self.unsupported(scope, node, f"operator `{operator}` on run-time values")
@@ -860,8 +859,7 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
         if is_symbolic(value) and not (self._is_index_like(value) or self._is_flag_like(value)):
             return Expr("fptosi", (value,), self.location(scope, node))
         if isinstance(value, Run) and value.value.type == f32:
-            wide = self.emit(arith.FPToSIOp(value.value, IntegerType(64)), scope, node)
-            return Run(self.emit(arith.IndexCastOp(wide.result, IndexType()), scope, node).result)
+            return self.emit_scalar("fptosi", [value.value], scope, node)
         return value
 
     def _expr_cast_like(self, type_name: str, argument: Node, scope: Scope):
@@ -1101,14 +1099,7 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
         if math_op is not None:
             values = [self.value(a, scope) for a in arguments]
             if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-                import math as pymath
-
-                functions = {"maxnumf": max, "minnumf": min, "fma": lambda a, b, c: a * b + c, "log": pymath.log,
-                             "exp": pymath.exp, "exp2": lambda x: 2.0 ** x, "log2": pymath.log2,
-                             "divf": lambda a, b: a / b, "sqrt": pymath.sqrt, "rsqrt": lambda x: 1.0 / pymath.sqrt(x),
-                             "absf": abs, "erf": pymath.erf, "floor": pymath.floor, "ceil": pymath.ceil,
-                             "trunc": pymath.trunc, "powf": pymath.pow, "sin": pymath.sin, "cos": pymath.cos}
-                return float(functions[math_op](*values))
+                return float(_FOLDED_MATH[math_op](*values))
             if any(is_symbolic(value) for value in values):
                 return Expr(math_op, tuple(values), self.location(scope, node))
             return self.uniform_math(math_op, values, scope, node)
@@ -1118,16 +1109,14 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
                 return abs(value)
             if is_symbolic(value):
                 return Expr("absi", (value,), self.location(scope, node))
-            return Run(self.emit(xdsl_math.AbsIOp(self.as_index(value, scope, node)), scope, node).result)
+            return self.emit_scalar("absi", [self.as_index(value, scope, node)], scope, node)
         if callee.name in ("min", "max") and callee.scope_struct is None:
             values = [self.value(a, scope) for a in arguments]
             if all(isinstance(v, (int, float)) for v in values):
                 return (min if callee.name == "min" else max)(values)
             if any(is_symbolic(v) for v in values):  # of ints, in element code (a T5 bucket's cap)
                 return Expr(callee.name + "si", tuple(values), self.location(scope, node))
-            op = (arith.MinSIOp if callee.name == "min" else arith.MaxSIOp)(
-                self.as_index(values[0], scope, node), self.as_index(values[1], scope, node))
-            return Run(self.emit(op, scope, node).result)
+            return self.emit_scalar(callee.name + "si", [self.as_index(v, scope, node) for v in values], scope, node)
         definition = self.resolve(callee, scope, node)
         return self.inline(definition, callee, arguments, scope, node)
 
@@ -2040,15 +2029,18 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
 
     def uniform_math(self, math_op: str, values: list, scope: Scope, node: Node) -> Run:
         """A math function of values the same for every element (a slope of head h), computed where the call is."""
-        operands = []
-        for value in values:
-            if not isinstance(value, Run):
-                value = Run(self.emit(arith.ConstantOp(FloatAttr(float(value), f32)), scope, node).result)
-            operands.append(value.value)
-        ops = scalar_op(math_op, operands)
-        for op in ops if isinstance(ops, list) else [ops]:
+        operands = [value.value if isinstance(value, Run) else
+                    self.emit(arith.ConstantOp(FloatAttr(float(value), f32)), scope, node).results[0]
+                    for value in values]
+        return self.emit_scalar(math_op, operands, scope, node)
+
+    def emit_scalar(self, name: str, operands: list[SSAValue], scope: Scope, node: Node) -> Run:
+        """Element-code operation `name` (`scalar_op`) made where the call is, on SSA operands."""
+        ops = scalar_op(name, operands)
+        ops = ops if isinstance(ops, list) else [ops]
+        for op in ops:
             self.emit(op, scope, node)
-        return Run((ops[-1] if isinstance(ops, list) else ops).results[0])
+        return Run(ops[-1].results[0])
 
     def table_read(self, arguments: list[Node], scope: Scope, node: Node):
         """`gather(table, index...)` of a captured table (a policy's Args field): a `cuir.gather` in the element
@@ -2060,11 +2052,8 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
         integer = source.type.element_type == i32  # read as an index, as C++ computes with its `int`
         if any(is_symbolic(index) for index in indices):
             return Expr("gather_index" if integer else "gather", (Run(source), *indices), self.location(scope, node))
-        value = self.emit(GatherOp(source, [self.as_index(index, scope, node) for index in indices]), scope,
-                          node).results[0]
-        if integer:
-            value = self.emit(arith.IndexCastOp(value, IndexType()), scope, node).results[0]
-        return Run(value)
+        coordinates = [self.as_index(index, scope, node) for index in indices]
+        return self.emit_scalar("gather_index" if integer else "gather", [source, *coordinates], scope, node)
 
     def barrier_of(self, ref, scope: Scope, node: Node) -> tuple[SSAValue, SSAValue | None]:
         if not isinstance(ref, SharedRef) or ref.name not in self.barrier_allocs:
@@ -2533,6 +2522,15 @@ def _constant_difference(a, b) -> int | None:
     if any(c for k, c in difference.items() if k != 1):
         return None
     return difference.get(1, 0)
+
+
+# The profile's math ops on compile-time numbers (folded where the lift meets them)
+_FOLDED_MATH = {
+    "maxnumf": max, "minnumf": min, "fma": lambda a, b, c: a * b + c, "log": pymath.log, "exp": pymath.exp,
+    "exp2": lambda x: 2.0 ** x, "log2": pymath.log2, "divf": lambda a, b: a / b, "sqrt": pymath.sqrt,
+    "rsqrt": lambda x: 1.0 / pymath.sqrt(x), "absf": abs, "erf": pymath.erf, "floor": pymath.floor,
+    "ceil": pymath.ceil, "trunc": pymath.trunc, "powf": pymath.pow, "sin": pymath.sin, "cos": pymath.cos,
+}
 
 
 def _same_value(a: SSAValue, b: SSAValue) -> bool:
