@@ -4,7 +4,6 @@ their tensors and integers inside the kernel's 32-bit int, at shapes far past th
 import textwrap
 
 import pytest
-import torch
 
 from cubridge.diagnostics import CuBridgeError
 from cubridge.frontends import ranges
