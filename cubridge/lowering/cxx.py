@@ -1,7 +1,8 @@
 """Scalar CuIR (arith, math, `cuir.gather`, `cuir.dim`) as CUDA C++ statements.
 
 `SliceEmitter` writes the backward slice of some IR values as one
-`const T name = ...;` statement per op, in dataflow order, stopping at leaves
+`const T name = ...;` statement per op (one per distinct expression: every
+statement is pure), in dataflow order, stopping at leaves
 (values the caller binds to C++ expressions: hook arguments, tile
 coordinates, kernel parameters). Each statement of an op the transfer
 inserted ends with the spec line it came from (`// spec.py:12`). Special
@@ -77,6 +78,7 @@ for _name, _pattern in _OPTIONAL_FLOAT_UNARY.items():
         _FLOAT_UNARY[getattr(mathd, _name)] = _pattern
 # The functions above that run on the MUFU (the special-function unit the softmax's exp2 shares)
 MUFU_FUNCTIONS = ("fast_tanh", "fast_exp2", "__logf", "accurate_sin", "accurate_cos", "rsqrtf", "__log2f")
+_CASTS = arith.IndexCastOp | arith.ExtUIOp | arith.ExtSIOp | arith.TruncIOp | arith.FPToSIOp
 _INT_PREDICATES = ("==", "!=", "<", "<=", ">", ">=", "<", "<=", ">", ">=")  # arith.cmpi eq..uge
 _UNSIGNED_PREDICATES = (6, 7, 8, 9)
 _FLOAT_PREDICATES = {1: "==", 2: ">", 3: ">=", 4: "<", 5: "<=", 6: "!=", 8: "==", 9: ">", 10: ">=", 11: "<",
@@ -134,6 +136,7 @@ class SliceEmitter:
         self.tables = tables
         self.statements: list[str] = []
         self.taken: set[str] = set(leaves.values())
+        self.declared: dict[tuple[str, str], str] = {}  # (C++ type, expression) -> the name it was declared as
         self.reads_tables = False  # whether a statement loads from a table (global memory)
 
     def value(self, value: SSAValue) -> str:
@@ -148,25 +151,45 @@ class SliceEmitter:
                 describe_location(owner) if owner is not None else None,
             )
         op = value.owner
+        if self._is_noop_cast(op):
+            self.names[value] = self.value(op.operands[0])  # i32 <-> index: one C++ int
+            return self.names[value]
         expression = self._expression(op)
         if isinstance(op, arith.ConstantOp):
             self.names[value] = expression
             return expression
+        declared = (cxx_type(value.type), expression)
+        if declared in self.declared:  # the same pure expression again (the IR computed it twice): one statement
+            self.names[value] = self.declared[declared]
+            return self.names[value]
         name = self._fresh(value)
         comment = self._origin(op)
-        self.statements.append(f"const {cxx_type(value.type)} {name} = {expression};{comment}")
-        self.names[value] = name
+        self.statements.append(f"const {declared[0]} {name} = {expression};{comment}")
+        self.names[value] = self.declared[declared] = name
         return name
 
     def _fresh(self, value: SSAValue) -> str:
+        hint = self._hint(value)
         # the printer's `_N` suffixes of repeated names would make clones of one map read differently
-        base = re.sub(r"\W", "_", re.sub(r"_\d+$", "", value.name_hint)) if value.name_hint else "v"
+        base = re.sub(r"\W", "_", re.sub(r"_\d+$", "", hint)) if hint else "v"
         name, index = base, 0
         while name in self.taken or not name.isidentifier():
             index += 1
             name = f"{base}{index}"
         self.taken.add(name)
         return name
+
+    def _hint(self, value: SSAValue) -> str | None:
+        """The IR's name for `value`, else that of a cast that leaves it as it is (an i32 table read made an
+        index), whose statement is this one."""
+        return value.name_hint or next((use.operation.results[0].name_hint for use in value.uses
+                                        if self._is_noop_cast(use.operation) and use.operation.results[0].name_hint),
+                                       None)
+
+    @staticmethod
+    def _is_noop_cast(op: Operation) -> bool:
+        """A cast between IR types that are the same C++ type (i32 and index)."""
+        return isinstance(op, _CASTS) and cxx_type(op.operands[0].type) == cxx_type(op.results[0].type)
 
     def _origin(self, op: Operation) -> str:
         where = location_of(op)
@@ -200,7 +223,7 @@ class SliceEmitter:
             if predicate not in _FLOAT_PREDICATES:
                 raise self._unsupported(op, f"predicate {predicate}")
             return f"{operands[0]} {_FLOAT_PREDICATES[predicate]} {operands[1]}"
-        if isinstance(op, arith.IndexCastOp | arith.ExtUIOp | arith.ExtSIOp | arith.TruncIOp | arith.FPToSIOp):
+        if isinstance(op, _CASTS):
             return f"static_cast<{cxx_type(op.results[0].type)}>({operands[0]})"  # float to int truncates, as torch
         if isinstance(op, arith.SIToFPOp):
             return f"static_cast<float>({operands[0]})"

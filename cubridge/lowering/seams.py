@@ -589,10 +589,10 @@ class SeamFinder:
         emitter = SliceEmitter(
             leaves, seam="kv_range", reference_file=self.reference_file, dims=self.dims, tables=self.tables
         )
+        # the mask-free part's bounds first: the consumer's names (num_partial, ...) for values the loops share
+        full_bounds = mask_bounds if mask_bounds is not None else (full[0].lb, full[0].ub) if full else None
+        full_begin, full_end = (emitter.value(bound) for bound in full_bounds) if full_bounds else ("0", "0")
         begin, end = emitter.value(begin_value), emitter.value(end_value)
-        full_begin, full_end = (emitter.value(full[0].lb), emitter.value(full[0].ub)) if full else ("0", "0")
-        if mask_bounds is not None:
-            full_begin, full_end = (emitter.value(bound) for bound in mask_bounds)
         self.claimed_values |= set(emitter.names)
         for copies in clones.values():
             for index, copy in enumerate(copies):

@@ -2,6 +2,8 @@
 
 // Block lists: the four tables join the captured tensor in Args, the kv range runs over positions of the
 // work tile's list (partial, then full tiles: the mask-free ones) and kv_tile reads the tile at a position.
+// Each count is read once (the producer's and the consumers' loops compute the bounds alike: one statement
+// per distinct expression) and an int table read needs no cast to be an index.
 // The mask's load indexed by the key alone (document_id[kv_idx]) becomes its column: computed by columns()
 // once per key, read by keep() as columns.<name>; the five-argument keep() composes the two. The partial tiles
 // come first, so the Hopper consumer unswitches its mask test (kUnswitchedMask: masked, then mask-free loops).
@@ -28,19 +30,19 @@
 // CHECK-NEXT:     int [[KEY:v[0-9]*]];
 // CHECK-NEXT:   };
 // CHECK-NEXT:   static constexpr bool kMaskBits = true;
-// CHECK:        const int num_partial = static_cast<int>(v{{[0-9]*}});
-// CHECK:        return KvRange{0, kv_hi, num_partial, num_visited};
+// CHECK:        const int num_partial = gather(args.kv_num_blocks, tile.batch, tile.head, tile.q_tile);
+// CHECK-NEXT:   const int [[FULL:v[0-9]*]] = gather(args.full_kv_num_blocks, tile.batch, tile.head, tile.q_tile);
+// CHECK-NEXT:   const int num_visited = num_partial + [[FULL]];
+// CHECK-NEXT:   return KvRange{0, num_visited, num_partial, num_visited};
 // CHECK:        __device__ static int kv_tile(const AttentionParams& p, const Args& args, const WorkTile& tile, int position) {
 // CHECK:          gather(args.kv_indices, tile.batch, tile.head, tile.q_tile, position);
 // CHECK:          gather(args.full_kv_indices, tile.batch, tile.head, tile.q_tile, v{{[0-9]+}});
 // CHECK:          return kv_tile;
 // CHECK:        __device__ static Columns columns(int b, int h, int kv_idx, const Args& args) {
-// CHECK-NEXT:     const int [[LOAD:v[0-9]*]] = gather(args.document_id, kv_idx);  // document_mask.py:16
-// CHECK-NEXT:     const int [[KEY]] = static_cast<int>([[LOAD]]);
+// CHECK-NEXT:     const int [[KEY]] = gather(args.document_id, kv_idx);  // document_mask.py:16
 // CHECK-NEXT:     return Columns{[[KEY]]};
 // CHECK:        __device__ static bool keep(int b, int h, int q_idx, int kv_idx, const Columns& columns, const Args& args) {
-// CHECK-NEXT:     const int [[ROW_LOAD:v[0-9]*]] = gather(args.document_id, q_idx);
-// CHECK-NEXT:     const int [[ROW:v[0-9]*]] = static_cast<int>([[ROW_LOAD]]);
+// CHECK-NEXT:     const int [[ROW:v[0-9]*]] = gather(args.document_id, q_idx);
 // CHECK-NEXT:     const bool [[SAME:v[0-9]*]] = [[ROW]] == columns.[[KEY]];
 // CHECK-NEXT:     return [[SAME]];
 // CHECK:        __device__ static bool keep(int b, int h, int q_idx, int kv_idx, const Args& args) {

@@ -14,9 +14,9 @@
 // CHECK:        template <int kBlockN, typename VariantArgs>
 // CHECK-NEXT:   __device__ static KvRange kv_range(const AttentionParams& p, const VariantArgs& args, const WorkTile& tile, int, int) {
 // CHECK-NEXT:     static_assert(kBlockN == 128, "the transferred CuIR has 128-key kv tiles");
-// CHECK-NEXT:     const int q_first = tile.q_tile * 128;  // causal.py:{{[0-9]+}}
+// CHECK:          const int q_first = tile.q_tile * 128;  // causal.py:{{[0-9]+}}
 // CHECK:          const int full_end = floor_div(v{{[0-9]+}}, 128);  // causal.py:{{[0-9]+}}
-// CHECK-NEXT:     return KvRange{kv_lo, kv_hi, 0, full_end};
+// CHECK:          return KvRange{kv_lo, kv_hi, 0, full_end};
 // CHECK:        __device__ static bool keep(int b, int h, int q_idx, int kv_idx, const Args& args) {
 // CHECK-NEXT:     const bool v = q_idx >= kv_idx;  // causal.py:{{[0-9]+}}
 // CHECK-NEXT:     return v;
