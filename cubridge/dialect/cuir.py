@@ -204,9 +204,10 @@ def _same_elements(what: str, a: Attribute, b: Attribute) -> None:
 # ----------------------------------------------------------------------------
 
 
-# The block lists (FlexAttention's BlockMask names, cubridge.runtime.kernel_inputs) whose counts tell a
-# `skip_empty` kernel which work tiles keep no key.
-SKIP_EMPTY_LISTS = ("kv_num_blocks", "full_kv_num_blocks")
+# The block lists' counts (FlexAttention's BlockMask names, cubridge.runtime.kernel_inputs): partial, then full
+# kv tiles per work tile; a kernel that takes them runs over block lists, and they tell a `skip_empty` kernel which
+# work tiles keep no key.
+BLOCK_LIST_COUNTS = ("kv_num_blocks", "full_kv_num_blocks")
 
 
 @irdl_op_definition
@@ -334,7 +335,7 @@ class KernelOp(IRDLOperation):
         if self.schedule.data != Schedule.DYNAMIC:
             raise VerifyException("skip_empty needs schedule dynamic: the claiming program skips the tiles")
         names = {name.data for name in self.arg_names.data}
-        missing = [name for name in SKIP_EMPTY_LISTS if name not in names]
+        missing = [name for name in BLOCK_LIST_COUNTS if name not in names]
         if missing:
             raise VerifyException(f"skip_empty reads the block lists, but the kernel has no argument {missing[0]}")
 

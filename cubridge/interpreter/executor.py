@@ -161,11 +161,11 @@ class KernelPlan:
         """The tiles a `skip_empty` kernel visits with no worker: those whose block lists are both empty."""
         if not self.skip_empty:
             return []
-        missing = [name for name in cuir.SKIP_EMPTY_LISTS if name not in (tables or {})]
+        missing = [name for name in cuir.BLOCK_LIST_COUNTS if name not in (tables or {})]
         if missing:
             raise CuBridgeError(f"skip_empty: no table {missing[0]} was given to tell the empty tiles",
                                 describe_location(self.kernel))
-        partial, full = (np.asarray(tables[name]) for name in cuir.SKIP_EMPTY_LISTS)
+        partial, full = (np.asarray(tables[name]) for name in cuir.BLOCK_LIST_COUNTS)
         return [(int(q_tile), int(head), int(batch)) for batch, head, q_tile in np.argwhere(partial + full == 0)]
 
     def program_tiles(self, shape: ProblemShape, num_sms: int,

@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from cubridge.passes.transfer_match import kv_tile_width
-from cubridge.runtime.kernel_inputs import (FULL_NUM_BLOCKS, NUM_BLOCKS, TABLES, build_block_lists,
-                                           captured_table, default_device)
+from cubridge.runtime.kernel_inputs import TABLES, build_block_lists, captured_table, default_device
 
 
 def kernel_inputs(spec, kernel, q, k, v) -> dict[str, np.ndarray]:
@@ -31,8 +30,7 @@ def _block_lists(spec, kernel, shape: tuple[int, int, int, int]) -> dict:
     return build_block_lists(spec.mask_on(device), shape, kernel.tile_m.value.data, kv_tile_width(kernel), device)
 
 
-def block_list_counts(spec, kernel, shape) -> np.ndarray:
-    """The kv tiles each work tile of `shape` visits under the spec's mask: kv_num_blocks + full_kv_num_blocks,
-    [B, HQ, QT] in schedule-independent order (batch, head, query tile)."""
-    tables = _block_lists(spec, kernel, (shape.batch, shape.heads_q, shape.seqlen_q, shape.seqlen_kv))
-    return (tables[NUM_BLOCKS] + tables[FULL_NUM_BLOCKS]).numpy()
+def block_list_tables(spec, kernel, shape) -> dict:
+    """The block lists of `shape` under the spec's mask, by name (`kv_num_blocks`, ...: [B, HQ, QT] counts in
+    schedule-independent order, batch, head, query tile; [B, HQ, QT, KT] indices)."""
+    return _block_lists(spec, kernel, (shape.batch, shape.heads_q, shape.seqlen_q, shape.seqlen_kv))

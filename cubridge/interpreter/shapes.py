@@ -11,9 +11,10 @@ and SQ > SKV both occur. Batch and head counts cycle through
 query head), each with at least three work tiles. Two multiprocessors
 (`VERIFY_NUM_SMS`) then give a persistent program at least two work tiles,
 so that state carried from tile to tile (pipeline counters, barrier
-phases) is exercised. A kernel that skips empty work tiles (`skip_empty`)
-also gets a shape with an empty tile ahead of a kept one, where none of the
-others has one.
+phases) is exercised. A kernel over block lists also gets, where none of
+the others has one, a shape with a kv tile listed as full, one listed as
+partial, and (if it skips empty work tiles, `skip_empty`) an empty tile
+ahead of a kept one; full tiles are looked for in longer square shapes too.
 """
 
 from __future__ import annotations
@@ -106,28 +107,49 @@ def default_shapes(kernel: cuir.KernelOp, spec, head_dim: int) -> list[ProblemSh
         for i, (seqlen_q, seqlen_kv) in enumerate(pairs)
     ]
     shapes = [shape for shape in shapes if _captures_fit(spec, shape)]
-    if kernel.skip_empty is not None:
-        shapes += _skipping_shape(kernel, spec, shapes, lengths, head_dim)
+    if any(name.data in cuir.BLOCK_LIST_COUNTS for name in kernel.arg_names.data):
+        shapes += _block_list_shapes(kernel, spec, shapes, lengths, head_dim)
     return shapes
 
 
-def _skipping_shape(kernel: cuir.KernelOp, spec, shapes: list[ProblemShape], lengths: list[int],
-                    head_dim: int) -> list[ProblemShape]:
-    """For a `skip_empty` kernel whose shapes have no empty work tile before a kept one: the first shape of the
-    critical lengths that has (a program then claims past an empty tile and goes on), if any."""
-    from cubridge.interpreter.inputs import block_list_counts  # needs torch: only kernels over block lists
+def _block_list_shapes(kernel: cuir.KernelOp, spec, shapes: list[ProblemShape], lengths: list[int],
+                       head_dim: int) -> list[ProblemShape]:
+    """For a kernel over block lists: each kind of work the lists can give that no shape has, the first shape
+    with it, if one exists: a kv tile listed as partial and one listed as full (each kind runs its own loop),
+    looked for in square shapes of the critical lengths and then of the tile edges past them up to
+    `MAX_LENGTH` (a document longer than two tiles), and for a `skip_empty` kernel an empty work tile before a
+    kept one (a program then claims past it and goes on), looked for in every pair of critical lengths."""
+    from cubridge.interpreter.inputs import block_list_tables  # needs torch: only kernels over block lists
 
-    def skips_then_runs(shape: ProblemShape) -> bool:
-        counts = block_list_counts(spec, kernel, shape)
+    partial, full = cuir.BLOCK_LIST_COUNTS
+
+    def skips_then_runs(tables) -> bool:
+        counts = (tables[partial] + tables[full]).numpy()
         empty = [index for index, count in enumerate(counts.flat) if count == 0]
         return bool(empty) and empty[0] < counts.size - 1 and counts.flat[empty[0] + 1:].any()
 
-    if any(skips_then_runs(shape) for shape in shapes):
-        return []
+    tile = max(tile_sizes(kernel))
+    squares = [(n, n) for n in lengths] + [(n, n) for n in range((lengths[-1] // tile + 1) * tile, MAX_LENGTH + 1, tile)]
+    kinds = {"partial": (lambda tables: bool(tables[partial].any()), squares),
+             "full": (lambda tables: bool(tables[full].any()), squares)}
+    if kernel.skip_empty is not None:
+        kinds["skip"] = (skips_then_runs, [(sq, skv) for sq in reversed(lengths) for skv in lengths])
     batch, heads_q, heads_kv = HEAD_CONFIGS[0]
-    candidates = (ProblemShape(batch, heads_q, heads_kv, seqlen_q, seqlen_kv, head_dim)
-                  for seqlen_q in reversed(lengths) for seqlen_kv in lengths)
-    return next(([shape] for shape in candidates if _captures_fit(spec, shape) and skips_then_runs(shape)), [])
+    seen = [block_list_tables(spec, kernel, shape) for shape in shapes]
+    added = []
+    for has, candidates in kinds.values():
+        if any(has(tables) for tables in seen):
+            continue
+        for seqlen_q, seqlen_kv in candidates:
+            shape = ProblemShape(batch, heads_q, heads_kv, seqlen_q, seqlen_kv, head_dim)
+            if not _captures_fit(spec, shape):
+                continue
+            tables = block_list_tables(spec, kernel, shape)
+            if has(tables):
+                added.append(shape)
+                seen.append(tables)
+                break
+    return added
 
 
 def _captures_fit(spec, shape: ProblemShape) -> bool:

@@ -56,13 +56,15 @@ def test_lift_then_print(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("reference", ["sm90", "sm80"])
-def test_a_lowered_variant_with_block_lists_is_refused_in_one_line(reference, tmp_path):
+def test_a_policy_field_that_is_no_table_is_refused_in_one_line(reference, tmp_path):
     lowered = tmp_path / "document_mask.cu"
     kernel = KERNEL.with_name(f"attention_{reference}.cu")
     assert cuir_opt(["--lift", f"--transfer={ROOT / 'examples' / 'specs' / 'document_mask.py'}", "--lower",
                      str(kernel), "-o", str(lowered)]) == 0
+    source = lowered.read_text()
+    lowered.write_text(source.replace("    Table<int, 1> document_id;\n", "    float2 document_id;\n", 1))
     with pytest.raises(CuBridgeError) as error:
         lift_cuda_file(lowered, f"attention_{reference}_bf16_d128_document_mask")
-    assert str(error.value).endswith("error: lift: `DocumentMaskVariant::Args` holds block lists (`kv_num_blocks`): "
-                                     "a kernel that takes them is not lifted yet")
+    assert str(error.value).endswith("error: lift: `DocumentMaskVariant::Args::document_id` is a `float2`, not a "
+                                     "captured table (`Table<float or int, rank>`)")
     assert str(error.value).startswith(str(lowered))

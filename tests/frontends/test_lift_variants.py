@@ -14,8 +14,7 @@ from cubridge.lowering import lower_module
 from cubridge.passes.transfer import TransferPass
 
 ROOT = Path(__file__).resolve().parents[2]
-# specs whose policies use only the kernel's parameters (captured tensors and block lists need the
-# policy's Args, which the project profile does not map yet)
+# a mask of each bound shape, a score_mod, an activation (tests/lowering lifts every example spec back)
 SPECS = ["causal", "sliding_window", "prefix_lm", "relative_position", "softcap", "sigmoid"]
 
 

@@ -12,10 +12,12 @@ from cubridge.diagnostics import CuBridgeError
 from cubridge.frontends.spec import load_spec
 from cubridge.interpreter import KernelPlan, ProblemShape, StandardAttention, execute, verify
 from cubridge.interpreter.executor import find_kernel
+from cubridge.interpreter.inputs import block_list_tables
 from cubridge.interpreter.numerics import round_to_bf16
 from cubridge.interpreter.reference import kernel_precision, masked_scores
 from cubridge.interpreter.shapes import MAX_SCORE_RANGE, VERIFY_NUM_SMS, critical_lengths, default_shapes, score_range
 from cubridge.interpreter.verify import OutputError, random_inputs
+from cubridge.passes.transfer import transfer_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = ROOT / "examples" / "specs"
@@ -62,6 +64,23 @@ def test_lengths_stay_inside_captured_tensors(example, tmp_path):
     shapes = default_shapes(find_kernel(example("attention_sm90.mlir")), _spec(spec), 128)
     assert shapes and max(max(s.seqlen_q, s.seqlen_kv) for s in shapes) <= 200
     assert {29, 30, 31} <= {s.seqlen_q for s in shapes}
+
+
+@pytest.mark.parametrize("program", ["sm90", "sm80"])
+def test_block_list_kernels_get_shapes_with_full_and_partial_tiles(example, program):
+    """On Hopper's 128-row tiles the critical lengths of document_mask (up to 257) hold no tile inside one
+    document, so no full tile: a kernel that never visited its full tiles verified. A longer square shape now
+    lists some (tests/mutation: "block lists' full tiles never visited")."""
+    kernel = find_kernel(example(f"attention_{program}.mlir"))
+    spec = _spec(SPECS / "document_mask.py")
+    transfer_kernel(kernel, spec)
+    shapes = default_shapes(kernel, spec, 128)
+    lists = [block_list_tables(spec, kernel, shape) for shape in shapes]
+    assert any(tables["full_kv_num_blocks"].any() for tables in lists)
+    assert any(tables["kv_num_blocks"].any() for tables in lists)
+    if kernel.skip_empty is not None:  # and a program claims past an empty work tile
+        assert any(not counts.all() and counts.any() for counts in
+                   ((t["kv_num_blocks"] + t["full_kv_num_blocks"]).numpy() for t in lists))
 
 
 def test_wide_inputs_reach_past_the_score_constants(example):

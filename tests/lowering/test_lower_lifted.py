@@ -1,7 +1,8 @@
 """--lift --lower: the lift of the Hopper reference lowers back to its source byte for byte, for every entry
 point; every op of a lift is located; `--lift --transfer=SPEC --lower` gives the CUDA that transferring and
 lowering the printed lift (examples/ir/attention_sm90.mlir) gives, for every example spec; that CUDA
-compiles, and lifted back from it, each variant whose policy needs no Args verifies against its spec."""
+compiles, and lifted back from it, every variant verifies against its spec (block lists and captured tables
+included)."""
 
 from __future__ import annotations
 
@@ -31,10 +32,6 @@ KERNEL = REPOSITORY / "cubridge" / "runtime" / "kernels" / "attention_sm90.cu"
 PRINTED_LIFT = REPOSITORY / "examples" / "ir" / "attention_sm90.mlir"
 ENTRIES = [entry.name for entry in load_program(KERNEL, (INCLUDE_DIR,)).entry_points()]
 SPECS = sorted((REPOSITORY / "examples" / "specs").glob("*.py"))
-# specs whose kernels take block lists, which the lift does not read (a policy's captured tables it does); every
-# other spec's lowered policy lifts back
-TAKES_BLOCK_LISTS = {"document_mask", "global_sliding_window", "interleaved_documents", "share_question"}
-LIFTABLE_POLICIES = [spec.stem for spec in SPECS if spec.stem not in TAKES_BLOCK_LISTS]
 # a policy reading an integer table at a uniform index and a float table at each element's own (through `abs`)
 TABLES_SPEC = """
 import torch
@@ -78,10 +75,10 @@ def test_lift_transfer_lower_is_the_printed_lifts(spec, tmp_path):
     assert lowered == lower_module(*_transferred_printed_lift(spec), spec.stem).source
 
 
-@pytest.mark.parametrize("name", LIFTABLE_POLICIES)
+@pytest.mark.parametrize("name", [spec.stem for spec in SPECS])
 def test_lowered_lift_lifts_back_and_verifies(name, tmp_path):
     result = lowered_lift_verification(KERNEL, REPOSITORY / "examples" / "specs" / f"{name}.py", tmp_path,
-                                       "attention_sm90_bf16_d128", 128)
+                                       "attention_sm90_bf16_d128")
     assert result.ok, result.summary()
 
 
@@ -90,8 +87,7 @@ def test_a_policys_captured_tables_lift_back_as_gathers_and_verify(reference, he
     spec = tmp_path / "tables.py"
     spec.write_text(TABLES_SPEC)
     entry_prefix = f"attention_{reference}_bf16_d{head_dim}"
-    result = lowered_lift_verification(KERNEL.with_name(f"attention_{reference}.cu"), spec, tmp_path, entry_prefix,
-                                       head_dim)
+    result = lowered_lift_verification(KERNEL.with_name(f"attention_{reference}.cu"), spec, tmp_path, entry_prefix)
     assert result.ok, result.summary()
     lowered = lift_cuda_file(tmp_path / "tables.cu", f"{entry_prefix}_tables").module
     gathers = {(op.source.name_hint, str(op.result.type)) for op in lowered.walk() if op.name == "cuir.gather"}

@@ -2,7 +2,7 @@
 byte for byte; `--lift --transfer=SPEC --lower` gives the CUDA that transferring and lowering the printed lift
 (examples/ir/attention_sm80.mlir) gives, and that of the formerly hand-kept program (tests/transfer/inputs/
 split_loop_sm80.mlir, which the sm80 runtime built from before the lift) but for the body of kv_range, for every
-example spec; lifted back, the variants whose policies need no Args verify.
+example spec; lifted back, every variant verifies (block lists and captured tables included).
 
 Why kv_range differs: the hand-kept program has no mask branch, so the transfer splits its kv loop and the mask-free
 positions are that split's bounds, clamped into [begin, end); the lift tests `needs_mask(position)`, whose bounds the
@@ -31,12 +31,6 @@ PRINTED_LIFT = REPOSITORY / "examples" / "ir" / "attention_sm80.mlir"
 HAND_KEPT = REPOSITORY / "tests" / "transfer" / "inputs" / "split_loop_sm80.mlir"
 ENTRIES = [entry.name for entry in load_program(KERNEL, (INCLUDE_DIR,)).entry_points()]
 SPECS = sorted((REPOSITORY / "examples" / "specs").glob("*.py"))
-# specs whose policies use only the kernel's parameters (the project profile does not lift a policy's Args)
-# (causal_blockwise: floor_div's comparison of two conditions and its select of integers, in a mask's elements;
-# eager_causal_softcap: a condition compared with `true`)
-LIFTABLE_POLICIES = ["alibi", "causal", "causal_blockwise", "eager_causal_softcap", "prefix_lm",
-                     "sliding_window_softcap", "relu"]
-
 
 @pytest.fixture(scope="module")
 def lifted_lowering(tmp_path_factory):
@@ -78,8 +72,8 @@ def test_lift_transfer_lower_is_the_hand_kept_programs_but_for_kv_range(spec, li
     assert _without_kv_range_body(lowered) == _without_kv_range_body(hand_kept)
 
 
-@pytest.mark.parametrize("name", LIFTABLE_POLICIES)
+@pytest.mark.parametrize("name", [spec.stem for spec in SPECS])
 def test_lowered_lift_lifts_back_and_verifies(name, tmp_path):
     result = lowered_lift_verification(KERNEL, REPOSITORY / "examples" / "specs" / f"{name}.py", tmp_path,
-                                       "attention_sm80_bf16_d64", 64)
+                                       "attention_sm80_bf16_d64")
     assert result.ok, result.summary()

@@ -471,6 +471,20 @@ def alibi_slope_of_head_zero(module):
             gather.operands[1] = index_constant(gather, 0)
 
 
+def block_lists_end_before_full_tiles(module):
+    """Every role's kv range over block lists ends after the partial tiles: the full ones are never visited."""
+
+    def gathered_from(value: SSAValue) -> str | None:
+        cast = value.owner
+        if not isinstance(cast, arith.IndexCastOp) or not isinstance(cast.input.owner, cuir.GatherOp):
+            return None
+        return cast.input.owner.source.name_hint
+
+    for add in ops(module, "arith.addi"):
+        if [gathered_from(operand) for operand in add.operands] == ["kv_num_blocks", "full_kv_num_blocks"]:
+            bypass(add, 0)
+
+
 def empty_row_guard_dropped(module):
     """O = acc / l without the l == 0 guard: rows a score_mod masks fully become NaN."""
     inverse = only(worker(module, "consumer"), "cuir.map", result="inverse").body.block
@@ -537,6 +551,8 @@ MUTANTS = (
         example_spec("document_mask"),
         document_id_read_at_kv_index,
     ),
+    Mutant("block lists' full tiles never visited", "sm90", example_spec("document_mask"),
+           block_lists_end_before_full_tiles),
     Mutant(
         "alibi slope of head 0 for every head",
         "sm80",

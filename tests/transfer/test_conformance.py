@@ -246,16 +246,12 @@ def test_flexattention_code_transfers_and_verifies(spec_files, name, program):
     assert result.ok, result.summary()
 
 
-# the ecosystem masks whose kernels take block lists, which the lift does not read yet
-TAKES_BLOCK_LISTS = {"document_mask_from_offsets", "natten_2d", "vision_cross_attention_intervals",
-                     "shared_prefix_packing", "block_diffusion"}
-
-
 @pytest.mark.parametrize("program", PROGRAMS)
-@pytest.mark.parametrize("name", sorted(set(SPECS) - TAKES_BLOCK_LISTS))
+@pytest.mark.parametrize("name", sorted(SPECS))
 def test_flexattention_code_lowered_lifts_back_and_verifies(spec_files, name, program, tmp_path):
     """The CUDA `cuir-opt --lift --transfer --lower` writes for the code is the source of truth: lifted back (its
-    score code, captured tables, math functions and integer arithmetic), it verifies as the transfer did."""
+    score code, captured tables, block lists, math functions and integer arithmetic), it verifies as the transfer
+    did."""
     kernel = KERNELS / f"attention_{program}.cu"
     lowered = tmp_path / f"{name}.cu"
     assert cuir_opt(["--lift", f"--transfer={spec_files[name]}", "--lower", str(kernel), "-o", str(lowered)]) == 0

@@ -34,6 +34,7 @@ def lift_kernel(lifter: Lifter) -> ModuleOp:
 
     arguments: list[tuple[str, object]] = []
     policy_tables: list[tuple[str, GlobalTensorType]] = []
+    header_flags: set[str] = set()  # the cuir.kernel attributes the variant policy's kernel flags set
     declarator = node.child_by_field_name("declarator")
     for parameter in declarator.child_by_field_name("parameters").named_children:
         name = declarator_name(parameter.child_by_field_name("declarator"))
@@ -46,12 +47,13 @@ def lift_kernel(lifter: Lifter) -> ModuleOp:
                 any(f[1] in parameters.get("fields", {}) for f in lifter.program.structs[type_name].fields):
             scope.names[name] = Cell(name, ParamsValue(type_name), mutable=False)
         else:  # the variant policy's Args: its captured tables (none in the references' own policies)
-            struct_name = _struct_name(lifter, type_name)
+            struct_name = lifter.struct_name(type_name)
             if struct_name is None:
                 scope.names[name] = Cell(name, TypeValue(type_name), mutable=False)
                 continue
             tables = _policy_tables(lifter, struct_name, scope, parameter)
             policy_tables += tables
+            header_flags |= _kernel_attributes(lifter, struct_name.rpartition("::")[0], scope, parameter)
             scope.names[name] = Cell(name, StructValue(struct_name, {
                 field: Cell(field, TensorArgument(field), mutable=False) for field, _ in tables}), mutable=False)
     tensor_maps = len(arguments)
@@ -69,9 +71,11 @@ def lift_kernel(lifter: Lifter) -> ModuleOp:
     tile_m = int(lifter.constant(tile_rows, (), scope, node) if tile_rows in lifter.program.constants else
                  lifter.profile_expression(tile_rows, scope, node))
     symbol = re.sub(r"\W+", "_", lifter.entry.name).strip("_")  # fwd_attend_ker<128,false> -> fwd_attend_ker_128_false
+    skip_empty = "skip_empty" in header_flags  # the claiming program skips tiles: the dynamic schedule's
     kernel = KernelOp(symbol, arguments, threads=lifter.threads, smem_bytes=0, tile_m=tile_m,
-                      schedule=schedule.get("schedule", "persistent"), order=schedule.get("order", "natural"),
-                      source=Path(lifter.program.main.path).name)
+                      schedule="dynamic" if skip_empty else schedule.get("schedule", "persistent"),
+                      order=schedule.get("order", "natural"), source=Path(lifter.program.main.path).name,
+                      skip_empty=skip_empty)
     kernel.location = lifter.location(scope, node)
     lifter.kernel = kernel
     lifter.block = kernel.body.block
@@ -195,18 +199,12 @@ def shared_allocations(lifter: Lifter, storage_type: TypeValue, scope: Scope, no
     return allocs
 
 
-def _struct_name(lifter: Lifter, type_name: str) -> str | None:
-    """The indexed struct `Outer::Inner` names: Outer's own, or the one it inherits from a base (a variant policy
-    derives from the reference's and may keep its Args); None where there is none."""
-    if type_name in lifter.program.structs:
-        return type_name
-    outer, _, inner = type_name.rpartition("::")
-    struct = lifter.program.structs.get(outer)
-    for base in struct.bases if struct is not None and inner else ():
-        found = _struct_name(lifter, f"{base}::{inner}")
-        if found is not None:
-            return found
-    return None
+def _kernel_attributes(lifter: Lifter, policy: str, scope: Scope, node) -> set[str]:
+    """The `cuir.kernel` attributes that `policy`'s kernel flags (profile `[policy] kernel_flags`) set."""
+    if not policy or policy not in lifter.program.structs:
+        return set()
+    return {attribute for flag, attribute in lifter.profile.kernel_flags.items()
+            if lifter.struct_member(policy, (), flag, scope, node, as_written=True)}
 
 
 def _policy_tables(lifter: Lifter, type_name: str, scope: Scope, node) -> list[tuple[str, GlobalTensorType]]:
@@ -215,12 +213,10 @@ def _policy_tables(lifter: Lifter, type_name: str, scope: Scope, node) -> list[t
     struct = lifter.program.structs[type_name]
     parameters = lifter.profile.section("parameters")
     table = parameters.get("table", "Table")
-    block_lists = [field for _, field, _ in struct.fields if field in parameters.get("block_lists", ())]
-    if block_lists:
-        raise lifter.error(scope, node, f"`{type_name}` holds block lists (`{block_lists[0]}`): a kernel that takes "
-                                        "them is not lifted yet")
     tables = []
     for field_type, field, _ in struct.fields:
+        if field in parameters.get("flag_tables", ()):
+            continue  # read only where a definition flag selects the other path
         match = re.fullmatch(rf"{table}<\s*(float|int)\s*,\s*(\d+)\s*>", field_type)
         if match is None:
             raise lifter.error(scope, node, f"`{type_name}::{field}` is a `{field_type}`, not a captured table "

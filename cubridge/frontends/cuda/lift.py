@@ -320,8 +320,10 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
             inner.names[name] = Cell(name, value, mutable=False)
         return inner
 
-    def struct_member(self, struct: str, arguments: tuple, member: str, scope: Scope, node: Node):
-        """A static constexpr member or nested type of `struct<arguments>`, searched through the bases."""
+    def struct_member(self, struct: str, arguments: tuple, member: str, scope: Scope, node: Node,
+                      as_written: bool = False):
+        """A static constexpr member or nested type of `struct<arguments>`, searched through the bases; a definition
+        or kernel flag of the profile reads as false unless `as_written`."""
         definition = self.specialization(struct, arguments)
         if definition is not None:
             arguments = ()  # an explicit specialization has no template parameters left
@@ -329,7 +331,7 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
             definition = self.program.structs.get(struct)
         if definition is None:
             raise self.error(scope, node, f"unknown struct `{struct}`")
-        if member in self.profile.definition_flags:
+        if not as_written and (member in self.profile.definition_flags or member in self.profile.kernel_flags):
             return False  # the member's definition is lifted, not the kernel's reassociated path it selects
         if member in definition.members:
             holder = definition.members[member]
@@ -347,7 +349,7 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
             return FunctionValue(member, (), None, struct)
         for base in definition.bases:
             try:
-                return self.struct_member(base, (), member, scope, node)
+                return self.struct_member(base, (), member, scope, node, as_written)
             except CuBridgeError:
                 continue
         raise self.error(scope, node, f"`{struct}` has no member `{member}`")
@@ -379,6 +381,19 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
             return self.constant(name, (), scope, node)
         return NOT_BOUND
 
+    def struct_name(self, type_name: str) -> str | None:
+        """The struct `type_name` (`Outer::Inner`) names: Outer's own, or the one it inherits from a base (a
+        variant policy derives from the reference's and may keep its Args); None where there is none."""
+        if type_name in self.program.structs:
+            return type_name
+        outer, _, inner = type_name.rpartition("::")
+        struct = self.program.structs.get(outer)
+        for base in struct.bases if struct is not None and inner else ():
+            found = self.struct_name(f"{base}::{inner}")
+            if found is not None:
+                return found
+        return None
+
     def type_value(self, node: Node, scope: Scope):
         """A type node as a TypeValue (template arguments evaluated)."""
         if node.type == "type_descriptor":
@@ -388,7 +403,10 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
         if node.type == "type_identifier":
             name = text(node)
             value = self.compile_time_name(name, scope, node)
-            return TypeValue(name) if value is NOT_BOUND else value
+            if value is not NOT_BOUND:
+                return value
+            nested = self.struct_name(f"{scope.struct}::{name}") if scope.struct is not None else None
+            return TypeValue(nested or name)  # inside a struct's method, its own nested struct (a policy's Columns)
         if node.type == "template_type":
             name = text(node.child_by_field_name("name"))
             arguments = self.template_arguments(node.child_by_field_name("arguments"), scope)
@@ -1117,22 +1135,28 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
             if any(is_symbolic(v) for v in values):  # of ints, in element code (a T5 bucket's cap)
                 return Expr(callee.name + "si", tuple(values), self.location(scope, node))
             return self.emit_scalar(callee.name + "si", [self.as_index(v, scope, node) for v in values], scope, node)
-        definition = self.resolve(callee, scope, node)
+        definition = self.resolve(callee, len(arguments), scope, node)
         return self.inline(definition, callee, arguments, scope, node)
 
-    def resolve(self, callee: FunctionValue, scope: Scope, node: Node) -> Definition:
+    def resolve(self, callee: FunctionValue, count: int, scope: Scope, node: Node) -> Definition:
+        """The definition a call of `callee` with `count` arguments runs: of its overloads, the first that takes
+        that many (a policy's keep() with and without the key's columns)."""
         if callee.scope_struct is not None:
             struct = self.program.structs.get(callee.scope_struct)
             while struct is not None and callee.name not in struct.methods:
                 struct = self.program.structs.get(struct.bases[0]) if struct.bases else None
             if struct is None:
                 raise self.error(scope, node, f"`{callee.scope_struct}` has no method `{callee.name}`")
-            return struct.methods[callee.name][0]
-        definitions = self.program.functions.get(callee.name)
+            definitions = struct.methods[callee.name]
+        else:
+            definitions = self.program.functions.get(callee.name)
         if not definitions:
             raise self.error(scope, node, f"unknown function `{callee.name}`: not a primitive of profile "
                                           f"{self.profile.name} and not defined in the kernel's sources")
-        return definitions[0]
+        fitting = [d for d in definitions if _takes(d, count)]
+        if not fitting:
+            raise self.error(scope, node, f"no overload of `{callee.name}` takes {count} arguments")
+        return fitting[0]
 
     def inline(self, definition: Definition, callee: FunctionValue, arguments: list[Node], scope: Scope, node: Node):
         if definition.source is not self.program.main and any(
@@ -1152,11 +1176,7 @@ class Lifter(MmaSyncLifting, FragmentLifting, LibraryLifting):
             inner.struct = callee.scope_struct
             inner.names["__struct_arguments__"] = struct_arguments
             self._bind_struct_aliases(struct_definition, inner, scope, node)
-        declarator = definition.node.child_by_field_name("declarator")
-        while declarator.type != "function_declarator":
-            declarator = declarator.child_by_field_name("declarator")
-        formal = [p for p in declarator.child_by_field_name("parameters").named_children
-                  if p.type in ("parameter_declaration", "optional_parameter_declaration")]
+        formal = _formal_parameters(definition)
         values = [self.evaluate(a, scope) for a in arguments]
         for parameter, value in zip(formal, values):
             declarator_node = parameter.child_by_field_name("declarator")
@@ -2604,3 +2624,24 @@ def locate_materialized(module: ModuleOp) -> None:
         if len(remaining) == len(unlocated):
             return
         unlocated = remaining
+
+
+def _formal_parameters(definition: Definition) -> list[Node]:
+    """The parameter declarations of a function definition, in order."""
+    declarator = definition.node.child_by_field_name("declarator")
+    while declarator.type != "function_declarator":
+        declarator = declarator.child_by_field_name("declarator")
+    return [p for p in declarator.child_by_field_name("parameters").named_children
+            if p.type in ("parameter_declaration", "optional_parameter_declaration")]
+
+
+def _takes(definition: Definition, count: int) -> bool:
+    """Whether a call with `count` arguments fits the definition (defaulted parameters may be left out)."""
+    declarator = definition.node.child_by_field_name("declarator")
+    while declarator.type != "function_declarator":
+        declarator = declarator.child_by_field_name("declarator")
+    parameters = declarator.child_by_field_name("parameters").named_children
+    required = sum(p.type == "parameter_declaration" for p in parameters)
+    if any(p.type == "variadic_parameter_declaration" for p in parameters):
+        return count >= required
+    return required <= count <= required + sum(p.type == "optional_parameter_declaration" for p in parameters)

@@ -30,6 +30,12 @@ class Profile:
         exp2 by polynomial)."""
         return frozenset(self.section("policy").get("definition_flags", ()))
 
+    @functools.cached_property
+    def kernel_flags(self) -> dict[str, str]:
+        """Policy flags that are a `cuir.kernel` attribute (`[policy] kernel_flags`: flag -> attribute): the lift
+        reads them as false in the code and sets the attribute where the policy's flag is true."""
+        return dict(self.section("policy").get("kernel_flags", {}))
+
     @property
     def warp_group_threads(self) -> int:
         return int(self.table["vocabulary"]["warp_group_threads"])
