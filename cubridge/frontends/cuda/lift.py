@@ -2626,22 +2626,24 @@ def locate_materialized(module: ModuleOp) -> None:
         unlocated = remaining
 
 
-def _formal_parameters(definition: Definition) -> list[Node]:
-    """The parameter declarations of a function definition, in order."""
+def _parameter_nodes(definition: Definition) -> list[Node]:
+    """The parameter list's declarations of a function definition, in order (variadic ones included)."""
     declarator = definition.node.child_by_field_name("declarator")
     while declarator.type != "function_declarator":
         declarator = declarator.child_by_field_name("declarator")
-    return [p for p in declarator.child_by_field_name("parameters").named_children
+    return declarator.child_by_field_name("parameters").named_children
+
+
+def _formal_parameters(definition: Definition) -> list[Node]:
+    """The named-or-not, non-variadic parameter declarations of a function definition, in order."""
+    return [p for p in _parameter_nodes(definition)
             if p.type in ("parameter_declaration", "optional_parameter_declaration")]
 
 
 def _takes(definition: Definition, count: int) -> bool:
     """Whether a call with `count` arguments fits the definition (defaulted parameters may be left out)."""
-    declarator = definition.node.child_by_field_name("declarator")
-    while declarator.type != "function_declarator":
-        declarator = declarator.child_by_field_name("declarator")
-    parameters = declarator.child_by_field_name("parameters").named_children
-    required = sum(p.type == "parameter_declaration" for p in parameters)
-    if any(p.type == "variadic_parameter_declaration" for p in parameters):
+    kinds = [p.type for p in _parameter_nodes(definition)]
+    required = kinds.count("parameter_declaration")
+    if "variadic_parameter_declaration" in kinds:
         return count >= required
-    return required <= count <= required + sum(p.type == "optional_parameter_declaration" for p in parameters)
+    return required <= count <= required + kinds.count("optional_parameter_declaration")
