@@ -115,8 +115,8 @@ def default_shapes(kernel: cuir.KernelOp, spec, head_dim: int) -> list[ProblemSh
 def _block_list_shapes(kernel: cuir.KernelOp, spec, shapes: list[ProblemShape], lengths: list[int],
                        head_dim: int) -> list[ProblemShape]:
     """For a kernel over block lists: each kind of work the lists can give that no shape has, the first shape
-    with it, if one exists: a kv tile listed as partial and one listed as full (each kind runs its own loop),
-    looked for in square shapes of the critical lengths and then of the tile edges past them up to
+    with it, if one exists: a kv tile listed as partial, one listed as full (each kind runs its own loop) and a
+    work tile whose first kv tile is full (no partial one: the first, peeled step runs mask-free), looked for in square shapes of the critical lengths and then of the tile edges past them up to
     `MAX_LENGTH` (a document longer than two tiles), and for a `skip_empty` kernel an empty work tile before a
     kept one (a program then claims past it and goes on), looked for in every pair of critical lengths."""
     from cubridge.interpreter.inputs import block_list_tables  # needs torch: only kernels over block lists
@@ -131,7 +131,8 @@ def _block_list_shapes(kernel: cuir.KernelOp, spec, shapes: list[ProblemShape], 
     tile = max(tile_sizes(kernel))
     squares = [(n, n) for n in lengths] + [(n, n) for n in range((lengths[-1] // tile + 1) * tile, MAX_LENGTH + 1, tile)]
     kinds = {"partial": (lambda tables: bool(tables[partial].any()), squares),
-             "full": (lambda tables: bool(tables[full].any()), squares)}
+             "full": (lambda tables: bool(tables[full].any()), squares),
+             "full first": (lambda tables: bool(((tables[partial] == 0) & (tables[full] > 0)).any()), squares)}
     if kernel.skip_empty is not None:
         kinds["skip"] = (skips_then_runs, [(sq, skv) for sq in reversed(lengths) for skv in lengths])
     batch, heads_q, heads_kv = HEAD_CONFIGS[0]

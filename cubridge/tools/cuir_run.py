@@ -11,7 +11,8 @@ of one shape and SKV of another; batch 2, grouped-query and one-to-one
 heads; two multiprocessors, so each persistent program runs several work
 tiles. A kernel over block lists also gets, where those shapes lack one, a
 shape with a kv tile listed full (from longer square shapes, up to 1024),
-one listed partial and, if it skips them, an empty work tile. Every shape runs with seeds 0 (q, k, v from N(0, 1)) and 1 (query
+one listed partial, a work tile that starts on a full kv tile and, if it
+skips them, an empty work tile. Every shape runs with seeds 0 (q, k, v from N(0, 1)) and 1 (query
 rows scaled so that scores reach well past every constant of score_mod),
 each under the round-robin and a random schedule. Column 0 of v is ones:
 column 0 of o, the row sums of P, is checked as `rowsum`.

@@ -83,6 +83,21 @@ def test_block_list_kernels_get_shapes_with_full_and_partial_tiles(example, prog
                    ((t["kv_num_blocks"] + t["full_kv_num_blocks"]).numpy() for t in lists))
 
 
+def test_block_list_kernels_get_a_work_tile_that_starts_on_a_full_tile(example, tmp_path):
+    """Its first, peeled step then runs mask-free. Here only document 2 starts on a tile edge (row 512), so only
+    its query tiles, past the critical lengths (up to 257), keep no partial kv tile."""
+    spec_path = tmp_path / "aligned_document.py"
+    spec_path.write_text("import torch\n"
+                         "document_id = torch.repeat_interleave(torch.arange(3), torch.tensor([50, 462, 256]))\n"
+                         "def mask_mod(b, h, q_idx, kv_idx):\n"
+                         "    return document_id[q_idx] == document_id[kv_idx]\n")
+    kernel, spec = find_kernel(example("attention_sm90.mlir")), _spec(spec_path)
+    transfer_kernel(kernel, spec)
+    lists = [block_list_tables(spec, kernel, shape) for shape in default_shapes(kernel, spec, 128)]
+    assert any(((t["kv_num_blocks"] == 0) & (t["full_kv_num_blocks"] > 0)).any() for t in lists)
+    assert max(critical_lengths(kernel, spec)) < 512
+
+
 def test_wide_inputs_reach_past_the_score_constants(example):
     spec = _spec(MUTATION_SPECS / "softcap30.py")
     assert score_range(spec) == 90.0
