@@ -13,8 +13,9 @@ query head), each with at least three work tiles. Two multiprocessors
 so that state carried from tile to tile (pipeline counters, barrier
 phases) is exercised. A kernel over block lists also gets, where none of
 the others has one, a shape with a kv tile listed as full, one listed as
-partial, and (if it skips empty work tiles, `skip_empty`) an empty tile
-ahead of a kept one; full tiles are looked for in longer square shapes too.
+partial, a work tile that starts on a full one, and (if it skips empty work
+tiles, `skip_empty`) an empty tile ahead of a kept one; these are looked for
+in longer square shapes too.
 """
 
 from __future__ import annotations
@@ -116,9 +117,11 @@ def _block_list_shapes(kernel: cuir.KernelOp, spec, shapes: list[ProblemShape], 
                        head_dim: int) -> list[ProblemShape]:
     """For a kernel over block lists: each kind of work the lists can give that no shape has, the first shape
     with it, if one exists: a kv tile listed as partial, one listed as full (each kind runs its own loop) and a
-    work tile whose first kv tile is full (no partial one: the first, peeled step runs mask-free), looked for in square shapes of the critical lengths and then of the tile edges past them up to
-    `MAX_LENGTH` (a document longer than two tiles), and for a `skip_empty` kernel an empty work tile before a
-    kept one (a program then claims past it and goes on), looked for in every pair of critical lengths."""
+    work tile whose first kv tile is full (no partial one: the first, peeled step runs mask-free), looked for in
+    square shapes of the critical lengths and then of the tile edges past them up to `MAX_LENGTH` (a document
+    longer than two tiles), and for a `skip_empty` kernel an empty work tile before a kept one (a program then
+    claims past it and goes on), looked for in every pair of critical lengths. Each shape's lists are built
+    once."""
     from cubridge.interpreter.inputs import block_list_tables  # needs torch: only kernels over block lists
 
     partial, full = cuir.BLOCK_LIST_COUNTS
@@ -129,7 +132,8 @@ def _block_list_shapes(kernel: cuir.KernelOp, spec, shapes: list[ProblemShape], 
         return bool(empty) and empty[0] < counts.size - 1 and counts.flat[empty[0] + 1:].any()
 
     tile = max(tile_sizes(kernel))
-    squares = [(n, n) for n in lengths] + [(n, n) for n in range((lengths[-1] // tile + 1) * tile, MAX_LENGTH + 1, tile)]
+    longer = range((lengths[-1] // tile + 1) * tile, MAX_LENGTH + 1, tile)
+    squares = [(n, n) for n in [*lengths, *longer]]
     kinds = {"partial": (lambda tables: bool(tables[partial].any()), squares),
              "full": (lambda tables: bool(tables[full].any()), squares),
              "full first": (lambda tables: bool(((tables[partial] == 0) & (tables[full] > 0)).any()), squares)}
@@ -137,19 +141,23 @@ def _block_list_shapes(kernel: cuir.KernelOp, spec, shapes: list[ProblemShape], 
         kinds["skip"] = (skips_then_runs, [(sq, skv) for sq in reversed(lengths) for skv in lengths])
     batch, heads_q, heads_kv = HEAD_CONFIGS[0]
     seen = [block_list_tables(spec, kernel, shape) for shape in shapes]
+    built: dict[tuple[int, int], dict | None] = {}  # (SQ, SKV) -> its lists (None: the captures do not fit)
+
+    def lists_of(seqlen_q: int, seqlen_kv: int) -> dict | None:
+        if (seqlen_q, seqlen_kv) not in built:
+            shape = ProblemShape(batch, heads_q, heads_kv, seqlen_q, seqlen_kv, head_dim)
+            built[seqlen_q, seqlen_kv] = block_list_tables(spec, kernel, shape) if _captures_fit(spec, shape) else None
+        return built[seqlen_q, seqlen_kv]
+
     added = []
     for has, candidates in kinds.values():
         if any(has(tables) for tables in seen):
             continue
-        for seqlen_q, seqlen_kv in candidates:
-            shape = ProblemShape(batch, heads_q, heads_kv, seqlen_q, seqlen_kv, head_dim)
-            if not _captures_fit(spec, shape):
-                continue
-            tables = block_list_tables(spec, kernel, shape)
-            if has(tables):
-                added.append(shape)
-                seen.append(tables)
-                break
+        found = next(((pair, lists_of(*pair)) for pair in candidates
+                      if lists_of(*pair) is not None and has(lists_of(*pair))), None)
+        if found is not None:
+            added.append(ProblemShape(batch, heads_q, heads_kv, *found[0], head_dim))
+            seen.append(found[1])
     return added
 
 
