@@ -7,7 +7,7 @@ from xdsl.dialects.builtin import IndexType, IntegerAttr
 from xdsl.ir import Block
 
 from cubridge.diagnostics import CuBridgeError
-from cubridge.frontends.cuda.lift import _constant_difference
+from cubridge.frontends.cuda.statements import _constant_difference
 from cubridge.frontends.cuda.profile import load_profile
 from cubridge.frontends.cuda.values import Run
 

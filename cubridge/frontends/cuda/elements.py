@@ -29,7 +29,7 @@ from xdsl.ir import Block, Region, SSAValue
 
 from cubridge.dialect.cuir import ConvertOp, FillOp, GatherOp, MapOp, RowReduceOp, YieldOp
 from cubridge.dialect.types import RowVectorType, TileType
-from cubridge.frontends.cuda.values import Run
+from cubridge.frontends.cuda.values import PerThread, Run, same_value
 
 
 @dataclass(frozen=True, eq=False)
@@ -177,8 +177,6 @@ class FragmentLifting:
     # -------------------------------------------------------------------------------------------------
     # building expressions
     def symbolic_binary(self, operator: str, left, right, scope, node):
-        from cubridge.frontends.cuda.values import PerThread
-
         location = self.location(scope, node)
         left, right = (Affine(0, v.values) if isinstance(v, PerThread) else v for v in (left, right))
         if operator in ("&&", "||"):
@@ -205,8 +203,6 @@ class FragmentLifting:
 
     @staticmethod
     def _is_index_like(value) -> bool:
-        from cubridge.frontends.cuda.values import Run
-
         if isinstance(value, Affine) or (isinstance(value, int) and not isinstance(value, bool)):
             return True
         if isinstance(value, Expr) and value.op == "select":  # floor_div's `... ? quotient - 1 : quotient`
@@ -218,8 +214,6 @@ class FragmentLifting:
     @staticmethod
     def _is_flag_like(value) -> bool:
         """Whether `value` is a condition (i1): a comparison, a logical and / or of conditions, a bool literal."""
-        from cubridge.frontends.cuda.values import Run
-
         if isinstance(value, bool):
             return True
         if isinstance(value, Expr) and value.op == "select":
@@ -229,8 +223,6 @@ class FragmentLifting:
         return isinstance(value, Run) and value.value.type == IntegerType(1)
 
     def _add(self, base, offset: int, scope, node):
-        from cubridge.frontends.cuda.values import Run
-
         if offset == 0:
             return base.value if isinstance(base, Run) else base
         if isinstance(base, int):
@@ -543,8 +535,6 @@ class _MapBuilder:
         lifter = self.lifter
         per_thread = np.zeros(lifter.threads, dtype=np.int64)
         per_thread[ids] = remainder
-        from cubridge.frontends.cuda.values import PerThread
-
         offset = lifter.uniform(PerThread(per_thread), self.scope, self.node)
         base = lifter.binary("+", values[0].base, offset, self.scope, self.node)
         self.local_axes.add(axis)
@@ -621,8 +611,6 @@ class _MapBuilder:
             return self._position(template[1])
         if kind == "const":
             value = template[1]
-            from cubridge.frontends.cuda.values import Run
-
             if isinstance(value, Run):
                 return value.value
             if isinstance(value, bool):
@@ -656,12 +644,8 @@ def _same(a, b) -> bool:
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     if isinstance(a, Affine):
         return _same(a.base, b.base) and np.array_equal(a.threads, b.threads)
-    from cubridge.frontends.cuda.values import Run
-
     if isinstance(a, Run):
-        from cubridge.frontends.cuda.lift import _same_value
-
-        return _same_value(a.value, b.value)
+        return same_value(a.value, b.value)
     return a == b
 
 

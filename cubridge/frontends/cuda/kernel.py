@@ -10,9 +10,9 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, f32, i32
 
 from cubridge.dialect.cuir import AllocOp, ForEachTileOp, KernelOp, MbarrierInitOp, WorkerOp
 from cubridge.dialect.types import GlobalTensorType, SharedBufferType
-from cubridge.frontends.cuda.lift import ELEMENT_TYPES, Lifter, Scope
+from cubridge.frontends.cuda.lift import ELEMENT_TYPES, Lifter
 from cubridge.frontends.cuda.program import declarator_name, text, walk
-from cubridge.frontends.cuda.values import Cell, ParamsValue, StructValue, TensorArgument, TypeValue
+from cubridge.frontends.cuda.values import Cell, ParamsValue, Scope, StructValue, TensorArgument, TypeValue
 
 
 def lift_kernel(lifter: Lifter) -> ModuleOp:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from tree_sitter import Node
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IndexType, IntegerAttr
+from xdsl.dialects.builtin import BFloat16Type, CallSiteLoc, Float16Type, Float32Type, IndexType, IntegerAttr
 from xdsl.ir import Block, Region
 
 from cubridge.dialect.cuir import (
@@ -36,13 +36,14 @@ from cubridge.dialect.cuir import (
     GemmAsyncOp,
     GemmFenceOp,
     StoreOp,
+    WaitGroupOp,
     YieldOp,
 )
 from cubridge.dialect.types import SharedBufferType, TileType
 from cubridge.frontends.cuda.elements import Expr, Position, RowOf, element_layout, wgmma_layout
 from cubridge.frontends.cuda.program import declarator_name, text
 from cubridge.frontends.cuda.source import parse_cuda
-from cubridge.frontends.cuda.values import ArrayValue, Cell, PerThread, Run, SharedRef, TypeValue
+from cubridge.frontends.cuda.values import ArrayValue, Cell, FunctionValue, PerThread, Run, Scope, SharedRef, TypeValue
 
 FRAGMENT_ROWS_PER_WARP = 16  # a warp's register tile in the wgmma accumulator layout
 _TEMPLATE_ARGUMENTS = re.compile(r"<[^<>]*>")
@@ -106,8 +107,6 @@ class LibraryLifting:
         if name in (types.get("semaphore"), types.get("coordinate")):
             return TypeValue(name, self._final_template_arguments(node, scope))
         if name in self.profile.section("primitives") or name in self.profile.section("functions"):
-            from cubridge.frontends.cuda.values import FunctionValue
-
             return FunctionValue(name, self._final_template_arguments(node, scope))
         outer = node.child_by_field_name("scope") if node.type == "qualified_identifier" else None
         if outer is not None and outer.type == "namespace_identifier" and self._library_key(text(outer)) in \
@@ -142,8 +141,6 @@ class LibraryLifting:
         return self.profile_expression(definition, self.empty_scope(), node)
 
     def empty_scope(self):
-        from cubridge.frontends.cuda.lift import Scope
-
         return Scope(None, source=self.program.main)
 
     def profile_expression(self, expression: str, scope, node: Node):
@@ -259,8 +256,6 @@ class LibraryLifting:
         return SharedArray(name)
 
     def element_type_named(self, name: str):
-        from xdsl.dialects.builtin import BFloat16Type, Float16Type, Float32Type
-
         return {"bf16": BFloat16Type(), "f16": Float16Type(), "f32": Float32Type()}[name]
 
     def reference_array_declaration(self, node: Node, scope) -> bool:
@@ -399,13 +394,9 @@ class LibraryLifting:
         token = self.worker_state["store"].value
         if token is None:
             raise self.error(scope, node, f"`{callee.name}` with no store group committed")
-        from cubridge.dialect.cuir import WaitGroupOp
-
         self.emit(WaitGroupOp(token.value), scope, node)
 
     def _lib_gemm_wait(self, callee, values, entry, scope, node: Node):
-        from cubridge.frontends.cuda.values import FunctionValue
-
         pending = callee.template_arguments[0] if callee.template_arguments else 0
         return self._wait(FunctionValue("gemm_wait", (pending,)), scope, node)
 
@@ -563,8 +554,6 @@ class LibraryLifting:
     def grid_worker_body(self, branch: Node, role_scope, scope) -> None:
         """A grid kernel's role: one `cuir.for_each_tile` body with the kernel-level statements before the
         role split, then the role's branch."""
-        from cubridge.frontends.cuda.lift import Scope
-
         loop = ForEachTileOp([], Region(Block(arg_types=[IndexType()] * 3)))
         self.emit(loop, role_scope, branch)
         loop.location = self.location(scope, branch)
@@ -590,8 +579,6 @@ class LibraryLifting:
     def run_kernel_body(self, body: Node, scope) -> None:
         """A grid kernel's body: statements run at kernel level (allocations, inits) until one splits the
         block into roles; the ones before it are lifted again in each role (`grid_worker_body`)."""
-        from cubridge.frontends.cuda.lift import Scope
-
         self.kernel_prefix = []
         inner = Scope(scope)
         for statement in body.named_children:
@@ -621,8 +608,6 @@ def omitted_note(calls: list) -> str | None:
 
 
 def _short(location) -> str:
-    from xdsl.dialects.builtin import CallSiteLoc
-
     while isinstance(location, CallSiteLoc):
         location = location.callee
     return f"{location.filename.data.rsplit('/', 1)[-1]}:{location.line.data}:{location.column.data}"

@@ -53,6 +53,7 @@ from cubridge.frontends.cuda.values import (
     StrideTerm,
     TensorArgument,
     TypeValue,
+    same_value,
 )
 
 # cp.async groups a wait can reach back to (cp.async.wait_group N with N < this)
@@ -224,8 +225,6 @@ class MmaSyncLifting:
 
     def _check_valid_rows(self, tensor: str, row_dim: int, first_row: SSAValue, valid_rows, what: str, scope, node):
         """`valid_rows` is a sequence length (a `cuir.dim` of a row dimension: V's is K's) less the first row."""
-        from cubridge.frontends.cuda.lift import _same_value
-
         def is_length(value) -> bool:
             return isinstance(value.owner, DimOp) and value.owner.dim.value.data == row_dim
 
@@ -233,7 +232,7 @@ class MmaSyncLifting:
         first_is_zero = isinstance(first_row.owner, arith.ConstantOp) and first_row.owner.value.value.data == 0
         if first_is_zero and isinstance(valid_rows, Run) and is_length(valid_rows.value):
             return
-        if not (isinstance(owner, arith.SubiOp) and is_length(owner.lhs) and _same_value(owner.rhs, first_row)):
+        if not (isinstance(owner, arith.SubiOp) and is_length(owner.lhs) and same_value(owner.rhs, first_row)):
             raise self.error(scope, node, f"the {what}'s valid rows are not the rows of `{tensor}` from the "
                                           "tile's first row on")
 

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from tree_sitter import Node
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
+
+from cubridge.frontends.cuda.source import CudaSource
 
 
 NOT_BOUND = object()  # what a name that is neither in scope nor a file constant looks up to
@@ -232,3 +234,38 @@ class GridIndex:
 
     extent: bool = False
     minus: int = 0
+
+
+class Scope:
+    """Names visible at a point of the walk: variables (cells) and template arguments."""
+
+    def __init__(self, parent: Scope | None = None, source: CudaSource | None = None, struct: str | None = None,
+                 this=None):
+        self.parent = parent
+        self.names: dict[str, object] = {}
+        self.source = source if source is not None else (parent.source if parent else None)
+        self.struct = struct if struct is not None else (parent.struct if parent else None)
+        self.this = this if this is not None else (parent.this if parent else None)
+
+    def lookup(self, name: str):
+        scope = self
+        while scope is not None:
+            if name in scope.names:
+                return scope.names[name]
+            scope = scope.parent
+        raise KeyError(name)
+
+
+def same_value(a: SSAValue, b: SSAValue) -> bool:
+    """Whether two values are computed alike: the same value, or pure ops of one kind on alike operands (a
+    panel's coordinates are recomputed for every panel, a score's slope for every element; CSE merges them once
+    the lift is done). A captured table's read counts as pure: the tables are read-only in the kernel."""
+    if a is b:
+        return True
+    if not (isinstance(a.owner, Operation) and isinstance(b.owner, Operation)):
+        return False
+    x, y = a.owner, b.owner
+    return (x.name == y.name and x.name.startswith(("arith.", "math.", "cuir.dim", "cuir.gather"))
+            and x.properties == y.properties
+            and x.attributes == y.attributes and len(x.operands) == len(y.operands)
+            and all(same_value(p, q) for p, q in zip(x.operands, y.operands)))
