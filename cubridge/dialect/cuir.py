@@ -955,7 +955,11 @@ class StoreAsyncOp(IRDLOperation):
 
     It joins this worker's open bulk group and completes (the shared buffer
     may be reused) at the `cuir.wait_group` of that group's token. Rows and
-    columns outside the global tensor are not written.
+    columns outside the global tensor are not written. One thread of the
+    instance issues it and alone waits for it, so its other warps meet both
+    at a barrier of the warp group: one between their writes of the buffer
+    and the store, one between the wait and their next writes. An instance
+    waits for its stores before it ends.
     """
 
     name = "cuir.store_async"
@@ -1511,7 +1515,7 @@ class MbarrierExpectTxOp(_MbarrierStageOp):
 
 @irdl_op_definition
 class MbarrierWaitOp(_MbarrierStageOp):
-    """Wait until the phase with parity `parity` of an mbarrier stage has completed.
+    """Wait until the phase with parity `parity` (0 or 1) of an mbarrier stage has completed.
 
     A phase completes when all expected arrivals and transaction bytes are in;
     then every copy that signalled it is complete. Waiting on parity 1 of a
@@ -1570,7 +1574,12 @@ class WaitGroupOp(IRDLOperation):
 
 @irdl_op_definition
 class GemmFenceOp(_WorkerOnlyOp):
-    """Order earlier register writes before the next `cuir.gemm_async` reads them (wgmma.fence)."""
+    """Order the instance's earlier register accesses before its next `cuir.gemm_async` (wgmma.fence).
+
+    Needed before an instance's first `cuir.gemm_async` and between any op
+    that reads or writes register tiles and the next one; consecutive
+    `cuir.gemm_async`s need none.
+    """
 
     name = "cuir.gemm_fence"
 

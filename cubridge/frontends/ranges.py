@@ -2,13 +2,15 @@
 of a shape, from the captured tensors' values.
 
 A launch runs shapes far larger than the ones the executor verified, so what depends on the shape is checked at
-the launch's own: that every captured-tensor read stays inside its table, and that every integer the kernel
-computes fits the 32-bit `int` the lowering gives hook integers (the executor faults on the same values at its
-shapes). `intervals` takes interval arithmetic over the expressions (instant, and exact for the sums, products
-and divisions of indices that hooks are made of). Where an interval leaves the allowed range, `excess` looks for
-a value the hook really takes past it: first on the grid's edges (the first, middle and last indices of each
-dimension), then on the whole grid, chunked over query rows, so that only a real value refuses a launch; a grid
-past GRID_LIMIT_ELEMENTS is not evaluated, and the interval's bound stands.
+the launch's own: that no integer division or remainder divides by zero (torch refuses it on the CPU, the GPU's
+quotient is meaningless), that every captured-tensor read stays inside its table, and that every integer the
+kernel computes fits the 32-bit `int` the lowering gives hook integers (the executor faults on the same values at
+its shapes). `intervals` takes interval arithmetic over the expressions (instant, and exact for the sums,
+products and divisions of indices that hooks are made of). Where an interval leaves the allowed range (or holds a
+divisor's 0), `excess` (`takes_zero`) looks for a value the hook really takes there: first on the grid's edges
+(the first, middle and last indices of each dimension), then on the whole grid, chunked over query rows, so that
+only a real value refuses a launch; a grid past GRID_LIMIT_ELEMENTS is not evaluated, and the interval's bound
+stands.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ Interval = tuple[float, float]  # inclusive bounds; integer-valued for integer e
 
 # Integer ops whose value can leave the 32-bit int, as the executor checks them (cubridge/interpreter/arith_ops.py)
 WIDENING_OPS = {"const": "constant", "add": "sum", "sub": "difference", "mul": "product", "shl": "left shift"}
+# Integer ops that divide by their second operand (the executor faults on a zero divisor too)
+INTEGER_DIVISIONS = {"floordiv": "floor division", "truncdiv": "division", "ceildiv": "ceiling division",
+                     "mod": "remainder"}
 
 _MONOTONE = {  # non-decreasing functions of one float
     "exp": math.exp, "exp2": lambda x: 2.0**x, "log": math.log, "sqrt": math.sqrt, "tanh": math.tanh,
@@ -129,23 +134,48 @@ def _children(node: Expr) -> tuple[Expr, ...]:
 def exact_bounds(node: Expr, problem: Problem) -> Interval:
     """The least and greatest value `node` takes over `problem`'s index grid, evaluated in chunks of query rows
     with torch's dtypes and the kernel's float-to-int conversion."""
+    low, high = math.inf, -math.inf
+    for values in _grid_values(node, problem):
+        chunk_low, chunk_high = _value_bounds(values)
+        low, high = min(low, chunk_low), max(high, chunk_high)
+    return (low, high)
+
+
+def takes_zero(node: Expr, interval: Interval, problem: Problem) -> Excess | None:
+    """0 where `node` may be 0 over `problem`: witnessed on the grid's edges or on the whole grid, or (a grid past
+    GRID_LIMIT_ELEMENTS) because its interval holds 0; None where it never is."""
+    if not interval[0] <= 0 <= interval[1]:
+        return None
+    if bool((_edge_values(node, problem) == 0).any()):
+        return Excess(0, witnessed=True)
+    if _grid_elements(node, problem) > GRID_LIMIT_ELEMENTS:
+        return Excess(0, witnessed=False)
+    if any(bool((values == 0).any()) for values in _grid_values(node, problem)):
+        return Excess(0, witnessed=True)
+    return None
+
+
+def _grid_values(node: Expr, problem: Problem):
+    """`node`'s values over `problem`'s index grid, one chunk of query rows at a time."""
     batch, heads, seqlen_q, seqlen_kv = problem.shape
     reads = node.leaves()
     captures = {name: tensor.to(problem.device) for name, tensor in problem.captures.items() if name in reads}
     extents = {"b": batch, "h": heads, "q_idx": seqlen_q, "kv_idx": seqlen_kv}
     row_elements = math.prod(extent for name, extent in extents.items() if name in reads and name != "q_idx")
     rows = seqlen_q if "q_idx" not in reads else max(1, GRID_CHUNK_ELEMENTS // row_elements)
-    low, high = math.inf, -math.inf
     for start in range(0, seqlen_q if "q_idx" in reads else 1, rows):
         env = captures | _grid(problem, start, min(seqlen_q, start + rows))
-        chunk_low, chunk_high = _value_bounds(evaluate(node, env, kernel_casts=True))
-        low, high = min(low, chunk_low), max(high, chunk_high)
-    return (low, high)
+        yield evaluate(node, env, kernel_casts=True)
 
 
 def _edge_bounds(node: Expr, problem: Problem) -> Interval:
     """The least and greatest value `node` takes where each index is among the first, middle and last of its
     dimension: where most hooks take their extremes."""
+    return _value_bounds(_edge_values(node, problem))
+
+
+def _edge_values(node: Expr, problem: Problem) -> torch.Tensor:
+    """`node`'s values where each index is among the first, middle and last of its dimension."""
     def edges(extent: int) -> list[int]:
         return sorted({index for index in (0, 1, 2, extent // 2, extent - 3, extent - 2, extent - 1)
                        if 0 <= index < extent})
@@ -155,7 +185,7 @@ def _edge_bounds(node: Expr, problem: Problem) -> Interval:
         view = [1, 1, 1, 1]
         view[axis] = -1
         env[name] = torch.tensor(edges(extent), device=problem.device).view(view)
-    return _value_bounds(evaluate(node, env, kernel_casts=True))
+    return evaluate(node, env, kernel_casts=True)
 
 
 def _grid_elements(node: Expr, problem: Problem) -> int:

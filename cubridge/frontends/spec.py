@@ -33,7 +33,17 @@ from cubridge.diagnostics import CuBridgeError
 from cubridge.files import write_atomically
 from cubridge.runtime.compiler import cache_dir
 from cubridge.frontends.expr import BOOL, FLOAT, INT, Expr, argument, evaluate
-from cubridge.frontends.ranges import INT32_MAX, INT32_MIN, WIDENING_OPS, Excess, Problem, excess, intervals
+from cubridge.frontends.ranges import (
+    INT32_MAX,
+    INT32_MIN,
+    INTEGER_DIVISIONS,
+    WIDENING_OPS,
+    Excess,
+    Problem,
+    excess,
+    intervals,
+    takes_zero,
+)
 from cubridge.reference import attention_reference, per_element
 from cubridge.frontends.eager import hooks_from_attention
 from cubridge.frontends.hooks import (
@@ -155,11 +165,18 @@ class AttentionSpec:
         self._check_integers(self._ranges(q_shape, kv_shape, device), q_shape, kv_shape)
 
     def check_launch_shape(self, q_shape: tuple[int, ...], kv_shape: tuple[int, ...], device=None) -> None:
-        """`check_capture_bounds` and `check_integer_range` on one evaluation of the hooks' ranges (each table's
-        least and greatest value taken once): what a launch plan checks."""
+        """`check_divisors`, `check_capture_bounds` and `check_integer_range` on one evaluation of the hooks'
+        ranges (each table's least and greatest value taken once): what a launch plan checks."""
         ranges = self._ranges(q_shape, kv_shape, device)
+        self._check_divisors(ranges, q_shape, kv_shape)
         self._check_reads(ranges, q_shape, kv_shape)
         self._check_integers(ranges, q_shape, kv_shape)
+
+    def check_divisors(self, q_shape: tuple[int, ...], kv_shape: tuple[int, ...], device=None) -> None:
+        """No integer division or remainder of the hooks divides by zero for these shapes (torch refuses it on
+        the CPU; on the GPU the quotient is meaningless, whether or not a `torch.where` discards it): checked
+        before the hooks are evaluated for a shape."""
+        self._check_divisors(self._ranges(q_shape, kv_shape, device), q_shape, kv_shape)
 
     def _ranges(self, q_shape: tuple[int, ...], kv_shape: tuple[int, ...], device) -> tuple[Problem, dict]:
         problem = Problem((*q_shape[:3], kv_shape[2]), self.captures, device)
@@ -179,6 +196,21 @@ class AttentionSpec:
                         f"k {list(kv_shape)}",
                         f"{self.path}:{read.line or 1}",
                     )
+
+    def _check_divisors(self, ranges: tuple[Problem, dict], q_shape: tuple[int, ...],
+                        kv_shape: tuple[int, ...]) -> None:
+        problem, found = ranges
+        for node in found:  # operands before the ops that use them: an inner division is reported first
+            if node.kind != INT or node.op not in INTEGER_DIVISIONS:
+                continue
+            zero = takes_zero(node.args[1], found[node.args[1]], problem)
+            if zero is not None:
+                raise CuBridgeError(
+                    f"integer division by zero: the divisor of a {INTEGER_DIVISIONS[node.op]} in the hook "
+                    f"{_reaches(zero, 'is', 'may be')} for q {list(q_shape)}, k {list(kv_shape)} (keep it nonzero, "
+                    "e.g. with torch.clamp: a torch.where does not stop the division)",
+                    f"{self.path}:{node.line or 1}",
+                )
 
     def _check_integers(self, ranges: tuple[Problem, dict], q_shape: tuple[int, ...],
                         kv_shape: tuple[int, ...]) -> None:

@@ -6,7 +6,8 @@ where unsigned ops use them); f32 values are np.float32 scalars or float32
 arrays; i1 values are bools. The lowered kernels hold every index and integer
 in a 32-bit `int`: a constant, or an add, subtract, multiply or left shift
 result, that leaves that range is a fault of the op (a hook's
-`q_idx * 10000019` wraps on the GPU, its `2 ** 40` is truncated).
+`q_idx * 10000019` wraps on the GPU, its `2 ** 40` is truncated), and so is an
+integer division or remainder by zero.
 """
 
 from __future__ import annotations
@@ -186,11 +187,29 @@ def _within_int(op: Operation, function):
     return checked
 
 
+# integer ops that divide by their second operand
+_DIVIDING = (arith.DivUIOp, arith.DivSIOp, arith.FloorDivSIOp, arith.CeilDivUIOp, arith.CeilDivSIOp, arith.RemUIOp,
+             arith.RemSIOp)
+
+
+def _nonzero_divisor(op: Operation, function):
+    """`function`, faulting `op` where it would divide by zero (the GPU's quotient is then meaningless)."""
+
+    def checked(dividend, divisor):
+        if (divisor == 0).any() if isinstance(divisor, np.ndarray) else divisor == 0:
+            raise KernelFault(op, "integer division by zero")
+        return function(dividend, divisor)
+
+    return checked
+
+
 @handles(*ELEMENTWISE)
 def elementwise(op: Operation, compiler: Compiler) -> Step:
     function = ELEMENTWISE[type(op)]
     if isinstance(op, _OVERFLOWING):
         function = _within_int(op, function)
+    if isinstance(op, _DIVIDING):
+        function = _nonzero_divisor(op, function)
     return elementwise_step(op, function)
 
 

@@ -17,7 +17,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.traits import IsTerminator
 
 from cubridge.diagnostics import CuBridgeError, describe_location
-from cubridge.dialect.types import REGISTER_VALUE_TYPES
+from cubridge.dialect.types import REGISTER_VALUE_TYPES, TileType
 from cubridge.interpreter.report import where
 
 
@@ -47,6 +47,10 @@ HANDLERS: dict[type[Operation], Handler] = {}
 PASS_THROUGH: set[type[Operation]] = set()
 # ops whose `acc` operand may still be in flight: async MMAs chain on one accumulator
 CHAINS_ACCUMULATOR: set[type[Operation]] = set()
+# ops that touch no register of the register tiles they carry (control flow) or that account for their own
+# register accesses (the wgmma ops): every other op with a register tile operand or result accesses registers
+# that the next wgmma must be fenced from
+REGISTER_NEUTRAL: set[type[Operation]] = set()
 
 
 def handles(*op_types: type[Operation]):
@@ -143,6 +147,8 @@ class Compiler:
         if builder is None:
             raise CuBridgeError(f"the executor does not support '{op.name}'", describe_location(op))
         step = builder(op, self)
+        if type(op) not in REGISTER_NEUTRAL and any(isinstance(v.type, TileType) for v in (*op.operands, *op.results)):
+            step = _noting_register_access(op, step)
         register_reads = [
             v
             for v in _read_operands(op)
@@ -158,6 +164,24 @@ def _read_operands(op: Operation) -> list[SSAValue]:
         return []
     chained = op.acc if type(op) in CHAINS_ACCUMULATOR else None
     return [v for v in op.operands if v is not chained]
+
+
+def _noting_register_access(op: Operation, step: Step) -> Step:
+    """Wrap `step` so that its instance notes an access to register tiles since its last cuir.gemm_fence."""
+    inner = step.run
+    if step.suspends:
+
+        def run_suspending(frame: Frame):
+            frame.thread.access_registers(op)
+            return inner(frame)
+
+        return Step(run_suspending, True)
+
+    def run(frame: Frame) -> None:
+        frame.thread.access_registers(op)
+        inner(frame)
+
+    return Step(run)
 
 
 def _check_in_flight_reads(op: Operation, reads: list[SSAValue], step: Step) -> Step:

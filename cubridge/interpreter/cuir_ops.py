@@ -25,6 +25,7 @@ from cubridge.interpreter.clocks import join
 from cubridge.interpreter.compiler import (
     CHAINS_ACCUMULATOR,
     PASS_THROUGH,
+    REGISTER_NEUTRAL,
     Compiler,
     Frame,
     Step,
@@ -38,6 +39,8 @@ from cubridge.interpreter.sync import BarrierWait, GemmInFlight, MbarrierStage, 
 
 PASS_THROUGH.add(cuir.ForEachTileOp)
 CHAINS_ACCUMULATOR.add(cuir.GemmAsyncOp)
+REGISTER_NEUTRAL.update({cuir.ForEachTileOp, cuir.WorkerOp, cuir.YieldOp, cuir.GemmAsyncOp, cuir.GemmWaitOp,
+                         cuir.GemmFenceOp})
 CTA_BARRIER_ID = 0
 
 
@@ -150,6 +153,7 @@ def copy(op: cuir.CopyOp, compiler: Compiler) -> Step:
         stage = stage_of(values)
         if to_shared:
             stage.check_write(op, thread, log)
+            stage.check_every_warp_write(op, thread, log)
             stage.write(op, thread, values[tensor].read_tile(_indices(values, coordinates), dims))
             return
         stage.check_read(op, thread, log)
@@ -186,7 +190,7 @@ def copy_async(op: cuir.CopyAsyncOp, compiler: Compiler) -> Step:
             stage.finish_write(access, thread.epoch())
             stage.write_through_generic_proxy(op, thread)
 
-        thread.open_group.append(complete)
+        thread.open_group.append((op, complete))
 
     return Step(run, True)
 
@@ -218,6 +222,7 @@ def store(op: cuir.StoreOp, compiler: Compiler) -> Step:
             values, thread = frame.values, frame.thread
             stage = stage_of(values)
             stage.check_write(op, thread, frame.program.log)
+            stage.check_every_warp_write(op, thread, frame.program.log)
             stage.write(op, thread, round_to(values[value]))
 
         return Step(run_shared, True)
@@ -234,6 +239,8 @@ def store(op: cuir.StoreOp, compiler: Compiler) -> Step:
 
 @handles(cuir.StoreAsyncOp)
 def store_async(op: cuir.StoreAsyncOp, compiler: Compiler) -> Step:
+    """A TMA store, issued by one thread of the instance, which alone waits for it (cuir.wait_group): the
+    instance's other warps meet its issue and its completion only at a barrier of the warp group."""
     stage_of = _staged(op, op.source, op.source_stage)
     tensor, coordinates = op.dest, list(op.dest_indices)
 
@@ -243,9 +250,10 @@ def store_async(op: cuir.StoreAsyncOp, compiler: Compiler) -> Step:
         stage = stage_of(values)
         stage.check_read(op, thread, program.log)
         stage.check_async_proxy_read(op, program.log)
+        stage.check_issuer_read(op, thread, program.log)
         access = stage.start_read(op, thread, "its cuir.wait_group")
         values[tensor].write_tile(op, program.program_id, _indices(values, coordinates), stage.data)
-        thread.open_group.append(lambda: stage.finish_read(access))
+        thread.open_group.append((op, lambda: stage.finish_issuer_read(access)))
 
     return Step(run, True)
 
@@ -274,7 +282,7 @@ def wait_group(op: cuir.WaitGroupOp, compiler: Compiler) -> Step:
         yield None
         thread, last = frame.thread, frame.values[token]
         for group in sorted(g for g in thread.groups if g <= last):
-            for complete in thread.groups.pop(group):
+            for _, complete in thread.groups.pop(group):
                 complete()
 
     return Step(run, True)
@@ -327,6 +335,7 @@ def gemm_async(op: cuir.GemmAsyncOp, compiler: Compiler) -> Step:
             stage.check_async_proxy_read(op, log)
             reads.append((stage, stage.start_read(op, thread, "its cuir.gemm_wait")))
             operands.append(stage.data)
+        _check_fenced(op, thread, log)
         product = _product(operands[0], operands[1], layout)
         if acc is not None:
             product += values[acc]
@@ -340,6 +349,17 @@ def gemm_async(op: cuir.GemmAsyncOp, compiler: Compiler) -> Step:
         values[token] = sequence
 
     return Step(run, True)
+
+
+def _check_fenced(op: cuir.GemmAsyncOp, thread, log) -> None:
+    """A wgmma may start only once a wgmma.fence orders the instance's register accesses before it (PTX ISA,
+    wgmma.fence: before an instance's first wgmma, and between any register access and a wgmma that accesses
+    the same registers; a tile's registers are not tracked, so any access counts). Consecutive wgmmas need none."""
+    unfenced = thread.unfenced_registers
+    if unfenced is None:
+        return
+    since = unfenced if isinstance(unfenced, str) else f"{where(unfenced)} accessed register tiles"
+    log.race("race", op, f"{where(op)} issues with no cuir.gemm_fence since {since}")
 
 
 @handles(cuir.GemmWaitOp)
@@ -366,8 +386,12 @@ def gemm_wait(op: cuir.GemmWaitOp, compiler: Compiler) -> Step:
 
 @handles(cuir.GemmFenceOp)
 def gemm_fence(op: cuir.GemmFenceOp, compiler: Compiler) -> Step:
-    """Orders register writes before wgmma reads: the executor runs an instance in program order."""
-    return Step(lambda frame: None)
+    """Orders the instance's register accesses before its next wgmma."""
+
+    def run(frame: Frame) -> None:
+        frame.thread.unfenced_registers = None
+
+    return Step(run)
 
 
 @handles(cuir.FenceAsyncSharedOp)
@@ -514,6 +538,7 @@ def _sync_at(frame: Frame, op: Operation, barrier_id: int, threads: int):
     if not wait.ready():
         yield wait
     join(frame.thread.clock, barrier.completed_clocks[generation])
+    frame.thread.warp_syncs += 1
 
 
 @handles(cuir.BarrierOp)
@@ -575,13 +600,16 @@ def mbarrier_arrive(op: cuir.MbarrierArriveOp | cuir.MbarrierExpectTxOp, compile
 
 @handles(cuir.MbarrierWaitOp)
 def mbarrier_wait(op: cuir.MbarrierWaitOp, compiler: Compiler) -> Step:
-    """Returns once the phase of that parity has completed; checks that it is
+    """Returns once the phase of that parity (0 or 1) has completed; checks that it is
     the next phase this instance consumes of that mbarrier."""
     stage_of, parity = _staged(op, op.barrier, op.stage), op.parity
 
     def run(frame: Frame):
         barrier = stage_of(frame.values)
-        wait = MbarrierWait(op, barrier, frame.values[parity] % 2)
+        if frame.values[parity] not in (0, 1):
+            raise KernelFault(op, f"parity {frame.values[parity]}: a phase's parity is 0 or 1 (PTX ISA, "
+                                  "mbarrier.try_wait.parity)")
+        wait = MbarrierWait(op, barrier, frame.values[parity])
         yield wait if not wait.ready() else None
         thread = frame.thread
         observed = barrier.phase - 1

@@ -384,8 +384,21 @@ def _run_program(plan: KernelPlan, bindings: dict, program: Program, rng) -> Non
                 local[worker.instance_index] = index
                 runners.append(Runner(thread, body.run_suspending(Frame(local, program, thread))))
         _interleave(runners, program, rng)
+        for runner in runners:
+            if runner.done:
+                _check_nothing_in_flight(runner.thread, program)
     except KernelFault as fault:
         program.log.report("fault", "fault", fault.op, f"{where(fault.op)}: {fault.message}")
+
+
+def _check_nothing_in_flight(thread: WarpGroup, program: Program) -> None:
+    """An instance waits for the async ops it issued before it ends: a TMA store or a cp.async still reading or
+    writing shared memory outlives its CTA, whose shared memory the next CTA may be given."""
+    pending = [op for group in (*thread.groups.values(), thread.open_group) for op, _ in group]
+    pending += [gemm.op for gemm in thread.gemms]
+    if pending:
+        program.log.race("race", pending[0], f"{thread.label} of program {program.program_id} ends while "
+                                             f"{where(pending[0])} is in flight (nothing waits for it)")
 
 
 # The writer of the rows a `skip_empty` launch fills (no program's: the claiming role writes them between tiles).

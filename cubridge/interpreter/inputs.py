@@ -10,9 +10,11 @@ from cubridge.runtime.kernel_inputs import TABLES, build_block_lists, captured_t
 
 
 def kernel_inputs(spec, kernel, q, k, v) -> dict[str, np.ndarray]:
-    """The tables `kernel` takes: captured tensors (checked against the shapes of q and k) and the block
-    lists `kv_num_blocks`, `kv_indices`, `full_kv_num_blocks`, `full_kv_indices`, where it takes them."""
+    """The tables `kernel` takes: captured tensors (the hooks' divisors and reads checked for the shapes of q and
+    k) and the block lists `kv_num_blocks`, `kv_indices`, `full_kv_num_blocks`, `full_kv_indices`, where it takes
+    them."""
     names = {name.data for name in kernel.arg_names.data}
+    spec.check_divisors(tuple(q.shape), tuple(k.shape))
     spec.check_capture_bounds(tuple(q.shape), tuple(k.shape))
     inputs = {
         name: captured_table(tensor, "cpu").numpy() for name, tensor in spec.captures.items() if name in names
@@ -33,4 +35,6 @@ def _block_lists(spec, kernel, shape: tuple[int, int, int, int]) -> dict:
 def block_list_tables(spec, kernel, shape) -> dict:
     """The block lists of `shape` under the spec's mask, by name (`kv_num_blocks`, ...: [B, HQ, QT] counts in
     schedule-independent order, batch, head, query tile; [B, HQ, QT, KT] indices)."""
+    spec.check_divisors((shape.batch, shape.heads_q, shape.seqlen_q, shape.head_dim),
+                        (shape.batch, shape.heads_kv, shape.seqlen_kv, shape.head_dim))
     return _block_lists(spec, kernel, (shape.batch, shape.heads_q, shape.seqlen_q, shape.seqlen_kv))

@@ -90,6 +90,10 @@ class SharedStage:
         self.last_write: tuple[Operation, object, Epoch] | None = None
         self.reads: list[tuple[Operation, object, Epoch]] = []
         self.unfenced_write: tuple[Operation, object] | None = None
+        # the last write from every warp of an instance, and the last read by one thread's TMA store that
+        # finished, each with the instance's barrier count then (`WarpGroup.warp_syncs`)
+        self.every_warp_write: tuple[Operation, object, int] | None = None
+        self.issuer_read: tuple[Operation, object, int] | None = None
 
     def check_read(self, op: Operation, thread, log: DiagnosticLog) -> None:
         """A read by `thread` must follow completed, visible writes."""
@@ -110,6 +114,36 @@ class SharedStage:
                 f"{where(op)} in {thread.label} reads {self.label} written by "
                 f"{where(writer_op)} in {writer.label}, but no mbarrier wait, "
                 "wait_group or barrier makes the write visible to it",
+            )
+
+    def check_issuer_read(self, op: Operation, thread, log: DiagnosticLog) -> None:
+        """A read issued by one thread of `thread` (a TMA store) must follow a barrier of the warp group after
+        the group's every-warp write: the issuing thread runs ahead of the other warps otherwise."""
+        if self.every_warp_write is None:
+            return
+        writer_op, writer, syncs = self.every_warp_write
+        if writer is thread and syncs == thread.warp_syncs:
+            log.race(
+                "race",
+                op,
+                f"{where(op)} reads {self.label}, which {where(writer_op)} wrote from every warp of "
+                f"{thread.label}, with no barrier of the warp group since: its issuing thread may run ahead of "
+                "the other warps' writes",
+            )
+
+    def check_every_warp_write(self, op: Operation, thread, log: DiagnosticLog) -> None:
+        """A write from every warp of `thread` must follow a barrier of the warp group after the wait that
+        finished a read issued by one of its threads (a TMA store): only that thread waited."""
+        if self.issuer_read is None:
+            return
+        reader_op, reader, syncs = self.issuer_read
+        if reader is thread and syncs == thread.warp_syncs:
+            log.race(
+                "race",
+                op,
+                f"{where(op)} writes {self.label} from every warp of {thread.label}, but only the thread that "
+                f"issued {where(reader_op)} waited for its read to finish, with no barrier of the warp group "
+                "since",
             )
 
     def check_async_proxy_read(self, op: Operation, log: DiagnosticLog) -> None:
@@ -158,6 +192,8 @@ class SharedStage:
         """A write that completes on return (a register store or synchronous copy)."""
         self.data[...] = tile
         self.last_write = (op, thread, thread.epoch())
+        self.every_warp_write = (op, thread, thread.warp_syncs)
+        self.issuer_read = None
         self.write_through_generic_proxy(op, thread)
 
     def write_through_generic_proxy(self, op: Operation, thread) -> None:
@@ -179,6 +215,7 @@ class SharedStage:
         self.writes_in_flight.remove(access)
         self.last_write = (access.op, access.thread, epoch)
         self.unfenced_write = None
+        self.every_warp_write = None
 
     def start_read(self, op: Operation, thread, until: str) -> InFlight:
         access = InFlight(op, thread, until)
@@ -188,6 +225,11 @@ class SharedStage:
     def finish_read(self, access: InFlight) -> None:
         self.reads_in_flight.remove(access)
         self.reads.append((access.op, access.thread, access.thread.epoch()))
+
+    def finish_issuer_read(self, access: InFlight) -> None:
+        """A read issued by one thread of its instance finishes, at that thread's wait."""
+        self.finish_read(access)
+        self.issuer_read = (access.op, access.thread, access.thread.warp_syncs)
 
 
 class SharedBuffer:

@@ -7,6 +7,7 @@ from xdsl.dialects import scf
 
 from cubridge.interpreter.compiler import (
     PASS_THROUGH,
+    REGISTER_NEUTRAL,
     Compiler,
     Frame,
     Step,
@@ -14,8 +15,10 @@ from cubridge.interpreter.compiler import (
     handles,
     region_step,
 )
+from cubridge.interpreter.report import KernelFault
 
 PASS_THROUGH.add(scf.ForOp)
+REGISTER_NEUTRAL.update({scf.ForOp, scf.IfOp, scf.YieldOp})
 
 
 @handles(scf.ForOp)
@@ -25,6 +28,8 @@ def for_loop(op: scf.ForOp, compiler: Compiler) -> Step:
 
     def iterations(frame: Frame):
         values = frame.values
+        if values[stride] <= 0:  # `j < end; j += step` would never end
+            raise KernelFault(op, f"scf.for step {values[stride]}: a loop's step must be positive")
         return ((index,) for index in range(values[lower], values[upper], values[stride]))
 
     return carried_loop_step(

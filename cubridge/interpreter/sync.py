@@ -17,6 +17,7 @@ from cubridge.interpreter.memory import InFlight, SharedStage
 from cubridge.interpreter.report import DiagnosticLog, where
 
 WARPGROUP_THREADS = 128
+WORKER_START = "the start of its worker"  # where an instance's register accesses begin, unfenced
 
 
 class GemmInFlight:
@@ -36,7 +37,7 @@ class WarpGroup:
         self.label = label
         self.key = key
         self.clock: Clock = {key: 1}
-        self.open_group: list = []
+        self.open_group: list = []  # (op, its completion) of the async ops issued since the last commit
         self.groups: dict[int, list] = {}
         self.committed = 0
         self.gemms: list[GemmInFlight] = []
@@ -44,6 +45,16 @@ class WarpGroup:
         self.in_flight_tiles: dict[int, GemmInFlight] = {}
         self.consumed_phase: dict[MbarrierStage, int] = {}
         self.unfenced_stages: set[SharedStage] = set()
+        # barriers of the whole instance passed so far: its four warps run apart in between
+        self.warp_syncs = 0
+        # the first op since this instance's last cuir.gemm_fence that accessed register tiles (None: fenced;
+        # WORKER_START: nothing fenced yet, which the first wgmma needs too)
+        self.unfenced_registers: Operation | str | None = WORKER_START
+
+    def access_registers(self, op: Operation) -> None:
+        """`op` (not a wgmma op) reads or writes register tiles."""
+        if self.unfenced_registers is None:
+            self.unfenced_registers = op
 
     def epoch(self) -> Epoch:
         return (self.key, self.clock[self.key])
@@ -174,6 +185,10 @@ class NamedBarrier:
         self.first_arrival: Operation | None = None
         self.arrival_clock: Clock = {}
         self.completed_clocks: dict[int, Clock] = {}
+        self.arriving: list[WarpGroup] = []  # the instances of the open generation
+        # the instances that completed its first generation: the hardware counts threads, not instances, so
+        # generations completed by other instances may be completed by a mix of their warps
+        self.completed_by: frozenset[str] | None = None
 
     def arrive(self, op: Operation, thread: WarpGroup, threads: int, log: DiagnosticLog) -> int:
         """Count this instance's 128 threads; return the generation it arrived in."""
@@ -190,14 +205,31 @@ class NamedBarrier:
             )
         generation = self.generation
         self.arrived += WARPGROUP_THREADS
+        self.arriving.append(thread)
         thread.release_into(self.arrival_clock)
         if self.arrived >= self.expected:
+            self._check_same_instances(op, log)
             self.completed_clocks[generation] = self.arrival_clock
             self.generation += 1
             self.arrived = 0
             self.expected = None
             self.arrival_clock = {}
         return generation
+
+    def _check_same_instances(self, op: Operation, log: DiagnosticLog) -> None:
+        """Every generation is completed by the same instances (a named barrier of one warp group per group)."""
+        instances = frozenset(thread.label for thread in self.arriving)
+        self.arriving = []
+        if self.completed_by is None:
+            self.completed_by = instances
+        elif instances != self.completed_by:
+            log.race(
+                "named barrier instances",
+                op,
+                f"{where(op)} completes a generation of {self.label} with {', '.join(sorted(instances))}, an "
+                f"earlier one with {', '.join(sorted(self.completed_by))}: the warps of both may meet in one "
+                "generation, the barrier counting threads, not warp groups",
+            )
 
     def state(self) -> str:
         return f"generation {self.generation}, {self.arrived}/{self.expected or '?'} threads arrived"

@@ -7,9 +7,11 @@ and the spec, on `VERIFY_NUM_SMS` multiprocessors) with every input seed
 random one). Seed 0 draws q, k, v from N(0, 1); any other seed also scales
 each query row by a log-uniform factor between 1 and `score_range(spec)`,
 so that scores reach well past every cap, threshold or bias constant of the
-spec. Column 0 of v is all ones, so column 0 of o is the row sum of P (1 for
-softmax, the sum of the activations for sigmoid and relu): it is checked as
-the output `rowsum`, apart from `o` (the other columns). Fully masked rows
+spec, and a quarter of its rows score every key near -200 (where a kernel
+that does not subtract the row's max gets 0). Column 0 of v is all ones, so
+column 0 of o is the row sum of P (1 for softmax, the sum of the activations
+for sigmoid and relu): it is checked as the output `rowsum`, apart from `o`
+(the other columns). Fully masked rows
 (by mask_mod, or a score_mod that gives -inf) have reference output 0 and
 log-sum-exp -inf, as in FlexAttention.
 
@@ -51,6 +53,8 @@ from cubridge.interpreter.shapes import (
 )
 
 ERROR_FACTOR = 2.0
+SUNK_ROW_SHARE = 0.25  # of the query rows of a wide input
+SUNK_SCORE = -200.0  # exp(-200) and 2^(-200 log2 e) are 0 in float32
 FLOORS = {"bf16": 2.0**-10, "f16": 2.0**-13, "f32": 2.0**-20}
 
 
@@ -157,7 +161,9 @@ def random_inputs(
 ) -> dict[str, np.ndarray]:
     """q, k, v drawn from N(0, 1), rounded to the kernel's element type, never zero;
     column 0 of v is all ones. Seeds other than 0 scale each query row by a
-    log-uniform factor between 1 and `widest`."""
+    log-uniform factor between 1 and `widest`, and sink a share of the rows: every
+    score of theirs is about `SUNK_SCORE` (scaled by 1 / sqrt(D)), where exp
+    underflows unless the row's max is subtracted first."""
     rng = np.random.default_rng(seed)
     sizes = {
         "q": (shape.batch, shape.heads_q, shape.seqlen_q, shape.head_dim),
@@ -168,6 +174,10 @@ def random_inputs(
     if seed != 0:
         row_scale = widest ** rng.random(sizes["q"][:3] + (1,))
         values["q"] *= row_scale.astype(np.float32)
+        # rows whose every score lies far below 0: column 1 of k is all ones, and theirs of q large and negative
+        sunk = rng.random(sizes["q"][:3]) < SUNK_ROW_SHARE
+        values["k"][..., 1] = 1.0
+        values["q"][..., 1] = np.where(sunk, SUNK_SCORE * math.sqrt(shape.head_dim), values["q"][..., 1])
     values["v"][..., 0] = 1.0
     inputs = {}
     for name, array in values.items():

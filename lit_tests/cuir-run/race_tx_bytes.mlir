@@ -78,6 +78,7 @@ builtin.module {
       %my_turn = arith.addi %group, %c1 : index
       %other_group = arith.subi %c1, %group : index
       %other_turn = arith.addi %other_group, %c1 : index
+      %staged = arith.addi %my_turn, %c2 : index  // the epilogue's barrier: 3 + group
       %is_second_group = arith.cmpi eq, %group, %c1 : index
       scf.if %is_second_group {
         cuir.named_barrier_arrive %c1, 256
@@ -94,6 +95,7 @@ builtin.module {
         %first_parity = arith.remui %first_round, %c2 : index
         cuir.mbarrier_wait %k_full[%first_stage], %first_parity : !cuir.mbarrier<2>
         cuir.named_barrier_sync %my_turn, 256
+        cuir.gemm_fence
         %s_first, %s_first_done = cuir.gemm_async abt %q_smem[%group], %k_smem[%first_stage] : !cuir.smem<64x128xbf16, stages 2, swizzle 128>, !cuir.smem<128x128xbf16, stages 2, swizzle 128> -> !cuir.tile<64x128xf32, @consumer>
         cuir.named_barrier_arrive %other_turn, 256
         cuir.gemm_wait %s_first_done : !cuir.token<@consumer>
@@ -198,6 +200,7 @@ builtin.module {
         %o_bf16 = cuir.convert %o_normalized : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xbf16, @consumer>
         cuir.store %o_bf16 -> %o_smem[%group] : !cuir.tile<64x128xbf16, @consumer> -> !cuir.smem<64x128xbf16, stages 2, swizzle 128>
         cuir.fence_async_shared
+        cuir.named_barrier_sync %staged, 128
         cuir.store_async %o_smem[%group] -> %o[%batch, %head, %q_row, %c0] : !cuir.smem<64x128xbf16, stages 2, swizzle 128> -> !cuir.global<4 x bf16, strided>
         %o_stored = cuir.commit_group : !cuir.token<@consumer>
         %row_lse = cuir.map %m_last, %l_last (%row_max: f32, %sum: f32, %r: index) {

@@ -79,6 +79,7 @@ builtin.module {
       %my_turn = arith.addi %group, %c1 : index
       %other_group = arith.subi %c1, %group : index
       %other_turn = arith.addi %other_group, %c1 : index
+      %staged = arith.addi %my_turn, %c2 : index  // the epilogue's barrier: 3 + group
       %is_second_group = arith.cmpi eq, %group, %c1 : index
       scf.if %is_second_group {
         cuir.named_barrier_arrive %c1, 256
@@ -95,6 +96,7 @@ builtin.module {
         %first_parity = arith.remui %first_round, %c2 : index
         cuir.mbarrier_wait %k_full[%first_stage], %first_parity : !cuir.mbarrier<2>
         cuir.named_barrier_sync %my_turn, 256
+        cuir.gemm_fence
         %s_first, %s_first_done = cuir.gemm_async abt %q_smem[%group], %k_smem[%first_stage] : !cuir.smem<64x128xbf16, stages 2, swizzle 128>, !cuir.smem<128x128xbf16, stages 2, swizzle 128> -> !cuir.tile<64x128xf32, @consumer>
         cuir.named_barrier_arrive %other_turn, 256
         cuir.gemm_wait %s_first_done : !cuir.token<@consumer>
@@ -199,6 +201,7 @@ builtin.module {
         %o_bf16 = cuir.convert %o_normalized : !cuir.tile<64x128xf32, @consumer> -> !cuir.tile<64x128xbf16, @consumer>
         cuir.store %o_bf16 -> %o_smem[%group] : !cuir.tile<64x128xbf16, @consumer> -> !cuir.smem<64x128xbf16, stages 2, swizzle 128>
         cuir.fence_async_shared
+        cuir.named_barrier_sync %staged, 128
         cuir.store_async %o_smem[%group] -> %o[%batch, %head, %q_row, %c0] : !cuir.smem<64x128xbf16, stages 2, swizzle 128> -> !cuir.global<4 x bf16, strided>
         %o_stored = cuir.commit_group : !cuir.token<@consumer>
         %row_lse = cuir.map %m_last, %l_last (%row_max: f32, %sum: f32, %r: index) {
@@ -217,8 +220,8 @@ builtin.module {
   }
 }
 
-// CHECK: {{.*}}race_wrong_phase.mlir:90:9: error: wrong phase: cuir.mbarrier_wait at {{.*}}race_wrong_phase.mlir:90:9 in @consumer[0] returns for phase 0 of %q_full (parity 0), which this instance already consumed; it expected phase 1
-// CHECK: {{.*}}race_wrong_phase.mlir:90:9: error: wrong phase: cuir.mbarrier_wait at {{.*}}race_wrong_phase.mlir:90:9 in @consumer[1] returns for phase 0 of %q_full (parity 0), which this instance already consumed; it expected phase 1
-// CHECK: {{.*}}race_wrong_phase.mlir:98:9: error: unsynchronized read: cuir.gemm_async at {{.*}}race_wrong_phase.mlir:98:9 in @consumer[0] reads %q_smem[0] written by cuir.copy_async at {{.*}}race_wrong_phase.mlir:45:9 in @producer[0], but no mbarrier wait, wait_group or barrier makes the write visible to it
-// CHECK: {{.*}}race_wrong_phase.mlir:98:9: error: unsynchronized read: cuir.gemm_async at {{.*}}race_wrong_phase.mlir:98:9 in @consumer[1] reads %q_smem[1] written by cuir.copy_async at {{.*}}race_wrong_phase.mlir:46:9 in @producer[0], but no mbarrier wait, wait_group or barrier makes the write visible to it
+// CHECK: {{.*}}race_wrong_phase.mlir:91:9: error: wrong phase: cuir.mbarrier_wait at {{.*}}race_wrong_phase.mlir:91:9 in @consumer[0] returns for phase 0 of %q_full (parity 0), which this instance already consumed; it expected phase 1
+// CHECK: {{.*}}race_wrong_phase.mlir:91:9: error: wrong phase: cuir.mbarrier_wait at {{.*}}race_wrong_phase.mlir:91:9 in @consumer[1] returns for phase 0 of %q_full (parity 0), which this instance already consumed; it expected phase 1
+// CHECK: {{.*}}race_wrong_phase.mlir:100:9: error: unsynchronized read: cuir.gemm_async at {{.*}}race_wrong_phase.mlir:100:9 in @consumer[0] reads %q_smem[0] written by cuir.copy_async at {{.*}}race_wrong_phase.mlir:45:9 in @producer[0], but no mbarrier wait, wait_group or barrier makes the write visible to it
+// CHECK: {{.*}}race_wrong_phase.mlir:100:9: error: unsynchronized read: cuir.gemm_async at {{.*}}race_wrong_phase.mlir:100:9 in @consumer[1] reads %q_smem[1] written by cuir.copy_async at {{.*}}race_wrong_phase.mlir:46:9 in @producer[0], but no mbarrier wait, wait_group or barrier makes the write visible to it
 // CHECK: cuir-run: race: 4 diagnostic(s) at B=1 HQ=1 HKV=1 SQ=256 SKV=128 D=128 seed=0 schedule=round-robin

@@ -377,6 +377,19 @@ def test_a_captured_tensor_too_short_for_the_sequence_is_a_located_error():
         cubridge.attention(q, k, v, mask_mod=documents, enable_gqa=True)
 
 
+def strided_from_three(b, h, q_idx, kv_idx):
+    return (q_idx // (kv_idx - 3)) >= 0
+
+
+def test_a_hook_that_divides_by_zero_is_a_located_error():
+    """torch's CPU division raised `RuntimeError: ZeroDivisionError` from inside the eager reference."""
+    q, k, v = inputs(seqlen=32)
+    with pytest.raises(AttentionError, match=r"test_attention_cpu.py:\d+: error: integer division by zero: the "
+                                             r"divisor of a floor division in the hook is 0 for q \[") as caught:
+        cubridge.attention(q, k, v, mask_mod=strided_from_three, enable_gqa=True)
+    assert "\n" not in str(caught.value)
+
+
 bias = torch.tensor(0.5)
 
 

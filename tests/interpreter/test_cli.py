@@ -6,6 +6,9 @@ from io import StringIO
 
 import pytest
 from example_programs import EXAMPLES, load_example
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IndexType, IntegerAttr
+from xdsl.ir import SSAValue
 from xdsl.printer import Printer
 
 from cubridge.frontends.spec import load_spec
@@ -164,3 +167,47 @@ def test_hook_integers_past_the_kernels_32_bit_int_are_a_fault(program, mask, op
     assert verdict.startswith("cuir-run: fault: 1 diagnostic(s) at ")
     assert re.fullmatch(rf"<stdin>:\d+:\d+: error: fault: {re.escape(op)} at <stdin>:\d+:\d+: integer overflow: "
                         rf"{what} does not fit in the kernel's 32-bit int", diagnostic), diagnostic
+
+
+def _zero_in(block) -> SSAValue:
+    zero = arith.ConstantOp(IntegerAttr(0, IndexType()))
+    block.insert_op_before(zero, block.first_op)
+    return zero.result
+
+
+def _kv_head_divided_by_zero(module) -> tuple[str, str]:
+    divide = next(op for op in module.walk() if isinstance(op, arith.DivSIOp) and op.result.name_hint == "kv_head")
+    divide.operands[1] = _zero_in(divide.parent_block())
+    return "arith.divsi", "integer division by zero"
+
+
+def _kv_loop_step_zero(module) -> tuple[str, str]:
+    loop = next(op for op in module.walk() if isinstance(op, scf.ForOp))
+    loop.operands[2] = _zero_in(loop.parent_block())
+    return "scf.for", "scf.for step 0: a loop's step must be positive"
+
+
+@pytest.mark.parametrize("plant", [_kv_head_divided_by_zero, _kv_loop_step_zero], ids=["division", "loop step"])
+def test_a_division_by_zero_or_a_loop_that_never_ends_is_a_located_fault(plant, capsys, monkeypatch):
+    """Both were Python exceptions out of the executor (ZeroDivisionError, ValueError) instead of diagnostics."""
+    module = load_example("attention_sm90.mlir")
+    op, message = plant(module)
+    monkeypatch.setattr("sys.stdin", io.StringIO(_printed(module)))
+    assert main(["-", *SMALL]) == 1
+    diagnostic, verdict = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(rf"<stdin>:\d+:\d+: error: fault: {op} at <stdin>:\d+:\d+: {re.escape(message)}", diagnostic)
+    assert verdict.startswith("cuir-run: fault: 1 diagnostic(s) at ")
+
+
+def test_a_hook_that_divides_by_zero_is_a_located_error(tmp_path, capsys, monkeypatch):
+    """torch raised out of the verifier's block lists (RuntimeError: ZeroDivisionError) for a key where the divisor
+    is 0; now the spec's line says so, before the hook is evaluated for the shape."""
+    spec_path = tmp_path / "divides.py"
+    spec_path.write_text("def mask_mod(b, h, q_idx, kv_idx):\n    return (q_idx // (kv_idx - 3)) >= 0\n")
+    module = load_example("attention_sm90.mlir")
+    transfer_kernel(find_kernel(module), load_spec(str(spec_path)))
+    monkeypatch.setattr("sys.stdin", io.StringIO(_printed(module)))
+    assert main(["-", "--spec", str(spec_path)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert re.fullmatch(rf"{re.escape(str(spec_path))}:2: error: integer division by zero: the divisor of a floor "
+                        r"division in the hook is 0 for q \[\d+, \d+, \d+, 128\], k \[\d+, \d+, \d+, 128\] .*", line)

@@ -141,6 +141,7 @@ builtin.module {
         %row = arith.muli %q_tile, %c64 : index
         cuir.copy %q[%batch, %head, %row, %c0] -> %q_smem : !cuir.global<4 x bf16, strided> -> !cuir.smem<64x64xbf16>
         cuir.fence_async_shared
+        cuir.gemm_fence
         %s1, %t1 = cuir.gemm_async abt %q_smem, %q_smem : !cuir.smem<64x64xbf16>, !cuir.smem<64x64xbf16> -> !cuir.tile<64x64xf32, @w>
         cuir.gemm_wait %t1 : !cuir.token<@w>
         %s2, %t2 = cuir.gemm_async abt %q_smem, %q_smem acc %s1 : !cuir.smem<64x64xbf16>, !cuir.smem<64x64xbf16>, !cuir.tile<64x64xf32, @w> -> !cuir.tile<64x64xf32, @w>

@@ -359,6 +359,65 @@ def ping_pong_sync_dropped(module):
     erase(only(loop_body(module), "cuir.named_barrier_sync"))
 
 
+def _after(block, name: str, anchor_name: str) -> Operation:
+    """The first op called `name` after the one op called `anchor_name` in `block`."""
+    ops_in_block = list(block.ops)
+    anchor = ops_in_block.index(only_in_block(block, anchor_name))
+    return next(op for op in ops_in_block[anchor + 1:] if op.name == name)
+
+
+def first_score_gemm_fence_dropped(module):
+    """A tile's first S = Q K^T issues with no wgmma.fence after the last tile's epilogue read its registers."""
+    erase([op for op in tile_body(module).ops if isinstance(op, cuir.GemmFenceOp)][0])
+
+
+def loop_gemm_fence_dropped(module):
+    """The kv step's GEMMs issue with no wgmma.fence after the softmax wrote P and rescaled O."""
+    erase(only_in_block(loop_body(module).body.block, "cuir.gemm_fence"))
+
+
+def o_staged_before_the_store_wait_reaches_every_warp(module):
+    """The epilogue's warps write the O staging tile once the issuing thread has waited for the previous TMA
+    store, with no barrier of the warp group telling them so."""
+    erase(_after(tile_body(module), "cuir.named_barrier_sync", "cuir.wait_group"))
+
+
+def o_stored_before_every_warp_staged_it(module):
+    """The TMA store is issued with no barrier of the warp group after its warps wrote the staging tile."""
+    erase(_after(tile_body(module), "cuir.named_barrier_sync", "cuir.fence_async_shared"))
+
+
+def last_store_never_waited(module):
+    """The consumer ends while its last TMA store still reads the O staging tile."""
+    erase(only_in_block(worker(module, "consumer").body.block, "cuir.wait_group"))
+
+
+def row_offset_floored_at_zero(module):
+    """The kv step's exp2 offset is max(m, 0) instead of max(m, -FLT_MAX): rows whose scores all lie far below
+    0 underflow to P = 0."""
+    block = loop_body(module).body.block
+    (offset,) = [op for op in block.ops if isinstance(op, cuir.MapOp)
+                 and isinstance(op.inputs[0].type, cuir.RowVectorType)
+                 and any(isinstance(inner, arith.NegfOp) for inner in op.body.walk())]
+    (floor,) = constants(offset, -3.4028234663852886e38)
+    set_constant(floor, 0.0)
+
+
+def k_full_parity_unmasked(module):
+    """The kv step waits on K with parity count / 2 instead of its low bit (PTX: a parity is 0 or 1)."""
+    (wait,) = [op for op in loop_body(module).body.block.ops
+               if isinstance(op, cuir.MbarrierWaitOp) and op.barrier.name_hint == "k_full"]
+    bypass(wait.parity.owner)
+
+
+def epilogue_barrier_shared_by_both_groups(module):
+    """Both consumer groups stage O behind named barrier 3, 128 threads each: their warps may meet in one
+    generation."""
+    block = tile_body(module)
+    barrier_id = _after(block, "cuir.named_barrier_sync", "cuir.wait_group").barrier_id
+    bypass(barrier_id.owner, 1)
+
+
 # ----------------------------------------------------------------------------
 # Ampere reference (sm80)
 # ----------------------------------------------------------------------------
@@ -519,6 +578,15 @@ MUTANTS = (
     Mutant("GQA head mapping divui -> remui", "sm90", None, gqa_head_mapping_wrong),
     Mutant("softmax scale dropped in the kv loop", "sm90", None, softmax_scale_dropped_in_loop),
     Mutant("ping-pong named barrier sync dropped", "sm90", None, ping_pong_sync_dropped),
+    Mutant("a tile's first wgmma fence dropped", "sm90", None, first_score_gemm_fence_dropped),
+    Mutant("the kv step's wgmma fence dropped", "sm90", None, loop_gemm_fence_dropped),
+    Mutant("O staged before the store wait reaches every warp", "sm90", None,
+           o_staged_before_the_store_wait_reaches_every_warp),
+    Mutant("O stored before every warp staged it", "sm90", None, o_stored_before_every_warp_staged_it),
+    Mutant("last TMA store never waited", "sm90", None, last_store_never_waited),
+    Mutant("exp2 offset floored at 0", "sm90", None, row_offset_floored_at_zero),
+    Mutant("k_full wait parity not masked to its low bit", "sm90", None, k_full_parity_unmasked),
+    Mutant("epilogue barrier shared by both consumer groups", "sm90", None, epilogue_barrier_shared_by_both_groups),
     Mutant("sm80 V wait_group dropped", "sm80", None, sm80_v_wait_group_dropped),
     Mutant("sm80 K wait_group dropped", "sm80", None, sm80_k_wait_group_dropped),
     Mutant("sm80 kv tile count rounded down", "sm80", None, sm80_kv_tiles_rounded_down),

@@ -1,5 +1,6 @@
 """What a launch's shape allows a hook to compute (cubridge/frontends/ranges.py): captured-tensor reads inside
-their tensors and integers inside the kernel's 32-bit int, at shapes far past the ones the executor verifies."""
+their tensors, integers inside the kernel's 32-bit int and integer divisors other than 0, at shapes far past the
+ones the executor verifies."""
 
 import textwrap
 
@@ -143,3 +144,47 @@ def test_past_the_grid_limit_the_interval_bound_stands_and_says_so(tmp_path, mon
     with pytest.raises(CuBridgeError, match=r"a product in the hook may reach \d+ \(a bound of interval arithmetic: "
                                             r"the index grid is too large to evaluate\) for q \[1, 2, 12000, 64\]"):
         spec.check_integer_range(*shapes(12000))
+
+
+@pytest.mark.parametrize("expression, op", [
+    ("(q_idx // (kv_idx - 3)) >= 0", "floor division"),
+    ("(q_idx % (kv_idx - 3)) != 1", "remainder"),
+    ("torch.div(q_idx, kv_idx - 3, rounding_mode='trunc') >= 0", "division"),
+])
+def test_an_integer_division_by_zero_is_refused_where_the_divisor_takes_0(tmp_path, expression, op):
+    """torch refuses an integer division by zero on the CPU (a RuntimeError out of the verifier, before this
+    check) and the GPU's quotient is meaningless: a shape whose grid gives the divisor 0 is a located error."""
+    spec = mask_spec(tmp_path, expression)
+    spec.check_divisors((1, 2, 8, 64), (1, 2, 3, 64))  # kv_idx - 3 < 0 on every key
+    with pytest.raises(CuBridgeError, match=rf"integer division by zero: the divisor of a {op} in the hook is 0 "
+                                            r"for q \[1, 2, 8, 64\], k \[1, 2, 4, 64\]") as error:
+        spec.check_divisors((1, 2, 8, 64), (1, 2, 4, 64))
+    assert error.value.location == f"{spec.path}:4"  # the return line
+    with pytest.raises(CuBridgeError, match="integer division by zero"):
+        spec.check_launch_shape((1, 2, 8, 64), (1, 2, 4, 64))
+
+
+def test_a_divisor_kept_nonzero_passes_and_a_zero_only_in_an_unread_entry_too(tmp_path):
+    mask_spec(tmp_path, "(q_idx // torch.clamp(kv_idx - 3, min=1)) >= 0").check_divisors(*shapes(4096))
+    spec = mask_spec(tmp_path, "(q_idx % lengths[b]) < 4", prelude="lengths = torch.tensor([5, 0])")
+    spec.check_divisors(*shapes(64, batch=1))  # batch 1 reads lengths[0] alone
+    with pytest.raises(CuBridgeError, match=r"divisor of a remainder in the hook is 0 for q \[2, 2, 64, 64\]"):
+        spec.check_divisors(*shapes(64, batch=2))
+
+
+def test_a_division_inside_a_divisor_is_checked_first(tmp_path):
+    """The outer divisor `kv_idx // (q_idx - 1)` cannot be evaluated at row 1 (torch raises): the inner
+    division, checked first, is the error."""
+    spec = mask_spec(tmp_path, "(q_idx // (kv_idx // (q_idx - 1))) >= 0")
+    with pytest.raises(CuBridgeError, match=r"the divisor of a floor division in the hook is 0"):
+        spec.check_divisors(*shapes(16))
+
+
+def test_past_the_grid_limit_a_divisor_whose_interval_holds_0_may_be_0(tmp_path, monkeypatch):
+    monkeypatch.setattr(ranges, "GRID_LIMIT_ELEMENTS", 1000)
+    spec = mask_spec(tmp_path, "(q_idx // (kv_idx - q_idx + 100000)) >= 0")
+    with pytest.raises(CuBridgeError, match=r"is 0 for q"):  # the grid's edges hold it: witnessed
+        spec.check_divisors(*shapes(100001))
+    spec = mask_spec(tmp_path, "(q_idx // (kv_idx * 7 - q_idx * 5 - 1)) >= 0")
+    with pytest.raises(CuBridgeError, match=r"may be 0 \(a bound of interval arithmetic"):
+        spec.check_divisors(*shapes(2000))
