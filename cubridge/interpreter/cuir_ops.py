@@ -153,11 +153,13 @@ def copy(op: cuir.CopyOp, compiler: Compiler) -> Step:
         stage = stage_of(values)
         if to_shared:
             stage.check_write(op, thread, log)
-            stage.check_every_warp_write(op, thread, log)
+            stage.check_spread_write(op, thread, log)
             stage.write(op, thread, values[tensor].read_tile(_indices(values, coordinates), dims))
             return
         stage.check_read(op, thread, log)
+        stage.check_spread_read(op, thread, log)
         stage.record_read(op, thread)
+        stage.record_spread_read(op, thread)
         values[tensor].write_tile(
             op, frame.program.program_id, _indices(values, coordinates), stage.data
         )
@@ -183,11 +185,13 @@ def copy_async(op: cuir.CopyAsyncOp, compiler: Compiler) -> Step:
             access = stage.start_write(op, thread, f"the phase of {barrier.label} it signals completes")
             program.pending_copies.append(TmaCopy(op, stage, tile, barrier, access, tile_bytes))
             return
+        stage.check_spread_write(op, thread, program.log)  # cp.async: each thread copies its part
         access = stage.start_write(op, thread, "its cuir.wait_group")
 
         def complete() -> None:
             stage.data[...] = tile
             stage.finish_write(access, thread.epoch())
+            stage.record_spread_write(op, thread)
             stage.write_through_generic_proxy(op, thread)
 
         thread.open_group.append((op, complete))
@@ -204,7 +208,9 @@ def load(op: cuir.LoadOp, compiler: Compiler) -> Step:
         values, thread = frame.values, frame.thread
         stage = stage_of(values)
         stage.check_read(op, thread, frame.program.log)
+        stage.check_spread_read(op, thread, frame.program.log)
         stage.record_read(op, thread)
+        stage.record_spread_read(op, thread)
         values[result] = stage.data.copy()
 
     return Step(run, True)
@@ -222,7 +228,7 @@ def store(op: cuir.StoreOp, compiler: Compiler) -> Step:
             values, thread = frame.values, frame.thread
             stage = stage_of(values)
             stage.check_write(op, thread, frame.program.log)
-            stage.check_every_warp_write(op, thread, frame.program.log)
+            stage.check_spread_write(op, thread, frame.program.log)
             stage.write(op, thread, round_to(values[value]))
 
         return Step(run_shared, True)

@@ -90,9 +90,12 @@ class SharedStage:
         self.last_write: tuple[Operation, object, Epoch] | None = None
         self.reads: list[tuple[Operation, object, Epoch]] = []
         self.unfenced_write: tuple[Operation, object] | None = None
-        # the last write from every warp of an instance, and the last read by one thread's TMA store that
-        # finished, each with the instance's barrier count then (`WarpGroup.warp_syncs`)
-        self.every_warp_write: tuple[Operation, object, int] | None = None
+        # Within an instance, an access is spread over its threads (register stores and loads, synchronous
+        # copies, cp.async: each thread its part) or made by one thread (a TMA store, which that thread alone
+        # waits for). Its four warps run apart, so two such accesses of a stage, one a write, need a barrier of
+        # the warp group between them: the last of each kind, with the instance's barrier count then.
+        self.spread_write: tuple[Operation, object, int] | None = None
+        self.spread_read: tuple[Operation, object, int] | None = None
         self.issuer_read: tuple[Operation, object, int] | None = None
 
     def check_read(self, op: Operation, thread, log: DiagnosticLog) -> None:
@@ -116,35 +119,51 @@ class SharedStage:
                 "wait_group or barrier makes the write visible to it",
             )
 
-    def check_issuer_read(self, op: Operation, thread, log: DiagnosticLog) -> None:
-        """A read issued by one thread of `thread` (a TMA store) must follow a barrier of the warp group after
-        the group's every-warp write: the issuing thread runs ahead of the other warps otherwise."""
-        if self.every_warp_write is None:
-            return
-        writer_op, writer, syncs = self.every_warp_write
-        if writer is thread and syncs == thread.warp_syncs:
-            log.race(
-                "race",
-                op,
-                f"{where(op)} reads {self.label}, which {where(writer_op)} wrote from every warp of "
-                f"{thread.label}, with no barrier of the warp group since: its issuing thread may run ahead of "
-                "the other warps' writes",
-            )
+    @staticmethod
+    def _unordered(access: tuple[Operation, object, int] | None, thread) -> Operation | None:
+        """The op of `access` where `thread` made it with no barrier of its warp group since."""
+        if access is None:
+            return None
+        op, accessor, syncs = access
+        return op if accessor is thread and syncs == thread.warp_syncs else None
 
-    def check_every_warp_write(self, op: Operation, thread, log: DiagnosticLog) -> None:
-        """A write from every warp of `thread` must follow a barrier of the warp group after the wait that
-        finished a read issued by one of its threads (a TMA store): only that thread waited."""
-        if self.issuer_read is None:
-            return
-        reader_op, reader, syncs = self.issuer_read
-        if reader is thread and syncs == thread.warp_syncs:
-            log.race(
-                "race",
-                op,
-                f"{where(op)} writes {self.label} from every warp of {thread.label}, but only the thread that "
-                f"issued {where(reader_op)} waited for its read to finish, with no barrier of the warp group "
-                "since",
-            )
+    def check_spread_read(self, op: Operation, thread, log: DiagnosticLog) -> None:
+        """A read spread over `thread`'s warps follows its spread write across a barrier of the warp group."""
+        writer = self._unordered(self.spread_write, thread)
+        if writer is not None:
+            log.race("race", op, f"{where(op)} reads {self.label} from every warp of {thread.label}, which "
+                                 f"{where(writer)} wrote from every warp with no barrier of the warp group since: a "
+                                 "warp may read a part another has not written yet")
+
+    def check_spread_write(self, op: Operation, thread, log: DiagnosticLog) -> None:
+        """A write spread over `thread`'s warps follows its spread read, and the wait of a read issued by one of
+        its threads (a TMA store), across a barrier of the warp group."""
+        reader = self._unordered(self.spread_read, thread)
+        if reader is not None:
+            log.race("race", op, f"{where(op)} writes {self.label} from every warp of {thread.label}, which "
+                                 f"{where(reader)} read from every warp with no barrier of the warp group since: a "
+                                 "warp may overwrite a part another still reads")
+        issuer = self._unordered(self.issuer_read, thread)
+        if issuer is not None:
+            log.race("race", op, f"{where(op)} writes {self.label} from every warp of {thread.label}, but only the "
+                                 f"thread that issued {where(issuer)} waited for its read to finish, with no barrier "
+                                 "of the warp group since")
+
+    def check_issuer_read(self, op: Operation, thread, log: DiagnosticLog) -> None:
+        """A read issued by one thread of `thread` (a TMA store) follows its spread write across a barrier of
+        the warp group: the issuing thread runs ahead of the other warps otherwise."""
+        writer = self._unordered(self.spread_write, thread)
+        if writer is not None:
+            log.race("race", op, f"{where(op)} reads {self.label}, which {where(writer)} wrote from every warp of "
+                                 f"{thread.label}, with no barrier of the warp group since: its issuing thread may "
+                                 "run ahead of the other warps' writes")
+
+    def record_spread_read(self, op: Operation, thread) -> None:
+        self.spread_read = (op, thread, thread.warp_syncs)
+
+    def record_spread_write(self, op: Operation, thread) -> None:
+        self.spread_write = (op, thread, thread.warp_syncs)
+        self.issuer_read = None
 
     def check_async_proxy_read(self, op: Operation, log: DiagnosticLog) -> None:
         """wgmma and TMA reads see ordinary (generic-proxy) writes only after a proxy fence."""
@@ -192,8 +211,7 @@ class SharedStage:
         """A write that completes on return (a register store or synchronous copy)."""
         self.data[...] = tile
         self.last_write = (op, thread, thread.epoch())
-        self.every_warp_write = (op, thread, thread.warp_syncs)
-        self.issuer_read = None
+        self.record_spread_write(op, thread)
         self.write_through_generic_proxy(op, thread)
 
     def write_through_generic_proxy(self, op: Operation, thread) -> None:
@@ -215,7 +233,7 @@ class SharedStage:
         self.writes_in_flight.remove(access)
         self.last_write = (access.op, access.thread, epoch)
         self.unfenced_write = None
-        self.every_warp_write = None
+        self.spread_write = None
 
     def start_read(self, op: Operation, thread, until: str) -> InFlight:
         access = InFlight(op, thread, until)

@@ -18,6 +18,7 @@ builtin.module {
         cuir.mbarrier_arrive %ready : !cuir.mbarrier<1>
         cuir.mbarrier_arrive %ready : !cuir.mbarrier<1>
         cuir.mbarrier_wait %ready, %c1 : !cuir.mbarrier<1>
+        cuir.barrier
         cuir.copy %q_smem -> %o[%batch, %head, %q_row, %c0] : !cuir.smem<64x128xbf16> -> !cuir.global<4 x bf16, strided>
       }
     }

@@ -21,7 +21,9 @@ builtin.module {
       %neg_inf = arith.constant 0xff800000 : f32
       cuir.for_each_tile (%q_tile, %head, %batch) {
         %row = arith.muli %q_tile, %c64 : index
+        cuir.barrier
         cuir.copy %q[%batch, %head, %row, %c0] -> %q_smem : !cuir.global<4 x bf16, strided> -> !cuir.smem<64x32xbf16>
+        cuir.barrier
         %x = cuir.load %q_smem : !cuir.smem<64x32xbf16> -> !cuir.tile<64x32xbf16, @w>
         %rows = cuir.fill 1.5 : !cuir.rows<64xf32, @w>
         %cols = cuir.fill 0.25 : !cuir.cols<32xf32, @w>

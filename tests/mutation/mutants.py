@@ -443,6 +443,25 @@ def sm80_k_wait_group_dropped(module):
     erase(sm80_loop_wait_groups(module)[0])
 
 
+def sm80_k_read_before_every_thread_copied_it(module):
+    """The kv loop reads K_j right after the wait for its own cp.async part, with no __syncthreads: a warp may
+    read rows another thread's copy has not landed yet."""
+    erase(next(op for op in sm80_kv_loop(module).body.block.ops if isinstance(op, cuir.BarrierOp)))
+
+
+def sm80_next_copies_before_every_warp_read_v(module):
+    """The kv loop ends with no __syncthreads: the next step's cp.async overwrites the V stage a slower warp
+    still loads."""
+    erase([op for op in sm80_kv_loop(module).body.block.ops if isinstance(op, cuir.BarrierOp)][-1])
+
+
+def sm80_o_copied_out_before_every_warp_staged_it(module):
+    """The epilogue copies the O tile staged in shared memory out with no __syncthreads after the warps'
+    stores."""
+    tile = only(worker(module, "mma"), "cuir.for_each_tile").body.block
+    erase([op for op in tile.ops if isinstance(op, cuir.BarrierOp)][-1])
+
+
 def sm80_kv_tiles_rounded_down(module):
     """The number of kv tiles (the kv loop's bound, ceil(seqlen_k / 64)) becomes seqlen_k / 64, dropping the
     partial last tile."""
@@ -590,6 +609,10 @@ MUTANTS = (
     Mutant("sm80 V wait_group dropped", "sm80", None, sm80_v_wait_group_dropped),
     Mutant("sm80 K wait_group dropped", "sm80", None, sm80_k_wait_group_dropped),
     Mutant("sm80 kv tile count rounded down", "sm80", None, sm80_kv_tiles_rounded_down),
+    Mutant("sm80 K read before every thread copied it", "sm80", None, sm80_k_read_before_every_thread_copied_it),
+    Mutant("sm80 next copies before every warp read V", "sm80", None, sm80_next_copies_before_every_warp_read_v),
+    Mutant("sm80 O copied out before every warp staged it", "sm80", None,
+           sm80_o_copied_out_before_every_warp_staged_it),
     Mutant("softcap 30 -> 35", "sm90", mutation_spec("softcap30"), softcap_30_to_35),
     Mutant("prefix 400 -> 399 in the mask", "sm90", mutation_spec("prefix_lm400"), prefix_400_to_399),
     Mutant(
