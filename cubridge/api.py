@@ -394,8 +394,7 @@ def _fallback(variant: _Variant | None, query, key, value, captures: list[torch.
         spec = dataclasses.replace(variant.spec, captures=dict(zip(variant.capture_names, captures)))
         normalization = spec.normalization
         try:
-            spec.check_divisors(tuple(query.shape), tuple(key.shape))
-            spec.check_capture_bounds(tuple(query.shape), tuple(key.shape))
+            spec.check_evaluable(tuple(query.shape), tuple(key.shape))
         except CuBridgeError as error:
             raise AttentionError(str(error)) from None
         score_mod, mask_mod = spec.broadcast_hooks(query.device)

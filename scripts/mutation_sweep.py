@@ -20,6 +20,7 @@ import signal
 import sys
 import time
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from xdsl.dialects import arith
@@ -60,12 +61,18 @@ class Mutant:
     description: str
 
 
+@cache
+def spec_at(path: str | None):
+    """The spec at `path` (None: standard attention), loaded once per process."""
+    return None if path is None else load_spec(path)
+
+
 def load(program: str, spec_path: str | None) -> ModuleOp:
     """The reference program's IR, transferred to the spec if one is given."""
     path = ROOT / "examples" / "ir" / f"attention_{program}.mlir"
     module = parse_module(cuir_context(), path.read_text(), str(path))
     if spec_path is not None:
-        transfer_kernel(find_kernel(module), load_spec(spec_path))
+        transfer_kernel(find_kernel(module), spec_at(spec_path))
     return module
 
 
@@ -150,7 +157,7 @@ def run(job: tuple[str, str | None, Mutant, int]) -> tuple[Mutant, str, float, s
     signal.signal(signal.SIGALRM, _time_out)
     signal.alarm(timeout)
     try:
-        result = verify(module, None if spec_path is None else load_spec(spec_path))
+        result = verify(module, spec_at(spec_path))
         verdict, finding = ("SURVIVED", "") if result.ok else ("killed", result.summary().splitlines()[0])
     except TimedOut:
         verdict, finding = "timed out", f"no verdict in {timeout} s"
@@ -169,11 +176,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, default=240, help="seconds per mutant")
     parser.add_argument("--operator", action="append", choices=OPERATORS, help="only these operators")
     args = parser.parse_args(argv)
-    unmutated = verify(load(args.program, args.spec), None if args.spec is None else load_spec(args.spec))
+    module = load(args.program, args.spec)
+    unmutated = verify(module, spec_at(args.spec))
     if not unmutated.ok:
         print(f"the unmutated kernel does not verify: {unmutated.summary()}", file=sys.stderr)
         return 2
-    planted = [m for m in mutants(load(args.program, args.spec)) if not args.operator or m.operator in args.operator]
+    planted = [m for m in mutants(module) if not args.operator or m.operator in args.operator]
     print(f"{len(planted)} mutants of {args.program}" + (f" transferred to {args.spec}" if args.spec else ""))
     verdicts: dict[str, int] = {}
     jobs = [(args.program, args.spec, mutant, args.timeout) for mutant in planted]

@@ -172,6 +172,13 @@ class AttentionSpec:
         self._check_reads(ranges, q_shape, kv_shape)
         self._check_integers(ranges, q_shape, kv_shape)
 
+    def check_evaluable(self, q_shape: tuple[int, ...], kv_shape: tuple[int, ...], device=None) -> None:
+        """`check_divisors` and `check_capture_bounds` on one evaluation of the hooks' ranges: what evaluating the
+        hooks on a shape's index grid needs."""
+        ranges = self._ranges(q_shape, kv_shape, device)
+        self._check_divisors(ranges, q_shape, kv_shape)
+        self._check_reads(ranges, q_shape, kv_shape)
+
     def check_divisors(self, q_shape: tuple[int, ...], kv_shape: tuple[int, ...], device=None) -> None:
         """No integer division or remainder of the hooks divides by zero for these shapes (torch refuses it on
         the CPU; on the GPU the quotient is meaningless, whether or not a `torch.where` discards it): checked

@@ -14,8 +14,7 @@ def kernel_inputs(spec, kernel, q, k, v) -> dict[str, np.ndarray]:
     k) and the block lists `kv_num_blocks`, `kv_indices`, `full_kv_num_blocks`, `full_kv_indices`, where it takes
     them."""
     names = {name.data for name in kernel.arg_names.data}
-    spec.check_divisors(tuple(q.shape), tuple(k.shape))
-    spec.check_capture_bounds(tuple(q.shape), tuple(k.shape))
+    spec.check_evaluable(tuple(q.shape), tuple(k.shape))
     inputs = {
         name: captured_table(tensor, "cpu").numpy() for name, tensor in spec.captures.items() if name in names
     }
