@@ -176,7 +176,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=int, default=240, help="seconds per mutant")
     parser.add_argument("--operator", action="append", choices=OPERATORS, help="only these operators")
     args = parser.parse_args(argv)
-    module = load(args.program, args.spec)
+    try:
+        module = load(args.program, args.spec)
+    except CuBridgeError as error:
+        print(error, file=sys.stderr)
+        return 2
     unmutated = verify(module, spec_at(args.spec))
     if not unmutated.ok:
         print(f"the unmutated kernel does not verify: {unmutated.summary()}", file=sys.stderr)

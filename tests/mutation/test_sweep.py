@@ -40,3 +40,9 @@ def test_a_dropped_wgmma_fence_is_killed():
     mutant, verdict, _, finding = sweep.run(("sm90", None, fence, 60))
     assert (mutant, verdict) == (fence, "killed")
     assert finding.startswith("race: ")
+
+
+def test_a_spec_that_cannot_be_read_is_a_one_line_error(capsys, tmp_path):
+    assert sweep.main(["sm90", "--spec", str(tmp_path / "missing.py")]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == f"{tmp_path / 'missing.py'}: error: cannot read spec: no such file"
