@@ -15,7 +15,10 @@ phases) is exercised. A kernel over block lists also gets, where none of
 the others has one, a shape with a kv tile listed as full, one listed as
 partial, a work tile that starts on a full one, and (if it skips empty work
 tiles, `skip_empty`) an empty tile ahead of a kept one; these are looked for
-in longer square shapes too.
+in longer square shapes too. Apart from these, `long_kv_shape` holds a single
+query row and keys past (largest kernel constant + 1) tiles of the widest
+tile: a constant taken for a count of kv tiles ends the kv loop early only
+past the critical lengths.
 """
 
 from __future__ import annotations
@@ -111,6 +114,15 @@ def default_shapes(kernel: cuir.KernelOp, spec, head_dim: int) -> list[ProblemSh
     if any(name.data in cuir.BLOCK_LIST_COUNTS for name in kernel.arg_names.data):
         shapes += _block_list_shapes(kernel, spec, shapes, lengths, head_dim)
     return shapes
+
+
+def long_kv_shape(kernel: cuir.KernelOp, spec, head_dim: int) -> ProblemShape | None:
+    """One query row of one head over keys one past (largest kernel constant + 1) tiles of the widest tile, if
+    the spec's captured tensors reach that far: a kv loop that a constant ends after that many tiles misses
+    keys. (One work tile: at about 7 ms of execution per kv tile, one run costs about a second.)"""
+    seqlen_kv = (max(kernel_constants(kernel)) + 1) * max(tile_sizes(kernel)) + 1
+    shape = ProblemShape(1, 1, 1, 1, seqlen_kv, head_dim)
+    return shape if _captures_fit(spec, shape) else None
 
 
 def _block_list_shapes(kernel: cuir.KernelOp, spec, shapes: list[ProblemShape], lengths: list[int],

@@ -4,7 +4,9 @@ float64 reference of its specification.
 Runs: every shape (default: `shapes.default_shapes`, derived from the kernel
 and the spec, on `VERIFY_NUM_SMS` multiprocessors) with every input seed
 (default 0 and 1) under every schedule (default: round-robin and one seeded
-random one). Seed 0 draws q, k, v from N(0, 1); any other seed also scales
+random one); with the default shapes, also `shapes.long_kv_shape` (one query
+row over past a constant's count of kv tiles) with the first seed under the
+round-robin schedule. Seed 0 draws q, k, v from N(0, 1); any other seed also scales
 each query row by a log-uniform factor between 1 and `score_range(spec)`,
 so that scores reach well past every cap, threshold or bias constant of the
 spec, and a quarter of its rows score every key near -200 (where a kernel
@@ -49,6 +51,7 @@ from cubridge.interpreter.shapes import (
     MIN_SCORE_RANGE,
     VERIFY_NUM_SMS,
     default_shapes,
+    long_kv_shape,
     score_range,
 )
 
@@ -305,7 +308,7 @@ def verify(
     """Execute the kernel of `module` and compare it with `spec` (standard attention by default).
 
     Each shape (a ProblemShape or a (B, HQ, HKV, SQ, SKV, D) tuple; default:
-    `default_shapes` of the kernel and spec) runs with each input seed (0: N(0, 1),
+    `default_shapes` of the kernel and spec, and `long_kv_shape` once) runs with each input seed (0: N(0, 1),
     others: widened scores; see `random_inputs`) under `schedules` schedules:
     the round-robin one, then seeded random ones.
     `programs` runs a seeded sample of that many programs instead of all.
@@ -314,23 +317,26 @@ def verify(
     verify_module(module)
     plan = KernelPlan(find_kernel(module))
     spec = spec or StandardAttention()
+    plans = [(s if isinstance(s, ProblemShape) else ProblemShape(*s), seeds, schedules) for s in shapes or ()]
     if shapes is None:
-        shapes = default_shapes(plan.kernel, spec, plan.head_dim)
-        if not shapes:
+        plans = [(shape, seeds, schedules) for shape in default_shapes(plan.kernel, spec, plan.head_dim)]
+        if not plans:
             raise CuBridgeError("no default shape fits the spec's captured tensors; give shapes")
-    shapes = [s if isinstance(s, ProblemShape) else ProblemShape(*s) for s in shapes]
-    for shape in shapes:
+        long_kv = long_kv_shape(plan.kernel, spec, plan.head_dim)
+        if long_kv is not None:
+            plans.append((long_kv, seeds[:1], 1))
+    for shape, _, _ in plans:
         plan.check_shape(shape)
     widest = score_range(spec)
     result = VerificationResult("verified")
-    for shape in shapes:
+    for shape, shape_seeds, shape_schedules in plans:
         scale = 1.0 / math.sqrt(shape.head_dim)
-        for seed in seeds:
+        for seed in shape_seeds:
             inputs = random_inputs(plan, shape, seed, widest)
             tables = _tables(spec, plan, inputs)
             selected = _sample_programs(len(plan.program_tiles(shape, num_sms, tables)), programs, seed)
             expected = None
-            for index in range(schedules):
+            for index in range(shape_schedules):
                 label = "round-robin" if index == 0 else f"random#{index}"
                 schedule_seed = None if index == 0 else seed * 7919 + index
                 execution = execute(

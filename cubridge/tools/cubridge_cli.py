@@ -69,8 +69,8 @@ def _parser() -> argparse.ArgumentParser:
     build = commands.add_parser("build", help="transfer, verify, lower and compile a spec's variant into DIR")
     build.add_argument("spec", help="the variant spec (SPEC.py)")
     build.add_argument("--reference", default="sm90",
-                       help="reference program: sm90 (Hopper, default) or sm80 (Ampere); a reference .cu file "
-                            "needs the lifter, which is absent")
+                       help="reference program: sm90 (Hopper, default) or sm80 (Ampere); for another "
+                            "reference kernel use `cuir-opt --lift --transfer=SPEC --lower FILE.cu`")
     build.add_argument("--arch", help="nvcc target: sm_90a for sm90 (default), sm_80 or newer for sm80")
     build.add_argument("-o", "--output", required=True, help="output directory")
     from cubridge.tools import bench

@@ -14,7 +14,9 @@ shape with a kv tile listed full (from longer square shapes, up to 1024),
 one listed partial, a work tile that starts on a full kv tile and, if it
 skips them, an empty work tile. Every shape runs with seeds 0 (q, k, v from N(0, 1)) and 1 (query
 rows scaled so that scores reach well past every constant of score_mod),
-each under the round-robin and a random schedule. Column 0 of v is ones:
+each under the round-robin and a random schedule. Last, one query row over
+keys past (largest kernel constant + 1) tiles runs once (seed 0,
+round-robin), so that a constant taken for a count of kv tiles is seen. Column 0 of v is ones:
 column 0 of o, the row sums of P, is checked as `rowsum`.
 
 Tolerances (FlashAttention's criterion), per output (o, rowsum, lse):

@@ -470,6 +470,15 @@ def sm80_kv_tiles_rounded_down(module):
     count.operands[0] = value(worker(module, "mma"), "seqlen_k")
 
 
+def sm80_kv_loop_capped_at_64_tiles(module):
+    """The kv loop stops after 64 tiles (its bound min(ceil(seqlen_k / 64), 64): a constant of the kernel taken
+    for a count of tiles), dropping the keys past 4096, longer than every critical length (up to 257)."""
+    loop = sm80_kv_loop(module)
+    capped = arith.MinSIOp(loop.ub, index_constant(loop, 64))
+    loop.parent_block().insert_op_before(capped, loop)
+    loop.operands[1] = capped.result
+
+
 # ----------------------------------------------------------------------------
 # Transferred kernels: score and mask code, bounds, captured tensors
 # ----------------------------------------------------------------------------
@@ -609,6 +618,7 @@ MUTANTS = (
     Mutant("sm80 V wait_group dropped", "sm80", None, sm80_v_wait_group_dropped),
     Mutant("sm80 K wait_group dropped", "sm80", None, sm80_k_wait_group_dropped),
     Mutant("sm80 kv tile count rounded down", "sm80", None, sm80_kv_tiles_rounded_down),
+    Mutant("sm80 kv loop capped at 64 tiles", "sm80", None, sm80_kv_loop_capped_at_64_tiles),
     Mutant("sm80 K read before every thread copied it", "sm80", None, sm80_k_read_before_every_thread_copied_it),
     Mutant("sm80 next copies before every warp read V", "sm80", None, sm80_next_copies_before_every_warp_read_v),
     Mutant("sm80 O copied out before every warp staged it", "sm80", None,
