@@ -114,7 +114,10 @@ def per_element(hook: Callable, score_first: bool) -> Callable:
     """`hook` on 1-D b, h, q_idx, kv_idx vectors (and a [B, H, SQ, SKV] score), giving
     [B, H, SQ, SKV]: vmapped over each, as FlexAttention applies hooks."""
     score_dims = (0,) if score_first else ()
-    vectorized = hook
+
+    def vectorized(*args):  # a hook may return a Python bool or number (`return True`): vmap takes only tensors
+        return torch.as_tensor(hook(*args))
+
     for dims in ((None, None, None, 0), (None, None, 0, None), (None, 0, None, None), (0, None, None, None)):
         vectorized = torch.vmap(vectorized, in_dims=score_dims + dims)
 

@@ -85,6 +85,7 @@ class AttentionSpec:
         shapes = sorted((name, str(t.dtype), tuple(t.shape)) for name, t in self.captures.items())
         return repr((self.score_expr, self.mask_expr, self.normalization, shapes))
 
+    @torch.no_grad()  # captured tensors may be parameters that require grad
     def reference(self, q, k, v, scale: float) -> torch.Tensor:
         """Ground truth output, float64 [B, HQ, SQ, D]: `cubridge.reference.attention_reference` in float64
         (fully masked rows are 0), or the spec's own eager `reference`."""
@@ -99,6 +100,7 @@ class AttentionSpec:
                 raise failure(f"running {name}", error, self.path, definition(self.user_reference)) from None
         return self._attention(q, k, v, scale, return_lse=False)
 
+    @torch.no_grad()
     def reference_lse(self, q, k, v, scale: float) -> torch.Tensor | None:
         """Natural-log LSE, float64 [B, HQ, SQ], -inf for fully masked rows; None unless softmax."""
         if self.normalization != "softmax":
@@ -391,6 +393,10 @@ def load_spec(path: str) -> AttentionSpec:
     attention = getattr(module, "attention", None)
     if score_mod is None and mask_mod is None and attention is not None:
         return _from_eager_attention(path, module, attention)
+    if attention is not None:
+        raise CuBridgeError("a spec defines hooks (score_mod, mask_mod) or an eager attention, not both: its "
+                            "attention would be ignored (a spec's own ground truth is `reference`)",
+                            definition(attention))
     if score_mod is None and mask_mod is None:
         raise CuBridgeError(
             "a spec defines score_mod, mask_mod or both (or an eager attention); this one has none",

@@ -10,11 +10,10 @@ from cubridge.runtime.kernel_inputs import TABLES, build_block_lists, captured_t
 
 
 def kernel_inputs(spec, kernel, q, k, v) -> dict[str, np.ndarray]:
-    """The tables `kernel` takes: captured tensors (the hooks' divisors and reads checked for the shapes of q and
-    k) and the block lists `kv_num_blocks`, `kv_indices`, `full_kv_num_blocks`, `full_kv_indices`, where it takes
-    them."""
+    """The tables `kernel` takes: captured tensors and the block lists `kv_num_blocks`, `kv_indices`,
+    `full_kv_num_blocks`, `full_kv_indices`, where it takes them. The spec's hooks must be evaluable at the shapes
+    of q and k (`AttentionSpec.check_evaluable`)."""
     names = {name.data for name in kernel.arg_names.data}
-    spec.check_evaluable(tuple(q.shape), tuple(k.shape))
     inputs = {
         name: captured_table(tensor, "cpu").numpy() for name, tensor in spec.captures.items() if name in names
     }

@@ -81,7 +81,7 @@ def masked_scores(spec, q: np.ndarray, k: np.ndarray, scale: float, dtype) -> np
     if mask_mod is not None:
         keep = mask_mod(*indices).expand(scores.shape)
         result = result.masked_fill(~keep, -torch.inf)
-    return result.numpy().astype(dtype)
+    return result.detach().numpy().astype(dtype)  # captured parameters make hook results require grad
 
 
 def kernel_precision(spec, q, k, v, scale: float, round_input, round_output) -> dict[str, np.ndarray]:

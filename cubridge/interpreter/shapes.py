@@ -18,12 +18,18 @@ tiles, `skip_empty`) an empty tile ahead of a kept one; these are looked for
 in longer square shapes too. Apart from these, `long_kv_shape` holds a single
 query row and keys past (largest kernel constant + 1) tiles of the widest
 tile: a constant taken for a count of kv tiles ends the kv loop early only
-past the critical lengths.
+past the critical lengths. And since a kernel serves any values of the
+captured tensors (they are arguments), `tile_aligned_case` gives a kernel
+over block lists its spec over captured values the verifier picks: each
+tensor constant over tile-aligned blocks, so that (a document mask's
+documents starting on tile edges) some work tile starts on a full kv tile
+past the first, which the spec's own values may never give.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 from itertools import groupby
 
 from xdsl.dialects import arith
@@ -143,12 +149,10 @@ def _block_list_shapes(kernel: cuir.KernelOp, spec, shapes: list[ProblemShape], 
         empty = [index for index, count in enumerate(counts.flat) if count == 0]
         return bool(empty) and empty[0] < counts.size - 1 and counts.flat[empty[0] + 1:].any()
 
-    tile = max(tile_sizes(kernel))
-    longer = range((lengths[-1] // tile + 1) * tile, MAX_LENGTH + 1, tile)
-    squares = [(n, n) for n in [*lengths, *longer]]
+    squares = _square_pairs(kernel, lengths)
     kinds = {"partial": (lambda tables: bool(tables[partial].any()), squares),
              "full": (lambda tables: bool(tables[full].any()), squares),
-             "full first": (lambda tables: bool(((tables[partial] == 0) & (tables[full] > 0)).any()), squares)}
+             "full first": (_starts_on_a_full_tile, squares)}
     if kernel.skip_empty is not None:
         kinds["skip"] = (skips_then_runs, [(sq, skv) for sq in reversed(lengths) for skv in lengths])
     batch, heads_q, heads_kv = HEAD_CONFIGS[0]
@@ -173,19 +177,125 @@ def _block_list_shapes(kernel: cuir.KernelOp, spec, shapes: list[ProblemShape], 
     return added
 
 
+def _square_pairs(kernel: cuir.KernelOp, lengths: list[int]) -> list[tuple[int, int]]:
+    """(n, n) for the critical lengths and then the edges of the widest tile past them up to `MAX_LENGTH`."""
+    tile = max(tile_sizes(kernel))
+    longer = range((lengths[-1] // tile + 1) * tile, MAX_LENGTH + 1, tile)
+    return [(n, n) for n in [*lengths, *longer]]
+
+
+def _starts_on_a_full_tile(tables) -> bool:
+    """Whether some work tile lists no partial kv tile and a full one: its first, peeled step runs mask-free."""
+    partial, full = cuir.BLOCK_LIST_COUNTS
+    return bool(((tables[partial] == 0) & (tables[full] > 0)).any())
+
+
+def tile_aligned_case(kernel: cuir.KernelOp, spec, head_dim: int):
+    """(spec, shape) for a kernel over block lists and a spec with captured tensors (and no eager reference of its
+    own, which reads the spec's values): the spec over its captured tensors made constant over blocks of
+    `_aligned_block(kernel)` indices along every dimension (each value the one at its block's start, so a value
+    the tensor holds), and the first square shape (critical lengths, then tile edges) whose block lists under
+    those values have a work tile that starts on a full kv tile past the first kv tile. None where there is no
+    such kernel, spec or shape."""
+    if not getattr(spec, "captures", None) or spec.user_reference is not None:
+        return None
+    if not any(name.data in cuir.BLOCK_LIST_COUNTS for name in kernel.arg_names.data):
+        return None
+    from cubridge.interpreter.inputs import block_list_tables  # needs torch: only specs with captured tensors
+
+    block = _aligned_block(kernel)
+    captures = {name: _blockwise_constant(tensor, block) for name, tensor in spec.captures.items()}
+    aligned = replace(spec, captures=captures).with_traced_hooks("cpu")
+    batch, heads_q, heads_kv = HEAD_CONFIGS[0]
+    for seqlen_q, seqlen_kv in _square_pairs(kernel, critical_lengths(kernel, spec)):
+        shape = ProblemShape(batch, heads_q, heads_kv, seqlen_q, seqlen_kv, head_dim)
+        if not _captures_fit(aligned, shape):
+            continue
+        try:
+            tables = block_list_tables(aligned, kernel, shape)
+        except CuBridgeError:  # a hook's divisor is 0 on these values
+            continue
+        if _starts_on_a_full_tile_past_the_first(tables):
+            return aligned, shape
+    return None
+
+
+def _starts_on_a_full_tile_past_the_first(tables) -> bool:
+    partial, full = cuir.BLOCK_LIST_COUNTS
+    starts = (tables[partial] == 0) & (tables[full] > 0)
+    return bool((tables["full_kv_indices"][..., 0][starts] > 0).any())
+
+
+def _aligned_block(kernel: cuir.KernelOp) -> int:
+    """The least multiple T of the kv tile width such that some query tile lies inside [T, 2T): a block of
+    equal values there holds a whole work tile's rows and starts on a kv tile edge."""
+    from cubridge.passes.transfer_match import kv_tile_width
+
+    tile_m, width = kernel.tile_m.value.data, kv_tile_width(kernel)
+    block = width
+    while -(-block // tile_m) * tile_m + tile_m > 2 * block:  # the first query tile edge at or past T, plus a tile
+        block += width
+    return block
+
+
+def _blockwise_constant(tensor, block: int):
+    """`tensor` with each element replaced by the one at the start of its block of `block` indices per dimension."""
+    import torch
+
+    starts = [torch.arange(size) // block * block for size in tensor.shape]
+    return tensor[torch.meshgrid(*starts, indexing="ij")] if starts else tensor.clone()
+
+
 def _captures_fit(spec, shape: ProblemShape) -> bool:
     """Whether the spec's captured tensors are long enough for `shape`."""
+    return _capture_error(spec, shape) is None
+
+
+def _capture_error(spec, shape: ProblemShape) -> CuBridgeError | None:
+    """Why the spec's captured tensors are not long enough for `shape` (a located error), or None."""
     check = getattr(spec, "check_capture_bounds", None)
     if check is None:
-        return True
+        return None
     try:
         check(
             (shape.batch, shape.heads_q, shape.seqlen_q, shape.head_dim),
             (shape.batch, shape.heads_kv, shape.seqlen_kv, shape.head_dim),
         )
-    except CuBridgeError:
-        return False
-    return True
+    except CuBridgeError as error:
+        return error
+    return None
+
+
+@dataclass(frozen=True)
+class CaptureReach:
+    """How far the spec's captured tensors let the default shapes go: the longest length n whose square shape
+    reads inside them (0: none), and why the shortest critical length that does not, does not."""
+
+    longest: int
+    reason: CuBridgeError
+
+    def note(self) -> str:
+        """One line for the user: what verification leaves out, and the located reason."""
+        return (f"the captured tensors are read out of range past length {self.longest}, so longer shapes are "
+                f"not verified (nor launched): {self.reason}")
+
+
+def capture_reach(kernel: cuir.KernelOp, spec, head_dim: int) -> CaptureReach | None:
+    """Where the captured tensors leave out critical lengths: the longest square shape that fits (searched by
+    bisection below the first one left out) and the reason; None where every critical length fits."""
+    batch, heads_q, heads_kv = HEAD_CONFIGS[0]
+
+    def error_at(length: int) -> CuBridgeError | None:
+        return _capture_error(spec, ProblemShape(batch, heads_q, heads_kv, length, length, head_dim))
+
+    first_out = next((length for length in critical_lengths(kernel, spec) if error_at(length)), None)
+    if first_out is None:
+        return None
+    fits, fails = 0, first_out
+    while fails - fits > 1:
+        middle = (fits + fails) // 2
+        fits, fails = (middle, fails) if error_at(middle) is None else (fits, middle)
+    return CaptureReach(fits, error_at(first_out))
 
 
 def score_range(spec) -> float:

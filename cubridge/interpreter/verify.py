@@ -5,8 +5,10 @@ Runs: every shape (default: `shapes.default_shapes`, derived from the kernel
 and the spec, on `VERIFY_NUM_SMS` multiprocessors) with every input seed
 (default 0 and 1) under every schedule (default: round-robin and one seeded
 random one); with the default shapes, also `shapes.long_kv_shape` (one query
-row over past a constant's count of kv tiles) with the first seed under the
-round-robin schedule. Seed 0 draws q, k, v from N(0, 1); any other seed also scales
+row over past a constant's count of kv tiles) and, for a kernel over block
+lists, `shapes.tile_aligned_case` (the spec over captured values the verifier
+makes tile-aligned: the kernel serves any values), each with the first seed
+under the round-robin schedule. Seed 0 draws q, k, v from N(0, 1); any other seed also scales
 each query row by a log-uniform factor between 1 and `score_range(spec)`,
 so that scores reach well past every cap, threshold or bias constant of the
 spec, and a quarter of its rows score every key near -200 (where a kernel
@@ -48,16 +50,21 @@ from cubridge.interpreter.numerics import rounding_for, type_name
 from cubridge.interpreter.reference import StandardAttention, kernel_precision, masked_scores
 from cubridge.interpreter.report import KINDS, Diagnostic
 from cubridge.interpreter.shapes import (
+    HEAD_CONFIGS,
     MIN_SCORE_RANGE,
     VERIFY_NUM_SMS,
+    capture_reach,
     default_shapes,
     long_kv_shape,
     score_range,
+    tile_aligned_case,
 )
 
 ERROR_FACTOR = 2.0
 SUNK_ROW_SHARE = 0.25  # of the query rows of a wide input
 SUNK_SCORE = -200.0  # exp(-200) and 2^(-200 log2 e) are 0 in float32
+SPEC_CAPTURES = "spec"  # a run's captured tensors hold the spec's values
+TILE_ALIGNED = "tile-aligned"  # ... the values of `shapes.tile_aligned_case`
 FLOORS = {"bf16": 2.0**-10, "f16": 2.0**-13, "f32": 2.0**-20}
 
 
@@ -97,26 +104,42 @@ def _ratio(error: float, bound: float) -> float:
 
 @dataclass(frozen=True)
 class Run:
-    """One execution: problem shape, input seed, schedule, and its figures."""
+    """One execution: problem shape, input seed, schedule, whose captured values (`SPEC_CAPTURES` or
+    `TILE_ALIGNED`), and its figures."""
 
     shape: ProblemShape
     seed: int
     schedule: str
+    captures: str = SPEC_CAPTURES
     errors: tuple[OutputError, ...] = ()
 
     def describe(self) -> str:
-        return f"{self.shape} seed={self.seed} schedule={self.schedule}"
+        captures = "" if self.captures == SPEC_CAPTURES else f" captures={self.captures}"
+        return f"{self.shape} seed={self.seed} schedule={self.schedule}{captures}"
+
+
+@dataclass(frozen=True)
+class _Case:
+    """A shape to run with these seeds and schedules, against `spec` (whose captured values are `captures`)."""
+
+    shape: ProblemShape
+    seeds: tuple[int, ...]
+    schedules: int
+    spec: object
+    captures: str = SPEC_CAPTURES
 
 
 @dataclass
 class VerificationResult:
     """The verdict (verified, mismatch, race, deadlock, fault or coverage), the
-    runs with their error figures, and the diagnostics of the failing run."""
+    runs with their error figures, the diagnostics of the failing run, and
+    notes on what the default runs leave out."""
 
     verdict: str
     runs: list[Run] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     failing_run: Run | None = None
+    notes: list[str] = field(default_factory=list)  # what the default runs leave out, and why
 
     @property
     def ok(self) -> bool:
@@ -149,13 +172,15 @@ class VerificationResult:
         figures = "; ".join(str(e) for e in self.worst().values())
         seeds = ",".join(str(s) for s in dict.fromkeys(run.seed for run in self.runs))
         schedules = ",".join(dict.fromkeys(run.schedule for run in self.runs))
+        captures = list(dict.fromkeys(run.captures for run in self.runs))
+        captured = "" if captures == [SPEC_CAPTURES] else f", captured values {','.join(captures)}"
         shapes = self.shapes()
         sizes = " ".join(
             f"{s.batch},{s.heads_q},{s.heads_kv},{s.seqlen_q},{s.seqlen_kv}" for s in shapes
         )
         return (
             f"verified: {figures} (worst of {len(self.runs)} runs: seeds {seeds}, schedules "
-            f"{schedules}, {len(shapes)} shape(s) B,HQ,HKV,SQ,SKV = {sizes}; D={shapes[0].head_dim})"
+            f"{schedules}{captured}, {len(shapes)} shape(s) B,HQ,HKV,SQ,SKV = {sizes}; D={shapes[0].head_dim})"
         )
 
 
@@ -289,6 +314,15 @@ def _distance(out: np.ndarray, ref: np.ndarray) -> tuple[float, float]:
     return float(np.abs(difference).max()), float(relative)
 
 
+def _check_evaluable(spec, shape: ProblemShape) -> None:
+    """A spec's hooks divide by no zero and read inside their captured tensors at `shape`, else a located
+    CuBridgeError (as at a launch), before the executor would fault on it."""
+    check = getattr(spec, "check_evaluable", None)  # standard attention has no hooks
+    if check is not None:
+        check((shape.batch, shape.heads_q, shape.seqlen_q, shape.head_dim),
+              (shape.batch, shape.heads_kv, shape.seqlen_kv, shape.head_dim))
+
+
 def _tables(spec, plan: KernelPlan, inputs) -> dict[str, np.ndarray]:
     """The captured tensors the kernel takes as arguments, from the spec."""
     if not plan.tables:
@@ -317,26 +351,42 @@ def verify(
     verify_module(module)
     plan = KernelPlan(find_kernel(module))
     spec = spec or StandardAttention()
-    plans = [(s if isinstance(s, ProblemShape) else ProblemShape(*s), seeds, schedules) for s in shapes or ()]
+    cases = [_Case(s if isinstance(s, ProblemShape) else ProblemShape(*s), seeds, schedules, spec)
+             for s in shapes or ()]
+    notes = []
     if shapes is None:
-        plans = [(shape, seeds, schedules) for shape in default_shapes(plan.kernel, spec, plan.head_dim)]
-        if not plans:
-            raise CuBridgeError("no default shape fits the spec's captured tensors; give shapes")
+        cases = [_Case(shape, seeds, schedules, spec) for shape in default_shapes(plan.kernel, spec, plan.head_dim)]
+        reach = capture_reach(plan.kernel, spec, plan.head_dim)
+        if not cases or (reach is not None and reach.longest == 0):
+            reason = f": {reach.reason.message}" if reach is not None else ""
+            raise CuBridgeError(f"no default shape fits the spec's captured tensors{reason}",
+                                reach.reason.location if reach is not None else None)
+        if reach is not None:
+            notes.append(reach.note())
+            longest = ProblemShape(*HEAD_CONFIGS[0], reach.longest, reach.longest, plan.head_dim)
+            if all(case.shape != longest for case in cases):
+                cases.append(_Case(longest, seeds[:1], 1, spec))
         long_kv = long_kv_shape(plan.kernel, spec, plan.head_dim)
         if long_kv is not None:
-            plans.append((long_kv, seeds[:1], 1))
-    for shape, _, _ in plans:
-        plan.check_shape(shape)
+            cases.append(_Case(long_kv, seeds[:1], 1, spec))
+        aligned = tile_aligned_case(plan.kernel, spec, plan.head_dim)
+        if aligned is not None:
+            aligned_spec, aligned_shape = aligned
+            cases.append(_Case(aligned_shape, seeds[:1], 1, aligned_spec, TILE_ALIGNED))
+    for case in cases:  # every shape's checks before any run: a located spec error before an executor fault
+        plan.check_shape(case.shape)
+        _check_evaluable(case.spec, case.shape)
     widest = score_range(spec)
-    result = VerificationResult("verified")
-    for shape, shape_seeds, shape_schedules in plans:
+    result = VerificationResult("verified", notes=notes)
+    for case in cases:
+        shape, spec = case.shape, case.spec
         scale = 1.0 / math.sqrt(shape.head_dim)
-        for seed in shape_seeds:
+        for seed in case.seeds:
             inputs = random_inputs(plan, shape, seed, widest)
             tables = _tables(spec, plan, inputs)
             selected = _sample_programs(len(plan.program_tiles(shape, num_sms, tables)), programs, seed)
             expected = None
-            for index in range(shape_schedules):
+            for index in range(case.schedules):
                 label = "round-robin" if index == 0 else f"random#{index}"
                 schedule_seed = None if index == 0 else seed * 7919 + index
                 execution = execute(
@@ -352,10 +402,12 @@ def verify(
                 if execution.log:
                     diagnostics = execution.log.diagnostics
                     verdict = min((d.kind for d in diagnostics), key=KINDS.index)
-                    return VerificationResult(verdict, result.runs, diagnostics, Run(shape, seed, label))
+                    return VerificationResult(verdict, result.runs, diagnostics, Run(shape, seed, label, case.captures),
+                                              notes)
                 expected = expected or _Expected(spec, plan, inputs, scale)
-                run = Run(shape, seed, label, expected.compare(execution.outputs, execution.covered_rows))
+                run = Run(shape, seed, label, case.captures,
+                          expected.compare(execution.outputs, execution.covered_rows))
                 result.runs.append(run)
                 if not all(error.ok for error in run.errors):
-                    return VerificationResult("mismatch", result.runs, [], run)
+                    return VerificationResult("mismatch", result.runs, [], run, notes)
     return result

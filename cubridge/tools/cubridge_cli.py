@@ -131,6 +131,8 @@ def build(spec_path: str, reference: str, arch: str | None, output: str) -> None
         _step(f"verifying the D = {dims} program in the executor (shapes derived from the kernel and the spec, "
               "2 seeds, 2 schedules) ...")
         result = verify(program.transferred, spec=spec)
+        for note in result.notes:
+            _step(f"warning: {note}")
         _step(f"{result.summary()} ({time.perf_counter() - start:.1f} s)")
         if not result.ok:
             for diagnostic in result.diagnostics:
@@ -246,17 +248,19 @@ def _report(spec, spec_path: str, reference: str, built: list[_BuiltProgram], nv
             "",
             f"- entry points: {', '.join(i.name for i in lowered.instances) or 'none (the reference kernel unchanged)'}",
             f"- verdict: {result.summary()}",
+            *(f"- warning: {note}" for note in result.notes),
             f"- {nvcc_line}",
             "",
-            "| B | HQ | HKV | SQ | SKV | D | seed | schedule | output | max_abs (tol) | relative (tol) |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
+            "| B | HQ | HKV | SQ | SKV | D | seed | schedule | captured values | output | max_abs (tol) | "
+            "relative (tol) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for run in result.runs:
             shape = run.shape
             for error in run.errors:
                 lines.append(
                     f"| {shape.batch} | {shape.heads_q} | {shape.heads_kv} | {shape.seqlen_q} | {shape.seqlen_kv} | "
-                    f"{shape.head_dim} | {run.seed} | {run.schedule} | {error.name} | "
+                    f"{shape.head_dim} | {run.seed} | {run.schedule} | {run.captures} | {error.name} | "
                     f"{error.max_abs:.2e} ({error.max_abs_bound:.2e}) | {error.relative:.2e} ({error.relative_bound:.2e}) |"
                 )
     return "\n".join(lines) + "\n"

@@ -6,7 +6,9 @@ shapes it ran (or the failing run).
 Default shapes are derived from the kernel and the spec: sequence lengths
 at c-1, c and c+1 of every integer constant below 1024 of the kernel (tile
 sizes, kv bounds, mask code) and of the spec's hooks, and of every tile
-edge, within the lengths of the spec's captured tensors; each length is SQ
+edge, within the lengths of the spec's captured tensors (a warning on
+stderr says how far they reach and why, and a square shape at that length
+runs too); each length is SQ
 of one shape and SKV of another; batch 2, grouped-query and one-to-one
 heads; two multiprocessors, so each persistent program runs several work
 tiles. A kernel over block lists also gets, where those shapes lack one, a
@@ -16,7 +18,10 @@ skips them, an empty work tile. Every shape runs with seeds 0 (q, k, v from N(0,
 rows scaled so that scores reach well past every constant of score_mod),
 each under the round-robin and a random schedule. Last, one query row over
 keys past (largest kernel constant + 1) tiles runs once (seed 0,
-round-robin), so that a constant taken for a count of kv tiles is seen. Column 0 of v is ones:
+round-robin), so that a constant taken for a count of kv tiles is seen; and
+a kernel over block lists runs once more on captured values of the
+verifier's (each captured tensor constant over tile-aligned blocks), where a
+work tile starts on a full kv tile past the first. Column 0 of v is ones:
 column 0 of o, the row sums of P, is checked as `rowsum`.
 
 Tolerances (FlashAttention's criterion), per output (o, rowsum, lse):
@@ -141,6 +146,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         programs=args.programs,
         num_sms=args.num_sms,
     )
+    for note in result.notes:
+        print(f"warning: {note}", file=sys.stderr)
     for diagnostic in result.diagnostics:
         print(diagnostic)
     print(f"cuir-run: {result.summary()}")

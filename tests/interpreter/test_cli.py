@@ -199,11 +199,15 @@ def test_a_division_by_zero_or_a_loop_that_never_ends_is_a_located_fault(plant, 
     assert verdict.startswith("cuir-run: fault: 1 diagnostic(s) at ")
 
 
-def test_a_hook_that_divides_by_zero_is_a_located_error(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("hook", ["def mask_mod(b, h, q_idx, kv_idx):\n    return (q_idx // (kv_idx - 3)) >= 0\n",
+                                  "def score_mod(score, b, h, q_idx, kv_idx):\n"
+                                  "    return score + (kv_idx // (q_idx - 5)).float()\n"], ids=["mask", "score"])
+def test_a_hook_that_divides_by_zero_is_a_located_error(hook, tmp_path, capsys, monkeypatch):
     """torch raised out of the verifier's block lists (RuntimeError: ZeroDivisionError) for a key where the divisor
-    is 0; now the spec's line says so, before the hook is evaluated for the shape."""
+    is 0, and a score_mod's division (no block lists) was an executor fault at the CuIR's line; now the spec's line
+    says so, before any shape runs."""
     spec_path = tmp_path / "divides.py"
-    spec_path.write_text("def mask_mod(b, h, q_idx, kv_idx):\n    return (q_idx // (kv_idx - 3)) >= 0\n")
+    spec_path.write_text(hook)
     module = load_example("attention_sm90.mlir")
     transfer_kernel(find_kernel(module), load_spec(str(spec_path)))
     monkeypatch.setattr("sys.stdin", io.StringIO(_printed(module)))
@@ -211,3 +215,18 @@ def test_a_hook_that_divides_by_zero_is_a_located_error(tmp_path, capsys, monkey
     (line,) = capsys.readouterr().err.splitlines()
     assert re.fullmatch(rf"{re.escape(str(spec_path))}:2: error: integer division by zero: the divisor of a floor "
                         r"division in the hook is 0 for q \[\d+, \d+, \d+, 128\], k \[\d+, \d+, \d+, 128\] .*", line)
+
+
+def test_shapes_a_captured_tensor_leaves_out_are_a_warning_on_stderr(tmp_path, capsys, monkeypatch):
+    spec_path = tmp_path / "short_bias.py"
+    spec_path.write_text("import torch\nbias = torch.zeros(100)\n"
+                         "def score_mod(score, b, h, q_idx, kv_idx):\n    return score + bias[kv_idx]\n")
+    module = load_example("attention_sm80.mlir")
+    transfer_kernel(find_kernel(module), load_spec(str(spec_path)))
+    monkeypatch.setattr("sys.stdin", io.StringIO(_printed(module)))
+    assert main(["-", "--spec", str(spec_path), "--schedules", "1"]) == 0
+    captured = capsys.readouterr()
+    (warning,) = captured.err.splitlines()
+    assert warning.startswith("warning: the captured tensors are read out of range past length 100, so longer "
+                              f"shapes are not verified (nor launched): {spec_path}:4: error: captured tensor 'bias'")
+    assert captured.out.startswith("cuir-run: verified: ") and " 2,2,1,100,100; D=128)" in captured.out

@@ -15,7 +15,14 @@ from cubridge.interpreter.executor import find_kernel
 from cubridge.interpreter.inputs import block_list_tables
 from cubridge.interpreter.numerics import round_to_bf16
 from cubridge.interpreter.reference import kernel_precision, masked_scores
-from cubridge.interpreter.shapes import MAX_SCORE_RANGE, VERIFY_NUM_SMS, critical_lengths, default_shapes, score_range
+from cubridge.interpreter.shapes import (
+    MAX_SCORE_RANGE,
+    VERIFY_NUM_SMS,
+    critical_lengths,
+    default_shapes,
+    score_range,
+    tile_aligned_case,
+)
 from cubridge.interpreter.verify import OutputError, random_inputs
 from cubridge.passes.transfer import transfer_kernel
 
@@ -96,6 +103,78 @@ def test_block_list_kernels_get_a_work_tile_that_starts_on_a_full_tile(example, 
     lists = [block_list_tables(spec, kernel, shape) for shape in default_shapes(kernel, spec, 128)]
     assert any(((t["kv_num_blocks"] == 0) & (t["full_kv_num_blocks"] > 0)).any() for t in lists)
     assert max(critical_lengths(kernel, spec)) < 512
+
+
+@pytest.mark.parametrize("program", ["sm90", "sm80"])
+def test_tile_aligned_captures_start_a_work_tile_on_a_full_tile_past_the_first(example, program):
+    """document_mask's own documents start no work tile on a full kv tile past kv tile 0 at any length; with each
+    document id replaced by the one at the start of its 128-index block (a multiple of the kv tile width that
+    holds a query tile), document 1 (from index 128) does. The runs on it are the verifier's own."""
+    kernel, spec = find_kernel(example(f"attention_{program}.mlir")), _spec(SPECS / "document_mask.py")
+    transfer_kernel(kernel, spec)
+    aligned, shape = tile_aligned_case(kernel, spec, 128)
+    document_id = spec.captures["document_id"]
+    assert aligned.captures["document_id"].tolist() == [document_id[i // 128 * 128].item() for i in range(512)]
+    tables = block_list_tables(aligned, kernel, shape)
+    starts = (tables["kv_num_blocks"] == 0) & (tables["full_kv_num_blocks"] > 0)
+    assert (tables["full_kv_indices"][..., 0][starts] > 0).any()
+    result = verify(_transferred(example, program, spec), spec)
+    assert result.ok and result.runs[-1].captures == "tile-aligned" and result.runs[-1].shape == shape
+
+
+def _transferred(example, program, spec):
+    module = example(f"attention_{program}.mlir")
+    transfer_kernel(find_kernel(module), spec)
+    return module
+
+
+def test_no_tile_aligned_case_without_captured_tensors_or_block_lists(example):
+    kernel = find_kernel(example("attention_sm90.mlir"))
+    assert tile_aligned_case(kernel, StandardAttention(), 128) is None
+    assert tile_aligned_case(kernel, _spec(SPECS / "alibi.py"), 128) is None  # captured slopes, no block lists
+
+
+def _transferred_spec(example, tmp_path, source: str):
+    spec_path = tmp_path / "spec.py"
+    spec_path.write_text(source)
+    spec = _spec(spec_path)
+    module = example("attention_sm90.mlir")
+    transfer_kernel(find_kernel(module), spec)
+    return module, spec, spec_path
+
+
+def test_a_short_captured_tensor_limits_the_default_shapes_with_a_located_note(example, tmp_path):
+    """The shapes past a captured tensor were left out silently; now a note says how far verification went and
+    why, and a square shape at that length runs."""
+    module, spec, spec_path = _transferred_spec(example, tmp_path, "import torch\nbias = torch.linspace(0, 1, 100)\n"
+                                                "def score_mod(score, b, h, q_idx, kv_idx):\n"
+                                                "    return score + bias[kv_idx]\n")
+    result = verify(module, spec)
+    assert result.ok, result.summary()
+    (note,) = result.notes
+    assert note.startswith("the captured tensors are read out of range past length 100, so longer shapes are not "
+                           f"verified (nor launched): {spec_path}:4: error: captured tensor 'bias' has 100 entries")
+    assert ProblemShape(2, 2, 1, 100, 100, 128) in result.shapes()
+
+
+def test_no_default_shape_fitting_is_a_located_error_with_the_reason(example, tmp_path):
+    module, spec, spec_path = _transferred_spec(example, tmp_path, "import torch\ntable = torch.zeros(64)\n"
+                                                "def score_mod(score, b, h, q_idx, kv_idx):\n"
+                                                "    return score + table[kv_idx + 1000]\n")
+    with pytest.raises(CuBridgeError) as error:
+        verify(module, spec)
+    assert str(error.value).startswith(f"{spec_path}:4: error: no default shape fits the spec's captured tensors: "
+                                       "captured tensor 'table' has 64 entries")
+
+
+@pytest.mark.parametrize("source", [
+    "def mask_mod(b, h, q_idx, kv_idx):\n    return True\n",  # a Python bool: vmap took only tensors
+    "import torch\nbias = torch.nn.Parameter(torch.zeros(512))\n"  # a result that requires grad
+    "def score_mod(score, b, h, q_idx, kv_idx):\n    return score + bias[kv_idx]\n",
+], ids=["python bool", "parameter"])
+def test_hooks_returning_python_values_or_reading_parameters_verify(example, tmp_path, source):
+    module, spec, _ = _transferred_spec(example, tmp_path, source)
+    assert verify(module, spec, shapes=[(1, 2, 1, 130, 130, 128)]).ok
 
 
 def test_wide_inputs_reach_past_the_score_constants(example):

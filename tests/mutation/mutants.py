@@ -558,18 +558,31 @@ def alibi_slope_of_head_zero(module):
             gather.operands[1] = index_constant(gather, 0)
 
 
+def gathered_from(value: SSAValue) -> str | None:
+    """The table an index read of `value` (an index_cast of a cuir.gather) comes from, else None."""
+    cast = value.owner
+    if not isinstance(cast, arith.IndexCastOp) or not isinstance(cast.input.owner, cuir.GatherOp):
+        return None
+    return cast.input.owner.source.name_hint
+
+
 def block_lists_end_before_full_tiles(module):
     """Every role's kv range over block lists ends after the partial tiles: the full ones are never visited."""
-
-    def gathered_from(value: SSAValue) -> str | None:
-        cast = value.owner
-        if not isinstance(cast, arith.IndexCastOp) or not isinstance(cast.input.owner, cuir.GatherOp):
-            return None
-        return cast.input.owner.source.name_hint
-
     for add in ops(module, "arith.addi"):
         if [gathered_from(operand) for operand in add.operands] == ["kv_num_blocks", "full_kv_num_blocks"]:
             bypass(add, 0)
+
+
+def first_kv_tile_read_from_the_partial_list(module):
+    """Every role's first kv tile of a work tile is read from the partial list even where that lists none (the
+    work tile starts on a full kv tile): the list's padding instead of the first full tile. The spec's documents
+    start no work tile on a full tile past kv tile 0; the verifier's tile-aligned captured values do."""
+    for select in ops(module, "arith.select"):
+        arms = select.operands[1:]
+        if [gathered_from(arm) for arm in arms] != ["kv_indices", "full_kv_indices"]:
+            continue
+        if isinstance(arms[0].owner.input.owner.operands[-1].owner, arith.ConstantOp):  # the peeled first step
+            bypass(select, 1)
 
 
 def empty_row_guard_dropped(module):
@@ -654,6 +667,8 @@ MUTANTS = (
     ),
     Mutant("block lists' full tiles never visited", "sm90", example_spec("document_mask"),
            block_lists_end_before_full_tiles),
+    Mutant("first kv tile read from the partial list", "sm90", example_spec("document_mask"),
+           first_kv_tile_read_from_the_partial_list),
     Mutant(
         "alibi slope of head 0 for every head",
         "sm80",

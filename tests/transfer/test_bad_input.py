@@ -6,14 +6,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import torch
 from xdsl.dialects import arith, scf
 
 from cubridge.diagnostics import CuBridgeError, parse_module
 from cubridge.dialect import cuir_context
 from cubridge.frontends.spec import load_spec
-from cubridge.interpreter.inputs import kernel_inputs
-from cubridge.passes.transfer import TransferPass
+from cubridge.interpreter import verify
+from cubridge.interpreter.executor import find_kernel
+from cubridge.passes.transfer import TransferPass, transfer_kernel
 from cubridge.tools.cuir_opt import XDSL_PASSES_FOR_CUIR, main as cuir_opt
 from cubridge.tools.cuir_run import main as cuir_run
 
@@ -55,6 +55,20 @@ BAD_SPECS = {
         "data-dependent Python control flow in a hook: use torch.where instead of "
         "if/and/or/not on traced values",
     ),
+    "eager attention and hooks": (
+        """
+        import torch
+
+        def attention(q, k, v):
+            return torch.softmax(q @ k.mT, -1) @ v
+
+        def mask_mod(b, h, q_idx, kv_idx):
+            return q_idx >= kv_idx
+        """,
+        3,
+        "a spec defines hooks (score_mod, mask_mod) or an eager attention, not both: its attention would be ignored "
+        "(a spec's own ground truth is `reference`)",
+    ),
     "unknown normalization": (
         """
         normalization = "softmax"
@@ -71,23 +85,23 @@ BAD_SPECS = {
         import torch
 
         def score_mod(score, b, h, q_idx, kv_idx):
-            return torch.atan(score)
+            return torch.lgamma(score)
         """,
         4,
-        "unsupported operation 'aten.atan.default' in a hook",
+        "unsupported operation 'aten.lgamma.default' in a hook",
     ),
     "unsupported op in a helper": (
         """
         import torch
 
         def shifted(score):
-            return torch.atan(score) + 1
+            return torch.lgamma(score) + 1
 
         def score_mod(score, b, h, q_idx, kv_idx):
             return shifted(score)
         """,
         4,
-        "unsupported operation 'aten.atan.default' in a hook",
+        "unsupported operation 'aten.lgamma.default' in a hook",
     ),
     "exception on import": (
         """
@@ -105,6 +119,17 @@ BAD_SPECS = {
         """,
         2,
         "tracing mask_mod failed: NameError: name 'OFFSET' is not defined",
+    ),
+    "a list indexed by a traced value": (
+        """
+        SLOPES = [0.5, 0.25]
+
+        def score_mod(score, b, h, q_idx, kv_idx):
+            return score * SLOPES[h]
+        """,
+        4,
+        "a Python list or tuple cannot be indexed by a hook's traced value: make it a torch.tensor (the hook reads "
+        "it as a captured tensor)",
     ),
     "int() of a traced value": (
         """
@@ -229,13 +254,12 @@ def test_short_captured_tensor_is_an_error_at_bind_time(tmp_path):
     assert "the hook reads index 129 for q [1, 2, 100, 128], k [1, 2, 130, 128]" in str(error.value)
 
 
-def test_short_captured_tensor_fails_kernel_inputs():
+def test_short_captured_tensor_fails_verification_at_a_longer_shape():
     spec = load_spec(spec_path("document_mask"))
     _, module = load_program("sm80")
-    kernel = next(op for op in module.walk() if op.name == "cuir.kernel")
-    q = torch.zeros(1, 1, 600, 128)
-    with pytest.raises(CuBridgeError, match="document_id"):
-        kernel_inputs(spec, kernel, q, q, q)
+    transfer_kernel(find_kernel(module), spec)
+    with pytest.raises(CuBridgeError, match=r"document_mask.py:\d+: error: captured tensor 'document_id' has 512"):
+        verify(module, spec, shapes=[(1, 1, 1, 600, 600, 128)])
 
 
 def test_failing_transfer_writes_nothing(tmp_path, capsys):
