@@ -767,6 +767,9 @@ def _check_layout(query, key, value, enable_gqa: bool) -> None:
     if not query.device == key.device == value.device:
         raise AttentionError(f"query, key, value are on different devices: {query.device}, {key.device}, "
                              f"{value.device}")
+    if key_shape[:3] == value.shape[:3] and key_shape[3] != value.shape[3]:
+        raise AttentionError(f"value head dim {value.shape[3]} differs from the query/key head dim {key_shape[3]}: "
+                             "CuBridge's kernels take one head dim for q, k and v")
     if key_shape != value.shape:
         raise AttentionError(f"key and value shapes differ: {tuple(key_shape)} vs {tuple(value.shape)}")
     if batch != key_shape[0]:
