@@ -12,6 +12,7 @@ become mask_mod; the rest is score_mod. Anything else is a located error.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import operator
 from collections.abc import Callable
@@ -98,10 +99,39 @@ def hooks_from_attention(attention: Callable, path: str, captures: dict[str, tor
     """Trace `attention(q, k, v)` and split it into hooks; errors point at its definition."""
     where = f"{path}:{attention.__code__.co_firstlineno}"
     try:
-        graph = torch.fx.symbolic_trace(attention).graph
+        with _recording_creations():
+            graph = torch.fx.symbolic_trace(attention).graph
     except Exception as error:  # fx reports untraceable Python in many ways
         raise CuBridgeError(f"cannot trace attention with torch.fx: {error}", where) from None
     return _Interpreter(path, captures, where).run(graph)
+
+
+_CREATIONS = {"zeros": 0, "ones": 1, "full": None}  # torch functions making a tensor of given sizes: their fill
+
+
+@contextlib.contextmanager
+def _recording_creations():
+    """While fx traces, `torch.zeros(L, S)` and the like with traced sizes become graph nodes (fx would call them
+    with its proxies, which they refuse)."""
+    originals = {name: getattr(torch, name) for name in _CREATIONS}
+
+    def recorded(create: Callable) -> Callable:
+        def create_or_record(*args, **kwargs):
+            flat = [*args, *kwargs.values(), *(item for arg in args if isinstance(arg, tuple | list) for item in arg)]
+            proxy = next((value for value in flat if isinstance(value, torch.fx.Proxy)), None)
+            if proxy is None:
+                return create(*args, **kwargs)
+            return proxy.tracer.create_proxy("call_function", create, args, kwargs)
+
+        return create_or_record
+
+    for name, create in originals.items():
+        setattr(torch, name, recorded(create))
+    try:
+        yield
+    finally:
+        for name, create in originals.items():
+            setattr(torch, name, create)
 
 
 def _pointwise(function: Callable, *args, **kwargs) -> _Pointwise:
@@ -166,6 +196,10 @@ class _Interpreter:
         if isinstance(receiver, _Operand):
             return self._operand_method(name, receiver, args)
         if isinstance(receiver, _Pointwise):
+            if name.endswith("_") and not name.startswith("_"):  # later uses would read the node before it
+                raise self.fail(f"in-place '{name}' is not supported: use '{name[:-1]}' and its result")
+            if name in ("tril", "triu"):
+                return self._triangle(name, receiver, *args, **kwargs)
             if name == "size":  # the score tile's, as `.shape`
                 return _size("scores", args[0]) if args else _Shape(receiver)
             if name in ("unsqueeze", "view", "reshape", "expand"):
@@ -202,6 +236,8 @@ class _Interpreter:
             return _Probabilities(_NORMALIZATIONS[target], args[0])
         if target is torch.arange:
             return self._arange(args[-1])
+        if target in (getattr(torch, creation) for creation in _CREATIONS):
+            return self._creation(name, args, kwargs)
         if any(_is(a, _Operand("scores")) for a in args):
             return self._scaled_score(target, args)
         if any(isinstance(a, _Size) for a in args):
@@ -237,6 +273,28 @@ class _Interpreter:
             raise self.fail("torch.arange must run over the score tile's rows or columns")
         argument = meanings[size.meaning]
         return _Pointwise(lambda env: env[argument])
+
+    def _creation(self, name: str, args, kwargs) -> _Pointwise:
+        """torch.zeros / ones / full of the score tile's shape [..., SQ, SKV]: one element of it, a constant."""
+        sizes = args[0] if isinstance(args[0], tuple | list) else args if name != "full" else ()
+        if [getattr(size, "meaning", None) for size in sizes[-2:]] != ["seqlen_q", "seqlen_kv"]:
+            raise self.fail(f"torch.{name} must make a tensor of the score tile's shape [..., SQ, SKV]")
+        fill = _CREATIONS[name] if name != "full" else (args[1] if len(args) > 1 else kwargs["fill_value"])
+        dtype = kwargs.get("dtype")  # None where it is traced (`q.dtype`): the default, as for the scores
+        if name != "full":
+            dtype = dtype or torch.get_default_dtype()
+        return _Pointwise(lambda env: torch.full((), fill, dtype=dtype))
+
+    def _triangle(self, name: str, receiver: _Pointwise, diagonal: int = 0) -> _Pointwise:
+        """x.tril(d) keeps the elements with kv_idx - q_idx <= d, x.triu(d) those with kv_idx - q_idx >= d; the
+        others are 0."""
+        def compute(env: dict[str, torch.Tensor]):
+            offset = env["kv_idx"] - env["q_idx"]
+            kept = offset <= diagonal if name == "tril" else offset >= diagonal
+            value = receiver.compute(env)
+            return torch.where(kept, value, torch.zeros((), dtype=value.dtype))
+
+        return _Pointwise(compute)
 
     def _size_arithmetic(self, target, args):
         """Track the softmax scale 1 / sqrt(head_dim) and its inverse (`** 0.5` or `math.sqrt`); other sizes are
@@ -275,19 +333,32 @@ class _Output:
 
 
 def _split_mask(score: Expr) -> tuple[Expr, Expr | None]:
-    """Peel outermost selects against -inf into a mask (the kept side's condition)."""
+    """Peel outermost selects against -inf, and additions of a bias that is 0 or -inf (`s + attn_bias`, the bias
+    made by masked_fill or triu), into a mask (the kept side's condition)."""
     keeps: list[Expr] = []
-    while score.op == "select":
-        condition, if_true, if_false = score.args
-        if E.const_value(if_false) == -math.inf:
-            keeps.append(condition)
-            score = if_true
-        elif E.const_value(if_true) == -math.inf:
-            keeps.append(E.unary("not", condition))
-            score = if_false
-        else:
-            break
+    while (peeled := _peel_masking(score)) is not None:
+        keep, score = peeled
+        keeps.append(keep)
     mask = None
     for keep in keeps:
         mask = keep if mask is None else E.binary("and", mask, keep)
     return score, mask
+
+
+def _peel_masking(score: Expr) -> tuple[Expr, Expr] | None:
+    """(the condition that keeps a score, the score kept) where `score` selects between it and -inf or adds a
+    bias that is 0 where kept and -inf elsewhere; else None."""
+    if score.op == "select":
+        condition, if_true, if_false = score.args
+        if E.const_value(if_false) == -math.inf:
+            return condition, if_true
+        if E.const_value(if_true) == -math.inf:
+            return E.unary("not", condition), if_false
+        return None
+    if score.op != "add":
+        return None
+    for bias, kept in (score.args, score.args[::-1]):
+        if bias.op == "select" and {E.const_value(arm) for arm in bias.args[1:]} == {0.0, -math.inf}:
+            condition, if_true, _ = bias.args
+            return (condition if E.const_value(if_true) == 0.0 else E.unary("not", condition)), kept
+    return None

@@ -115,6 +115,55 @@ def test_eager_attention_in_its_common_spellings(tmp_path):
     torch.testing.assert_close(hooks_only.reference(q, k, v, 0.25), spec.reference(q, k, v, 0.25))
 
 
+SDPA_REFERENCE_MASKS = {  # torch's documented SDPA reference and its relatives: masks made of torch.ones / full
+    "sdpa reference": ("    attn_bias = torch.zeros(L, S, dtype=q.dtype)\n"
+                       "    temp_mask = torch.ones(L, S, dtype=torch.bool).tril(diagonal=0)\n"
+                       "    attn_bias = attn_bias.masked_fill(temp_mask.logical_not(), float('-inf'))\n"
+                       "    scores = scores + attn_bias\n", lambda q_idx, kv_idx: kv_idx <= q_idx),
+    "additive triu": ("    scores = torch.full((L, S), float('-inf')).triu(diagonal=2) + scores\n",
+                      lambda q_idx, kv_idx: kv_idx - q_idx < 2),
+    "masked_fill of a tril": ("    keep = torch.ones(1, 1, L, S, dtype=torch.bool).tril(1)\n"
+                              "    scores = scores.masked_fill(~keep, float('-inf'))\n",
+                              lambda q_idx, kv_idx: kv_idx <= q_idx + 1),
+}
+
+
+@pytest.mark.parametrize("name", SDPA_REFERENCE_MASKS)
+def test_eager_masks_made_of_tensors_of_the_score_shape_are_masks(tmp_path, name):
+    """torch.ones(L, S) had been called with fx's proxies (`ones() takes 1 positional argument`); an additive
+    bias of 0 and -inf is a mask (its empty tiles skipped), not a score_mod."""
+    body, expected = SDPA_REFERENCE_MASKS[name]
+    path = tmp_path / "spec.py"
+    path.write_text("import torch\n"
+                    "def attention(q, k, v):\n"
+                    "    L, S = q.size(-2), k.size(-2)\n"
+                    "    scores = q @ k.transpose(-2, -1) * q.size(-1) ** -0.5\n"
+                    f"{body}"
+                    "    return torch.softmax(scores, dim=-1) @ v\n")
+    spec = load_spec(str(path))
+    assert spec.score_expr is None
+    q_idx, kv_idx = torch.arange(40).view(40, 1), torch.arange(50)
+    assert torch.equal(_mask_on_grid(spec)[0, 0], expected(q_idx, kv_idx))
+    q, k, v = random_qkv(kv_heads=4, seqlen_q=40, seqlen_kv=50)
+    hooks_only = dataclasses.replace(spec, user_reference=None)
+    torch.testing.assert_close(hooks_only.reference(q, k, v, 0.25), spec.reference(q, k, v, 0.25))
+
+
+def test_an_in_place_method_in_eager_attention_is_a_located_error(tmp_path):
+    """fx records `bias.masked_fill_(...)` as a node that later uses of `bias` do not read: the mask was lost."""
+    path = tmp_path / "spec.py"
+    path.write_text("import torch\n"
+                    "def attention(q, k, v):\n"
+                    "    bias = torch.zeros(q.size(-2), k.size(-2))\n"
+                    "    bias.masked_fill_(torch.ones(q.size(-2), k.size(-2), dtype=torch.bool).triu(1), -1e9)\n"
+                    "    scores = q @ k.transpose(-2, -1) * q.size(-1) ** -0.5 + bias\n"
+                    "    return torch.softmax(scores, dim=-1) @ v\n")
+    with pytest.raises(CuBridgeError) as error:
+        load_spec(str(path))
+    assert str(error.value) == (f"{path}:2: error: eager attention: in-place 'masked_fill_' is not supported: use "
+                                "'masked_fill' and its result")
+
+
 def test_a_failing_eager_reference_is_a_located_error(tmp_path):
     """The eager function is the ground truth, run on float64 inputs: its failure there is one located line."""
     path = tmp_path / "spec.py"
