@@ -15,7 +15,9 @@ phases) is exercised. A kernel over block lists also gets, where none of
 the others has one, a shape with a kv tile listed as full, one listed as
 partial, a work tile that starts on a full one, and (if it skips empty work
 tiles, `skip_empty`) an empty tile ahead of a kept one; these are looked for
-in longer square shapes too. Apart from these, `long_kv_shape` holds a single
+in longer square shapes too. Apart from these, `offset_shapes` pairs lengths
+that differ by a constant at a tile edge (where a mask's kv range compares a
+tile's first index with the other length plus a constant), `long_kv_shape` holds a single
 query row and keys past (largest kernel constant + 1) tiles of the widest
 tile: a constant taken for a count of kv tiles ends the kv loop early only
 past the critical lengths. And since a kernel serves any values of the
@@ -120,6 +122,27 @@ def default_shapes(kernel: cuir.KernelOp, spec, head_dim: int) -> list[ProblemSh
     if any(name.data in cuir.BLOCK_LIST_COUNTS for name in kernel.arg_names.data):
         shapes += _block_list_shapes(kernel, spec, shapes, lengths, head_dim)
     return shapes
+
+
+def offset_shapes(kernel: cuir.KernelOp, spec, head_dim: int) -> list[ProblemShape]:
+    """For each constant c of the kernel and its hooks below `MAX_LENGTH` and each tile size t, with e the first
+    edge of t past c, and each d of e - c - 1, e - c, e - c + 1: the shapes (SQ, SKV) = (e + 1, d) and (d, e + 1),
+    where the default shapes lack them. A mask's kv range and empty-tile test compare a tile's first index with the
+    other length plus a constant (`q_first <= seqlen_kv + 98` for a window of 100): off by one, it is wrong only
+    where the lengths differ by the right constant at a tile edge, which straddling c alone never gives (and a
+    kernel whose constant is off by one holds the wrong one: hence the straddle)."""
+    constants = {abs(c) for c in kernel_constants(kernel) | hook_constants(spec)}
+    present = {(shape.seqlen_q, shape.seqlen_kv) for shape in default_shapes(kernel, spec, head_dim)}
+    pairs = []
+    for constant in sorted(c for c in constants if 0 < c < MAX_LENGTH):
+        for tile in sorted(tile_sizes(kernel)):
+            edge = (constant // tile + 1) * tile
+            for other in range(max(edge - constant - 1, 1), edge - constant + 2):
+                pairs += [(edge + 1, other), (other, edge + 1)]
+    batch, heads_q, heads_kv = HEAD_CONFIGS[0]
+    shapes = [ProblemShape(batch, heads_q, heads_kv, seqlen_q, seqlen_kv, head_dim)
+              for seqlen_q, seqlen_kv in dict.fromkeys(pairs) if (seqlen_q, seqlen_kv) not in present]
+    return [shape for shape in shapes if _captures_fit(spec, shape)]
 
 
 def long_kv_shape(kernel: cuir.KernelOp, spec, head_dim: int) -> ProblemShape | None:

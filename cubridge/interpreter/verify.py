@@ -4,7 +4,8 @@ float64 reference of its specification.
 Runs: every shape (default: `shapes.default_shapes`, derived from the kernel
 and the spec, on `VERIFY_NUM_SMS` multiprocessors) with every input seed
 (default 0 and 1) under every schedule (default: round-robin and one seeded
-random one); with the default shapes, also `shapes.long_kv_shape` (one query
+random one); with the default shapes, also `shapes.offset_shapes` (lengths
+that differ by a constant at a tile edge), `shapes.long_kv_shape` (one query
 row over past a constant's count of kv tiles) and, for a kernel over block
 lists, `shapes.tile_aligned_case` (the spec over captured values the verifier
 makes tile-aligned: the kernel serves any values), each with the first seed
@@ -56,6 +57,7 @@ from cubridge.interpreter.shapes import (
     capture_reach,
     default_shapes,
     long_kv_shape,
+    offset_shapes,
     score_range,
     tile_aligned_case,
 )
@@ -342,7 +344,8 @@ def verify(
     """Execute the kernel of `module` and compare it with `spec` (standard attention by default).
 
     Each shape (a ProblemShape or a (B, HQ, HKV, SQ, SKV, D) tuple; default:
-    `default_shapes` of the kernel and spec, and `long_kv_shape` once) runs with each input seed (0: N(0, 1),
+    `default_shapes` of the kernel and spec; `offset_shapes`, `long_kv_shape` and `tile_aligned_case` once, with
+    the first seed and the round-robin schedule) runs with each input seed (0: N(0, 1),
     others: widened scores; see `random_inputs`) under `schedules` schedules:
     the round-robin one, then seeded random ones.
     `programs` runs a seeded sample of that many programs instead of all.
@@ -366,6 +369,7 @@ def verify(
             longest = ProblemShape(*HEAD_CONFIGS[0], reach.longest, reach.longest, plan.head_dim)
             if all(case.shape != longest for case in cases):
                 cases.append(_Case(longest, seeds[:1], 1, spec))
+        cases += [_Case(shape, seeds[:1], 1, spec) for shape in offset_shapes(plan.kernel, spec, plan.head_dim)]
         long_kv = long_kv_shape(plan.kernel, spec, plan.head_dim)
         if long_kv is not None:
             cases.append(_Case(long_kv, seeds[:1], 1, spec))

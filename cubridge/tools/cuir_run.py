@@ -18,7 +18,9 @@ skips them, an empty work tile. Every shape runs with seeds 0 (q, k, v from N(0,
 rows scaled so that scores reach well past every constant of score_mod),
 each under the round-robin and a random schedule. Last, one query row over
 keys past (largest kernel constant + 1) tiles runs once (seed 0,
-round-robin), so that a constant taken for a count of kv tiles is seen; and
+round-robin), so that a constant taken for a count of kv tiles is seen, as
+do (once each) shapes whose lengths differ by a constant c at a tile edge e,
+(e + 1, e - c +- 1) and back; and
 a kernel over block lists runs once more on captured values of the
 verifier's (each captured tensor constant over tile-aligned blocks), where a
 work tile starts on a full kv tile past the first. Column 0 of v is ones:

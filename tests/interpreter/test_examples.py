@@ -6,7 +6,7 @@ import pytest
 from cubridge.dialect.attributes import Schedule, ScheduleAttr, TileOrder, TileOrderAttr
 from cubridge.interpreter import KernelPlan, ProblemShape, StandardAttention, execute, verify
 from cubridge.interpreter.executor import find_kernel
-from cubridge.interpreter.shapes import default_shapes, long_kv_shape
+from cubridge.interpreter.shapes import default_shapes, long_kv_shape, offset_shapes
 from cubridge.interpreter.verify import random_inputs
 from example_programs import EXAMPLES as EXAMPLES_DIR
 
@@ -17,11 +17,13 @@ EXAMPLES = ("attention_sm80.mlir", "attention_sm90.mlir")
 def test_example_verifies_on_default_shapes(example, name):
     module = example(name)
     shapes = default_shapes(find_kernel(module), StandardAttention(), 128)
+    offsets = offset_shapes(find_kernel(module), StandardAttention(), 128)
     long_kv = long_kv_shape(find_kernel(module), StandardAttention(), 128)
     result = verify(module)
     assert result.verdict == "verified", result.summary()
-    assert len(result.runs) == len(shapes) * 2 * 2 + 1  # two seeds, two schedules; the long kv shape once
-    assert result.shapes() == [*shapes, long_kv]
+    # two seeds, two schedules; the offset shapes and the long kv shape once
+    assert len(result.runs) == len(shapes) * 2 * 2 + len(offsets) + 1
+    assert result.shapes() == [*shapes, *offsets, long_kv]
     assert long_kv.seqlen_q == 1 and long_kv.seqlen_kv == 129 * 128 + 1  # past 129 tiles of 128
     worst = result.worst()
     assert set(worst) == {"o", "rowsum", "lse"}

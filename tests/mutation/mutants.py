@@ -585,6 +585,14 @@ def first_kv_tile_read_from_the_partial_list(module):
             bypass(select, 1)
 
 
+def window_empty_tile_test_off_by_one(module):
+    """The sliding window's (100 keys) empty-tile test, q_first <= seqlen_kv + 98, loses its last query: a work
+    tile starting at seqlen_kv + 98 is skipped though that query sees the last key. Only SKV = 128 - 98 = 30
+    with SQ past 128 shows it."""
+    for constant in constants(module, 98):
+        set_constant(constant, 97)
+
+
 def empty_row_guard_dropped(module):
     """O = acc / l without the l == 0 guard: rows a score_mod masks fully become NaN."""
     inverse = only(worker(module, "consumer"), "cuir.map", result="inverse").body.block
@@ -657,6 +665,8 @@ MUTANTS = (
         sliding_window_mask_dropped,
     ),
     Mutant("masked scores 0 instead of -inf", "sm90", example_spec("sliding_window"), masked_value_zero),
+    Mutant("window empty-tile test off by one", "sm90", example_spec("sliding_window"),
+           window_empty_tile_test_off_by_one),
     Mutant("sigmoid score_mod dropped", "sm90", example_spec("sigmoid"), sigmoid_score_mod_dropped),
     Mutant("relu score_mod dropped", "sm90", mutation_spec("relu_shifted"), relu_score_mod_dropped),
     Mutant(
