@@ -20,6 +20,7 @@ HOOK_ARGUMENTS = {"score": FLOAT, "b": INT, "h": INT, "q_idx": INT, "kv_idx": IN
 
 COMPARISONS = ("lt", "le", "gt", "ge", "eq", "ne")
 LOGIC = ("and", "or")
+FLOAT_RESULTS = ("div", "atan2", "copysign")  # float on integer operands too, as torch promotes them
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def const_value(expr: Expr) -> bool | int | float | None:
 
 
 def arithmetic_kind(op: str, lhs: Expr, rhs: Expr) -> str:
-    if op == "div" or FLOAT in (lhs.kind, rhs.kind):
+    if op in FLOAT_RESULTS or FLOAT in (lhs.kind, rhs.kind):
         return FLOAT
     return INT
 
@@ -176,6 +177,13 @@ _UNARY_EVAL = {
     "floor": torch.floor,
     "ceil": torch.ceil,
     "trunc": torch.trunc,
+    "round": torch.round,
+    "atan": torch.atan,
+    "tan": torch.tan,
+    "asin": torch.asin,
+    "acos": torch.acos,
+    "sinh": torch.sinh,
+    "cosh": torch.cosh,
 }
 
 _CASTS = {
@@ -199,6 +207,7 @@ _BINARY_EVAL = {
     "ceildiv": lambda a, b: -torch.floor_divide(-a, b),
     "truncdiv": lambda a, b: torch.div(a, b, rounding_mode="trunc"),
     "mod": torch.remainder,
+    "fmod": torch.fmod,
     "bitand": torch.bitwise_and,
     "bitor": torch.bitwise_or,
     "bitxor": torch.bitwise_xor,
@@ -207,6 +216,10 @@ _BINARY_EVAL = {
     "pow": torch.pow,
     "min": torch.minimum,
     "max": torch.maximum,
+    "fmin": torch.fmin,
+    "fmax": torch.fmax,
+    "atan2": torch.atan2,
+    "copysign": torch.copysign,
     "lt": torch.lt,
     "le": torch.le,
     "gt": torch.gt,

@@ -40,6 +40,10 @@ CONTROL_FLOW = (
     "data-dependent Python control flow in a hook: use torch.where instead of "
     "if/and/or/not on traced values"
 )
+PYTHON_INDEX = (
+    "a Python list or tuple cannot be indexed by a hook's traced value: make it a torch.tensor (the hook reads it "
+    "as a captured tensor)"
+)
 # Activations that are core ATen operations but are traced through their decompositions.
 DECOMPOSED = (
     aten.gelu, aten.silu, aten.mish, aten.elu, aten.selu, aten.celu, aten.leaky_relu,
@@ -50,6 +54,10 @@ _STACK_FRAME = re.compile(r'File "([^"]*)", line (\d+)')
 
 class _Unsupported(Exception):
     """A graph node the conversion cannot express; located at the node's line."""
+
+
+class _TracedPythonIndex(Exception):
+    """A traced value used as a Python index (`SLOPES[h]` of a list); located at the line that used it."""
 
 
 # ----------------------------------------------------------------------------
@@ -74,9 +82,15 @@ def definition(hook: Callable) -> str:
 
 class IndexWithTensors(TorchFunctionMode):
     """`table[i]` with tensor (or int) indices becomes `aten.index`, not a Python
-    integer read from `i`, as in FlexAttention's TransformGetItemToIndex."""
+    integer read from `i`, as in FlexAttention's TransformGetItemToIndex. A traced
+    value made a Python index (a list indexed by `h`) is a `_TracedPythonIndex`."""
 
     def __torch_function__(self, func, _types, args=(), kwargs=None):
+        if func is torch.Tensor.__index__:
+            try:
+                return func(*args, **(kwargs or {}))
+            except GuardOnDataDependentSymNode:  # a real tensor (a captured 0-d one) has its Python int
+                raise _TracedPythonIndex from None
         if func is torch.Tensor.__getitem__:
             table, index = args
             positions = index if isinstance(index, tuple) else (index,)
@@ -113,6 +127,8 @@ def _trace(hook: Callable, arguments: tuple[str, ...], path: str, where: str) ->
     except Exception as error:  # the hook is user code: any failure is located there
         if isinstance(error, GuardOnDataDependentSymNode):
             raise CuBridgeError(CONTROL_FLOW, located(error, path, where)) from None
+        if isinstance(error, _TracedPythonIndex):
+            raise CuBridgeError(PYTHON_INDEX, located(error, path, where)) from None
         name = getattr(hook, "__name__", "the hook")
         raise failure(f"tracing {name}", error, path, where) from None
 
@@ -440,8 +456,12 @@ def _sub(lhs, rhs, alpha=1):
 _converts("arith.mulf / muli", aten.mul.Tensor, aten.mul.Scalar)(_binary("mul"))
 _converts("arith.maximumf / maxsi", aten.maximum.default)(_binary("max"))
 _converts("arith.minimumf / minsi", aten.minimum.default)(_binary("min"))
+_converts("arith.maxnumf / maxsi (NaN-ignoring)", aten.fmax.default)(_binary("fmax"))
+_converts("arith.minnumf / minsi (NaN-ignoring)", aten.fmin.default)(_binary("fmin"))
 _converts("arith.remsi and a sign fix-up (torch's `%`); floats: a - floor(a / b) * b",
           aten.remainder.Tensor, aten.remainder.Scalar)(_binary("mod"))
+_converts("arith.remsi (the sign of the dividend); floats: math.copysign(a - trunc(a / b) * b, a)",
+          aten.fmod.Tensor, aten.fmod.Scalar)(_binary("fmod"))
 
 _DIVISIONS = {None: "div", "floor": "floordiv", "trunc": "truncdiv"}
 
@@ -486,8 +506,10 @@ for _op in ("lt", "le", "gt", "ge", "eq", "ne"):
 
 _converts("arith.negf / subi", aten.neg.default)(_unary("neg"))
 _converts("math.absf / absi", aten.abs.default)(_unary("abs"))
-for _op in ("exp", "exp2", "log", "tanh", "erf", "sin", "cos", "sqrt"):
+for _op in ("exp", "exp2", "log", "tanh", "erf", "sin", "cos", "sqrt", "tan", "asin", "acos", "atan", "sinh", "cosh"):
     _converts(f"math.{_op}", getattr(aten, _op).default)(_unary(_op))
+_converts("math.atan2", aten.atan2.default)(_binary("atan2"))
+_converts("math.copysign", aten.copysign.Tensor, aten.copysign.Scalar)(_binary("copysign"))
 _converts("0.5 * math.tanh(0.5 * x) + 0.5", aten.sigmoid.default)(_unary("sigmoid"))
 
 
@@ -504,6 +526,11 @@ def _log1p(operand):
 @_converts("math.log, arith.mulf", aten.log2.default)
 def _log2(operand):
     return E.binary("mul", E.unary("log", _expr(operand)), E.constant(1 / math.log(2)))
+
+
+@_converts("math.log, arith.mulf", aten.log10.default)
+def _log10(operand):
+    return E.binary("mul", E.unary("log", _expr(operand)), E.constant(1 / math.log(10)))
 
 
 @_converts("math.sqrt, arith.divf", aten.rsqrt.default)
@@ -527,6 +554,18 @@ def _rounding(op: str) -> Callable:
 _converts("math.floor", aten.floor.default)(_rounding("floor"))
 _converts("math.ceil", aten.ceil.default)(_rounding("ceil"))
 _converts("math.floor / ceil, arith.select", aten.trunc.default)(_rounding("trunc"))
+_converts("math.roundeven (half to even)", aten.round.default)(_rounding("round"))
+
+
+@_converts("arith.mulf / divf, math.roundeven (torch's: round(x * 10^d) / 10^d, round(x / 10^-d) * 10^-d)",
+           aten.round.decimals)
+def _round_decimals(operand, decimals):
+    operand = _expr(operand)
+    if decimals < 0:
+        scale = E.constant(10.0**-decimals)
+        return E.binary("mul", E.unary("round", E.binary("div", operand, scale)), scale)
+    scale = E.constant(10.0**decimals)
+    return E.binary("div", E.unary("round", E.binary("mul", operand, scale)), scale)
 
 
 @_converts("arith.maximumf / maxsi", aten.relu.default)
@@ -541,6 +580,31 @@ def _sign(operand):
     zero, one, minus_one = (E.cast(E.constant(v), operand.kind) for v in (0, 1, -1))
     negative = E.select(E.binary("lt", operand, zero), minus_one, zero)
     return E.select(E.binary("gt", operand, zero), one, negative)
+
+
+@_converts("math.copysign, arith.cmpf olt (the sign bit of -0.0 and of NaN too); integers: arith.cmpi slt",
+           aten.signbit.default)
+def _signbit(operand):
+    operand = _expr(operand)
+    if operand.kind != FLOAT:
+        return E.binary("lt", operand, E.constant(0))
+    return E.binary("lt", E.binary("copysign", E.constant(1.0), operand), E.constant(0.0))
+
+
+@_converts("arith.cmpf une (x != x); integers: false", aten.isnan.default)
+def _isnan(operand):
+    operand = _expr(operand)
+    if operand.kind != FLOAT:
+        return E.constant(False)
+    return E.binary("ne", operand, operand)
+
+
+@_converts("math.absf, arith.cmpf oeq inf; integers: false", aten.isinf.default)
+def _isinf(operand):
+    operand = _expr(operand)
+    if operand.kind != FLOAT:
+        return E.constant(False)
+    return E.binary("eq", E.unary("abs", operand), E.constant(math.inf))
 
 
 @_converts("arith.maximumf / maxsi, arith.minimumf / minsi",

@@ -38,7 +38,11 @@ _FLOAT_BINARY = {
     "div": arith.DivfOp,
     "min": arith.MinimumfOp,
     "max": arith.MaximumfOp,
+    "fmin": arith.MinnumfOp,
+    "fmax": arith.MaxnumfOp,
     "pow": mathd.PowFOp,
+    "atan2": mathd.Atan2Op,
+    "copysign": mathd.CopySignOp,
 }
 # floor(a / b), ceil(a / b), trunc(a / b) on floats: the rounding of the quotient
 _DIVISION_ROUNDING = {"floordiv": "floor", "ceildiv": "ceil", "truncdiv": "trunc"}
@@ -49,8 +53,11 @@ _INT_BINARY = {
     "floordiv": arith.FloorDivSIOp,
     "ceildiv": arith.CeilDivSIOp,
     "truncdiv": arith.DivSIOp,
+    "fmod": arith.RemSIOp,
     "min": arith.MinSIOp,
     "max": arith.MaxSIOp,
+    "fmin": arith.MinSIOp,
+    "fmax": arith.MaxSIOp,
     "bitand": arith.AndIOp,
     "bitor": arith.OrIOp,
     "bitxor": arith.XOrIOp,
@@ -70,6 +77,13 @@ _FLOAT_UNARY = {
     "erf": mathd.ErfOp,
     "sin": mathd.SinOp,
     "cos": mathd.CosOp,
+    "tan": mathd.TanOp,
+    "asin": mathd.AsinOp,
+    "acos": mathd.AcosOp,
+    "atan": mathd.AtanOp,
+    "sinh": mathd.SinhOp,
+    "cosh": mathd.CoshOp,
+    "round": mathd.RoundEvenOp,
 }
 
 
@@ -208,6 +222,10 @@ class ScalarLowering:
         if kind == FLOAT and op == "mod":  # a - floor(a / b) * b: the sign of the divisor
             quotient = self._rounded(self._emit(arith.DivfOp(a, b)), "floor")
             return self._emit(arith.SubfOp(a, self._emit(arith.MulfOp(quotient, b))))
+        if kind == FLOAT and op == "fmod":  # a - trunc(a / b) * b with the sign of the dividend (of a -0.0 too)
+            quotient = self._rounded(self._emit(arith.DivfOp(a, b)), "trunc")
+            remainder = self._emit(arith.SubfOp(a, self._emit(arith.MulfOp(quotient, b))))
+            return self._emit(mathd.CopySignOp(remainder, a))
         if kind == FLOAT:
             return self._emit(_FLOAT_BINARY[op](a, b))
         if op == "mod":

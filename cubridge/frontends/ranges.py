@@ -34,13 +34,15 @@ Interval = tuple[float, float]  # inclusive bounds; integer-valued for integer e
 WIDENING_OPS = {"const": "constant", "add": "sum", "sub": "difference", "mul": "product", "shl": "left shift"}
 # Integer ops that divide by their second operand (the executor faults on a zero divisor too)
 INTEGER_DIVISIONS = {"floordiv": "floor division", "truncdiv": "division", "ceildiv": "ceiling division",
-                     "mod": "remainder"}
+                     "mod": "remainder", "fmod": "remainder"}
 
-_MONOTONE = {  # non-decreasing functions of one float
+_MONOTONE = {  # monotone functions of one float: non-decreasing, or non-increasing (acos)
     "exp": math.exp, "exp2": lambda x: 2.0**x, "log": math.log, "sqrt": math.sqrt, "tanh": math.tanh,
     "sigmoid": lambda x: 1.0 / (1.0 + math.exp(-x)), "erf": math.erf, "floor": math.floor, "ceil": math.ceil,
-    "trunc": math.trunc,
+    "trunc": math.trunc, "round": round, "atan": math.atan, "asin": math.asin, "acos": math.acos,
+    "sinh": math.sinh,
 }
+_ROUNDINGS = (math.floor, math.ceil, math.trunc, round)  # integer-valued: an infinity stays itself
 
 
 class Problem:
@@ -242,7 +244,7 @@ def _interval(node: Expr, visit: Callable[[Expr], Interval], problem: Problem) -
     if op == "mul" and lhs == rhs:
         low, high = _unary("abs", visit(lhs))
         return _checked((low * low, high * high))
-    return _binary(op, visit(lhs), visit(rhs))
+    return _binary(op, visit(lhs), visit(rhs), integer=node.kind == INT)
 
 
 def _rounding_slack(value: float) -> float:
@@ -271,24 +273,46 @@ def _unary(op: str, operand: Interval) -> Interval:
         return (0, max(-low, high))
     if op in ("sin", "cos"):
         return (-1.0, 1.0)
-    function = _MONOTONE.get(op)
-    if function is None:
-        return UNKNOWN
+    if op == "cosh":  # even: non-decreasing in |x|
+        return _monotone(math.cosh, _unary("abs", operand))
+    if op == "tan":
+        return _tangent(operand)
+    if op in _MONOTONE:
+        return _monotone(_MONOTONE[op], operand)
+    return UNKNOWN
+
+
+def _monotone(function: Callable[[float], float], operand: Interval) -> Interval:
+    """The interval of a monotone `function` of `operand`: its values at the ends, in order."""
     try:
-        return _checked((_applied(function, low), _applied(function, high)))
+        ends = _checked((_applied(function, operand[0]), _applied(function, operand[1])))
     except (ValueError, OverflowError):  # outside the function's domain (log of a negative): no bound
         return UNKNOWN
+    return (min(ends), max(ends))
+
+
+def _tangent(operand: Interval) -> Interval:
+    """tan increases between its poles (pi/2 + k pi): bounded where the operand stays between two poles with
+    float32 rounding's slack on each side (beside a pole, the rounding of the operand moves tan without bound)."""
+    low, high = operand
+    low, high = low - _rounding_slack(low), high + _rounding_slack(high)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return UNKNOWN
+    if math.floor(low / math.pi + 0.5) != math.floor(high / math.pi + 0.5):  # a pole in between
+        return UNKNOWN
+    return (math.tan(low), math.tan(high))
 
 
 def _applied(function: Callable[[float], float], value: float) -> float:
-    if math.isinf(value) and function in (math.floor, math.ceil, math.trunc):
+    if math.isinf(value) and function in _ROUNDINGS:
         return value
     if value == 0 and function is math.log:
         return -math.inf
     return function(value)
 
 
-def _binary(op: str, lhs: Interval, rhs: Interval) -> Interval:
+def _binary(op: str, lhs: Interval, rhs: Interval, integer: bool) -> Interval:
+    """The interval of `lhs op rhs`; `integer`: of integer operands (a remainder's bound is the divisor's less 1)."""
     (a, b), (c, d) = lhs, rhs
     if op == "add":
         return _checked((a + c, b + d))
@@ -296,9 +320,9 @@ def _binary(op: str, lhs: Interval, rhs: Interval) -> Interval:
         return _checked((a - d, b - c))
     if op == "mul":
         return _corners(lambda x, y: x * y, lhs, rhs)
-    if op == "min":
+    if op in ("min", "fmin"):
         return (min(a, c), min(b, d))
-    if op == "max":
+    if op in ("max", "fmax"):
         return (max(a, c), max(b, d))
     if op in ("div", "floordiv", "truncdiv", "ceildiv"):
         if c <= 0 <= d:
@@ -306,12 +330,25 @@ def _binary(op: str, lhs: Interval, rhs: Interval) -> Interval:
         rounding = {"div": float, "floordiv": math.floor, "truncdiv": math.trunc, "ceildiv": math.ceil}[op]
         quotient = _corners(lambda x, y: x / y, lhs, rhs)
         return quotient if quotient == UNKNOWN else (_applied(rounding, quotient[0]), _applied(rounding, quotient[1]))
+    step = 1 if integer else 0  # how far a remainder stays inside its divisor's bound
     if op == "mod":  # torch.remainder: the sign of the divisor
         if c > 0:
-            return (a, b) if a >= 0 and b < c else (0, d - 1)
+            return (a, b) if a >= 0 and b < c else (0, d - step)
         if d < 0:
-            return (c + 1, 0)
+            return (c + step, 0)
         return UNKNOWN
+    if op == "fmod":  # torch.fmod: the sign of the dividend, below the divisor in magnitude
+        if c <= 0 <= d:
+            return UNKNOWN
+        least, most = sorted((abs(c), abs(d)))
+        if -least < a and b < least:
+            return (a, b)
+        return (max(min(a, 0), step - most), min(max(b, 0), most - step))
+    if op == "atan2":  # the angle of (rhs, lhs): in [-pi, pi], of the sign of lhs where it is nonzero
+        return (0.0, math.pi) if a > 0 else (-math.pi, 0.0) if b < 0 else (-math.pi, math.pi)
+    if op == "copysign":  # |lhs| with rhs's sign bit (a zero of rhs's interval may be -0.0)
+        low, high = _unary("abs", lhs)
+        return (low, high) if c > 0 else (-high, -low) if d < 0 else (-high, high)
     if op in ("shl", "shr"):
         if c < 0 or math.isinf(d):
             return UNKNOWN

@@ -52,7 +52,11 @@ _FLOAT_BINARY = {
     arith.MulfOp: "{} * {}",
     arith.MaximumfOp: "fmaxf({}, {})",
     arith.MinimumfOp: "fminf({}, {})",
+    arith.MaxnumfOp: "fmaxf({}, {})",
+    arith.MinnumfOp: "fminf({}, {})",
     mathd.PowFOp: "powf({}, {})",
+    mathd.Atan2Op: "atan2f({}, {})",
+    mathd.CopySignOp: "copysignf({}, {})",
 }
 _FLOAT_UNARY = {
     arith.NegfOp: "-{}",
@@ -62,6 +66,13 @@ _FLOAT_UNARY = {
     mathd.LogOp: "__logf({})",
     mathd.SqrtOp: "sqrtf({})",
     mathd.AbsFOp: "fabsf({})",
+    mathd.TanOp: "tanf({})",
+    mathd.AsinOp: "asinf({})",
+    mathd.AcosOp: "acosf({})",
+    mathd.AtanOp: "atanf({})",
+    mathd.SinhOp: "sinhf({})",
+    mathd.CoshOp: "coshf({})",
+    mathd.RoundEvenOp: "rintf({})",  # to nearest, ties to even
 }
 _OPTIONAL_FLOAT_UNARY = {
     "ErfOp": "erff({})",
@@ -76,8 +87,10 @@ _OPTIONAL_FLOAT_UNARY = {
 for _name, _pattern in _OPTIONAL_FLOAT_UNARY.items():
     if hasattr(mathd, _name):
         _FLOAT_UNARY[getattr(mathd, _name)] = _pattern
-# The functions above that run on the MUFU (the special-function unit the softmax's exp2 shares)
-MUFU_FUNCTIONS = ("fast_tanh", "fast_exp2", "__logf", "accurate_sin", "accurate_cos", "rsqrtf", "__log2f")
+# The functions above that run on the MUFU (the special-function unit the softmax's exp2 shares; the libm ones
+# call its rcp, rsqrt or ex2)
+MUFU_FUNCTIONS = ("fast_tanh", "fast_exp2", "__logf", "accurate_sin", "accurate_cos", "rsqrtf", "__log2f", "tanf",
+                  "asinf", "acosf", "atanf", "atan2f", "sinhf", "coshf")
 _CASTS = arith.IndexCastOp | arith.ExtUIOp | arith.ExtSIOp | arith.TruncIOp | arith.FPToSIOp
 _INT_PREDICATES = ("==", "!=", "<", "<=", ">", ">=", "<", "<=", ">", ">=")  # arith.cmpi eq..uge
 _UNSIGNED_PREDICATES = (6, 7, 8, 9)

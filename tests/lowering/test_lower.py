@@ -190,10 +190,10 @@ def test_a_change_outside_every_seam_is_a_located_error():
 def test_an_op_without_cuda_is_a_located_error():
     module = _transferred("sm90", REPOSITORY / "examples/specs/softcap.py")
     tanh = next(op for op in _kernel(module).walk() if isinstance(op, mathd.TanhOp))
-    atan = mathd.AtanOp(tanh.operand)
-    atan.location = tanh.location
-    Rewriter.replace_op(tanh, atan)
-    with pytest.raises(CuBridgeError, match=r"softcap\.py:\d+:1: error: lower: modify_score has no CUDA for math\.atan"):
+    cbrt = mathd.CbrtOp(tanh.operand)
+    cbrt.location = tanh.location
+    Rewriter.replace_op(tanh, cbrt)
+    with pytest.raises(CuBridgeError, match=r"softcap\.py:\d+:1: error: lower: modify_score has no CUDA for math\.cbrt"):
         lower_module(_parse("sm90"), module, "softcap")
 
 
@@ -258,6 +258,36 @@ def test_sine_and_cosine_lower_to_their_accurate_primitives(reference, tmp_path)
         assert re.search(r"accurate_sin\(\w+\);\s+// index_sine_mask\.py:13", lowered.source)
     assert "__sinf" not in lowered.source and "__cosf" not in lowered.source
     assert "static constexpr bool kRetireAtStepTop = true;" in lowered.source
+    _assert_compiles_where_nvcc_is(lowered.source, reference, tmp_path)
+
+
+@pytest.mark.parametrize("reference", sorted(PROGRAMS))
+def test_pointwise_math_functions_have_cuda(reference, tmp_path):
+    """torch.round, fmod, tan, the inverse and hyperbolic trigonometric functions, atan2, copysign, signbit,
+    isnan, isinf, fmin and fmax lower to CUDA's functions and comparisons (x != x is NaN: no fast math), and
+    compile where nvcc is installed."""
+    spec = tmp_path / "functions.py"
+    spec.write_text("import torch\n"
+                    "def score_mod(score, b, h, q_idx, kv_idx):\n"
+                    "    angles = torch.tan(score) + torch.asin(score) + torch.acos(score) + torch.atan(score)\n"
+                    "    hyperbolic = torch.sinh(score) + torch.cosh(score) + torch.atan2(score, q_idx - kv_idx)\n"
+                    "    signs = torch.copysign(score, q_idx - kv_idx) + torch.signbit(score)\n"
+                    "    special = torch.isnan(score) + torch.isinf(score) + torch.fmin(score, angles).fmax(signs)\n"
+                    "    return torch.round(score) + torch.fmod(score, 0.7) + torch.fmod(q_idx, kv_idx + 1) + angles"
+                    " + hyperbolic + special\n")
+    lowered = lower_module(_parse(reference), _transferred(reference, spec), spec.stem, (("bf16", 128),))
+    calls = {3: ("tanf", "asinf", "acosf", "atanf"), 4: ("sinhf", "coshf", "atan2f"), 5: ("copysignf",),
+             6: ("fminf", "fmaxf"), 7: ("rintf", "copysignf")}
+    for line, functions in calls.items():
+        for function in functions:
+            assert re.search(rf"= {function}\([\w, .]+\);\s+// functions\.py:{line}", lowered.source), function
+    assert re.search(r"const float (\w+) = copysignf\(1\.0f, \w+\);\s+// functions\.py:5\n"  # signbit
+                     r"\s+const bool \w+ = \1 < 0\.0f;", lowered.source)
+    assert re.search(r"= (\w+) != \1;\s+// functions\.py:6", lowered.source)  # isnan
+    assert re.search(r"const float (\w+) = fabsf\(\w+\);\s+// functions\.py:6\n"  # isinf
+                     r"\s+const bool \w+ = \1 == __builtin_huge_valf\(\);", lowered.source)
+    assert re.search(r"= \w+ % \w+;\s+// functions\.py:7", lowered.source)  # the integer fmod: C's %
+    assert "static constexpr bool kRetireAtStepTop = true;" in lowered.source  # tanf and the others call the MUFU
     _assert_compiles_where_nvcc_is(lowered.source, reference, tmp_path)
 
 

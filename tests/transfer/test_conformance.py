@@ -217,6 +217,28 @@ SPECS = {
             powers = score ** 3 + abs(score) ** 0.5 + 2 ** score + score.abs() ** 1.5
             return score + 0.01 * integer + 0.1 * truncated + floating + 0.1 * powers + torch.erf(score)
         """,
+    "torch_math_functions": """
+        # not from the ecosystem: the pointwise functions FlexAttention also accepts, with torch's semantics
+        NUM_BUCKETS = 16
+        t5_bias = torch.linspace(-1.0, 1.0, NUM_BUCKETS * 2).view(NUM_BUCKETS, 2)
+
+        def score_mod(score, b, h, q_idx, kv_idx):
+            distance = (q_idx - kv_idx).abs()
+            logarithmic = 4 + torch.round(torch.log10(distance.clamp(min=1) / 4) * 6).long()
+            bias = t5_bias[torch.where(distance < 4, distance, logarithmic.clamp(max=NUM_BUCKETS - 1)), h]
+            bounded = torch.tanh(score)
+            angles = torch.atan(score) + torch.atan2(score, q_idx - kv_idx) + torch.tan(bounded)
+            inverse = torch.asin(bounded) + torch.acos(bounded * 0.5)
+            hyperbolic = torch.sinh(score.clamp(-3, 3)) - torch.cosh(score.clamp(-3, 3)) * 0.5
+            remainders = torch.fmod(score, 0.7) + 0.01 * torch.fmod(q_idx - kv_idx, 7 + h)
+            signs = torch.copysign(q_idx - kv_idx, score) * 0.01 + 0.25 * torch.signbit(score - 0.1) + torch.heaviside(
+                score, torch.tensor(0.5))
+            special = torch.nan_to_num(torch.log(score), nan=0.5).clamp(-5, 5) + torch.isinf(
+                1.0 / (q_idx - kv_idx)) + torch.isnan(torch.sqrt(score - 0.2)) * 0.5
+            extremes = torch.fmax(torch.fmin(score, torch.full_like(score, 2.0)), torch.tensor(-1.5))
+            return (score + bias + 0.1 * (angles + inverse + hyperbolic + remainders + signs + special) + extremes
+                    + 0.01 * torch.xlogy(bounded.abs(), q_idx + 1))
+        """,
 }
 
 SHAPES = {"graphormer_spatial_bias": ProblemShape(2, 2, 1, 200, 180, 128)}

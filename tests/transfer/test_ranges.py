@@ -149,6 +149,7 @@ def test_past_the_grid_limit_the_interval_bound_stands_and_says_so(tmp_path, mon
 @pytest.mark.parametrize("expression, op", [
     ("(q_idx // (kv_idx - 3)) >= 0", "floor division"),
     ("(q_idx % (kv_idx - 3)) != 1", "remainder"),
+    ("torch.fmod(q_idx, kv_idx - 3) != 1", "remainder"),
     ("torch.div(q_idx, kv_idx - 3, rounding_mode='trunc') >= 0", "division"),
 ])
 def test_an_integer_division_by_zero_is_refused_where_the_divisor_takes_0(tmp_path, expression, op):

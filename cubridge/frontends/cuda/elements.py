@@ -120,7 +120,7 @@ _FLOAT_OPS = {"+": "addf", "-": "subf", "*": "mulf", "/": "divf"}
 _INDEX_OPS = {"+": "addi", "-": "subi", "*": "muli", "/": "divsi", "%": "remsi"}
 # int min / max / abs, an integer table's element, a float converted to int
 _INDEX_FUNCTIONS = ("minsi", "maxsi", "absi", "gather_index", "fptosi")
-_FLOAT_COMPARE = {"<": "olt", "<=": "ole", ">": "ogt", ">=": "oge", "==": "oeq", "!=": "one"}
+_FLOAT_COMPARE = {"<": "olt", "<=": "ole", ">": "ogt", ">=": "oge", "==": "oeq", "!=": "une"}  # C's != holds for NaN
 _INDEX_COMPARE = {"<": "slt", "<=": "sle", ">": "sgt", ">=": "sge", "==": "eq", "!=": "ne"}
 REDUCING = {"addf": "sum", "maxnumf": "max"}
 
@@ -406,6 +406,7 @@ class _MapBuilder:
         self.lifter, self.of_rows, self.scope, self.node, self.layout = lifter, of_rows, scope, node, layout
         self.inputs: list[SSAValue] = []
         self.origins: dict[str, object] = {}
+        self.origin_roots: dict[str, tuple[object, int]] = {}  # each axis's origin as (root, constant offset)
         self.local_axes: set[str] = set()  # axes read as tile-local positions (Position)
 
     def fail(self, why: str):
@@ -517,11 +518,25 @@ class _MapBuilder:
                 offsets.add((root, int(difference[0]) + constant))
             else:
                 if len(offsets) == 1:
-                    root, offset = next(iter(offsets))
-                    self.origins[axis] = lifter._add(Run(root) if isinstance(root, SSAValue) else root, offset,
-                                                     self.scope, self.node)
-                    return _IndexArg(axis)
+                    return self._index_argument(axis, *next(iter(offsets)))
         return self._block_index(values, elements, ids)
+
+    def _index_argument(self, axis: str, root, offset: int):
+        """The map's index argument of `axis` as `root + offset`: the first such index sets the axis's origin,
+        another of the same root is the argument plus the difference (`q_idx + 1` beside `q_idx`)."""
+        lifter = self.lifter
+        if axis not in self.origin_roots:
+            self.origin_roots[axis] = (root, offset)
+            self.origins[axis] = lifter._add(Run(root) if isinstance(root, SSAValue) else root, offset,
+                                             self.scope, self.node)
+            return _IndexArg(axis)
+        first_root, first_offset = self.origin_roots[axis]
+        if root is not first_root and not (isinstance(root, int) and root == first_root):
+            raise self.fail(f"a thread's {axis} index at two origins")
+        if offset == first_offset:
+            return _IndexArg(axis)
+        return ("op", "addi", (_IndexArg(axis), ("const", offset - first_offset)),
+                lifter.location(self.scope, self.node))
 
     def _block_index(self, values: list, elements: list[int], ids):
         """A thread's index that is a block of the layout's rows or columns plus a per-warp-group value
@@ -664,7 +679,8 @@ def scalar_op(name: str, operands: list[SSAValue]):
         "addf": arith.AddfOp, "subf": arith.SubfOp, "mulf": arith.MulfOp, "divf": arith.DivfOp,
         "maxnumf": arith.MaxnumfOp, "minnumf": arith.MinnumfOp, "ori": arith.OrIOp, "andi": arith.AndIOp,
         "addi": arith.AddiOp, "subi": arith.SubiOp, "muli": arith.MuliOp, "divsi": arith.DivSIOp,
-        "remsi": arith.RemSIOp, "minsi": arith.MinSIOp, "maxsi": arith.MaxSIOp,
+        "remsi": arith.RemSIOp, "minsi": arith.MinSIOp, "maxsi": arith.MaxSIOp, "atan2": math.Atan2Op,
+        "copysign": math.CopySignOp,
     }
     if name in simple:
         return simple[name](operands[0], operands[1])
@@ -687,7 +703,9 @@ def scalar_op(name: str, operands: list[SSAValue]):
         return math.PowFOp(operands[0], operands[1])
     unary = {"exp2": math.Exp2Op, "log": math.LogOp, "tanh": math.TanhOp, "exp": math.ExpOp, "log2": math.Log2Op,
              "sqrt": math.SqrtOp, "rsqrt": math.RsqrtOp, "absf": math.AbsFOp, "erf": math.ErfOp,
-             "floor": math.FloorOp, "ceil": math.CeilOp, "trunc": math.TruncOp, "sin": math.SinOp, "cos": math.CosOp}
+             "floor": math.FloorOp, "ceil": math.CeilOp, "trunc": math.TruncOp, "sin": math.SinOp, "cos": math.CosOp,
+             "tan": math.TanOp, "asin": math.AsinOp, "acos": math.AcosOp, "atan": math.AtanOp, "sinh": math.SinhOp,
+             "cosh": math.CoshOp, "roundeven": math.RoundEvenOp}
     if name in unary:
         return unary[name](operands[0])
     raise ValueError(f"no scalar op for `{name}`")

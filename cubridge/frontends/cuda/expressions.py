@@ -543,7 +543,7 @@ class ExpressionLifting:
             return bound.value if isinstance(bound, Cell) else bound
         except KeyError:
             pass
-        if name in ("min", "max", "abs", "__builtin_huge_valf", "__shfl_sync") or \
+        if name in ("min", "max", "abs", "__builtin_huge_valf", "__int_as_float", "__shfl_sync") or \
                 name in self.profile.section("math") or name in self.profile.section("no_ops") or \
                 name in self.profile.section("functions"):
             return FunctionValue(name)

@@ -22,6 +22,7 @@ primitive calls, element stores), `elements.py` (per-element values of register 
 from __future__ import annotations
 
 import math as pymath  # elements.py's `math` is xDSL's math dialect
+import struct
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -389,6 +390,11 @@ class Lifter(ExpressionLifting, StatementLifting, PrimitiveLifting, MmaSyncLifti
             return self.table_read(arguments, scope, node)
         if callee.name == "__builtin_huge_valf" and callee.scope_struct is None:
             return float("inf")
+        if callee.name == "__int_as_float" and callee.scope_struct is None:  # the lowering's NaN literal
+            bits = self.value(arguments[0], scope)
+            if not isinstance(bits, int) or isinstance(bits, bool):
+                raise self.error(scope, node, "only __int_as_float of a constant (a float's bits) is lifted")
+            return struct.unpack("<f", struct.pack("<I", bits & 0xFFFFFFFF))[0]
         if callee.name == "__shfl_sync" and callee.scope_struct is None:
             # a broadcast of the issuing lane's value: the instance-level program has one value already
             if len(arguments) != 3 or self.value(arguments[2], scope) != 0:
@@ -627,6 +633,8 @@ _FOLDED_MATH = {
     "exp2": lambda x: 2.0 ** x, "log2": pymath.log2, "divf": lambda a, b: a / b, "sqrt": pymath.sqrt,
     "rsqrt": lambda x: 1.0 / pymath.sqrt(x), "absf": abs, "erf": pymath.erf, "floor": pymath.floor,
     "ceil": pymath.ceil, "trunc": pymath.trunc, "powf": pymath.pow, "sin": pymath.sin, "cos": pymath.cos,
+    "tan": pymath.tan, "asin": pymath.asin, "acos": pymath.acos, "atan": pymath.atan, "atan2": pymath.atan2,
+    "sinh": pymath.sinh, "cosh": pymath.cosh, "roundeven": round, "copysign": pymath.copysign,
 }
 
 
