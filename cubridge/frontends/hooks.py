@@ -44,6 +44,10 @@ PYTHON_INDEX = (
     "a Python list or tuple cannot be indexed by a hook's traced value: make it a torch.tensor (the hook reads it "
     "as a captured tensor)"
 )
+PYTHON_KEY = (
+    "a Python dict cannot be looked up by a hook's traced value (it hashes the tensor, not its value): make a "
+    "torch.tensor table indexed by the value"
+)
 # Activations that are core ATen operations but are traced through their decompositions.
 DECOMPOSED = (
     aten.gelu, aten.silu, aten.mish, aten.elu, aten.selu, aten.celu, aten.leaky_relu,
@@ -129,6 +133,8 @@ def _trace(hook: Callable, arguments: tuple[str, ...], path: str, where: str) ->
             raise CuBridgeError(CONTROL_FLOW, located(error, path, where)) from None
         if isinstance(error, _TracedPythonIndex):
             raise CuBridgeError(PYTHON_INDEX, located(error, path, where)) from None
+        if isinstance(error, KeyError) and error.args and isinstance(error.args[0], torch.Tensor):
+            raise CuBridgeError(PYTHON_KEY, located(error, path, where)) from None
         name = getattr(hook, "__name__", "the hook")
         raise failure(f"tracing {name}", error, path, where) from None
 

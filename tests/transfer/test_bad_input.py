@@ -131,6 +131,17 @@ BAD_SPECS = {
         "a Python list or tuple cannot be indexed by a hook's traced value: make it a torch.tensor (the hook reads "
         "it as a captured tensor)",
     ),
+    "a dict looked up by a traced value": (
+        """
+        SLOPES = {0: 0.5, 1: 0.25}
+
+        def score_mod(score, b, h, q_idx, kv_idx):
+            return score * SLOPES[h]
+        """,
+        4,
+        "a Python dict cannot be looked up by a hook's traced value (it hashes the tensor, not its value): make a "
+        "torch.tensor table indexed by the value",
+    ),
     "int() of a traced value": (
         """
         def mask_mod(b, h, q_idx, kv_idx):
