@@ -124,15 +124,15 @@ def default_shapes(kernel: cuir.KernelOp, spec, head_dim: int) -> list[ProblemSh
     return shapes
 
 
-def offset_shapes(kernel: cuir.KernelOp, spec, head_dim: int) -> list[ProblemShape]:
+def offset_shapes(kernel: cuir.KernelOp, spec, head_dim: int, shapes: list[ProblemShape]) -> list[ProblemShape]:
     """For each constant c of the kernel and its hooks below `MAX_LENGTH` and each tile size t, with e the first
     edge of t past c, and each d of e - c - 1, e - c, e - c + 1: the shapes (SQ, SKV) = (e + 1, d) and (d, e + 1),
-    where the default shapes lack them. A mask's kv range and empty-tile test compare a tile's first index with the
+    where `shapes` (the default ones) lack them. A mask's kv range and empty-tile test compare a tile's first index with the
     other length plus a constant (`q_first <= seqlen_kv + 98` for a window of 100): off by one, it is wrong only
     where the lengths differ by the right constant at a tile edge, which straddling c alone never gives (and a
     kernel whose constant is off by one holds the wrong one: hence the straddle)."""
     constants = {abs(c) for c in kernel_constants(kernel) | hook_constants(spec)}
-    present = {(shape.seqlen_q, shape.seqlen_kv) for shape in default_shapes(kernel, spec, head_dim)}
+    present = {(shape.seqlen_q, shape.seqlen_kv) for shape in shapes}
     pairs = []
     for constant in sorted(c for c in constants if 0 < c < MAX_LENGTH):
         for tile in sorted(tile_sizes(kernel)):
@@ -207,10 +207,14 @@ def _square_pairs(kernel: cuir.KernelOp, lengths: list[int]) -> list[tuple[int, 
     return [(n, n) for n in [*lengths, *longer]]
 
 
-def _starts_on_a_full_tile(tables) -> bool:
-    """Whether some work tile lists no partial kv tile and a full one: its first, peeled step runs mask-free."""
+def _full_first(tables):
+    """Per work tile, whether it lists no partial kv tile and a full one: its first, peeled step runs mask-free."""
     partial, full = cuir.BLOCK_LIST_COUNTS
-    return bool(((tables[partial] == 0) & (tables[full] > 0)).any())
+    return (tables[partial] == 0) & (tables[full] > 0)
+
+
+def _starts_on_a_full_tile(tables) -> bool:
+    return bool(_full_first(tables).any())
 
 
 def tile_aligned_case(kernel: cuir.KernelOp, spec, head_dim: int):
@@ -244,9 +248,7 @@ def tile_aligned_case(kernel: cuir.KernelOp, spec, head_dim: int):
 
 
 def _starts_on_a_full_tile_past_the_first(tables) -> bool:
-    partial, full = cuir.BLOCK_LIST_COUNTS
-    starts = (tables[partial] == 0) & (tables[full] > 0)
-    return bool((tables["full_kv_indices"][..., 0][starts] > 0).any())
+    return bool((tables["full_kv_indices"][..., 0][_full_first(tables)] > 0).any())
 
 
 def _aligned_block(kernel: cuir.KernelOp) -> int:

@@ -358,7 +358,8 @@ def verify(
              for s in shapes or ()]
     notes = []
     if shapes is None:
-        cases = [_Case(shape, seeds, schedules, spec) for shape in default_shapes(plan.kernel, spec, plan.head_dim)]
+        defaults = default_shapes(plan.kernel, spec, plan.head_dim)
+        cases = [_Case(shape, seeds, schedules, spec) for shape in defaults]
         reach = capture_reach(plan.kernel, spec, plan.head_dim)
         if not cases or (reach is not None and reach.longest == 0):
             reason = f": {reach.reason.message}" if reach is not None else ""
@@ -369,7 +370,8 @@ def verify(
             longest = ProblemShape(*HEAD_CONFIGS[0], reach.longest, reach.longest, plan.head_dim)
             if all(case.shape != longest for case in cases):
                 cases.append(_Case(longest, seeds[:1], 1, spec))
-        cases += [_Case(shape, seeds[:1], 1, spec) for shape in offset_shapes(plan.kernel, spec, plan.head_dim)]
+        offsets = offset_shapes(plan.kernel, spec, plan.head_dim, defaults)
+        cases += [_Case(shape, seeds[:1], 1, spec) for shape in offsets]
         long_kv = long_kv_shape(plan.kernel, spec, plan.head_dim)
         if long_kv is not None:
             cases.append(_Case(long_kv, seeds[:1], 1, spec))

@@ -17,7 +17,7 @@ EXAMPLES = ("attention_sm80.mlir", "attention_sm90.mlir")
 def test_example_verifies_on_default_shapes(example, name):
     module = example(name)
     shapes = default_shapes(find_kernel(module), StandardAttention(), 128)
-    offsets = offset_shapes(find_kernel(module), StandardAttention(), 128)
+    offsets = offset_shapes(find_kernel(module), StandardAttention(), 128, shapes)
     long_kv = long_kv_shape(find_kernel(module), StandardAttention(), 128)
     result = verify(module)
     assert result.verdict == "verified", result.summary()
