@@ -291,13 +291,10 @@ def use_host_variant(host, variant: HostVariant, causal: bool, tiles: int, defau
 
 
 # kernel -> name -> host variant. grid-balanced applies to full masks only (causal tiles are claimed dynamically);
-# kv-tile-128 launches every D = 128 full mask with the 128-key kv tiles the host takes below S_K = 8192;
-# cluster-N launches the static schedule (full masks) in clusters of N CTAs, whose consecutive tiles (one head's
-# query tiles) then run on one GPC (attention_sm90.CLUSTER_CTAS).
+# kv-tile-128 launches every D = 128 full mask with the 128-key kv tiles the host takes below S_K = 8192.
 HOST_VARIANTS = {"sm90": {"grid-balanced": HostVariant(balanced_grid),
                           "grid-per-tile": HostVariant(grid_per_tile, with_causal=True),
-                          "kv-tile-128": HostVariant(constants=(("WIDE_MIN_SEQLEN_K", 2**31 - 1),)),
-                          **{f"cluster-{ctas}": HostVariant(constants=(("CLUSTER_CTAS", ctas),)) for ctas in (2, 4, 8)}}}
+                          "kv-tile-128": HostVariant(constants=(("WIDE_MIN_SEQLEN_K", 2**31 - 1),))}}
 
 
 def variant_source(directory: Path, name: str, substitutions, base: Path) -> Path:

@@ -2,14 +2,13 @@
 the kernel's TMA loads ask for reach the L2, against the count if no request were merged on the way.
 
   python3 benchmarks/l2_traffic.py [--seqlen 8192] [--batch 2] [--heads 32 --heads-kv 32] [--causal]
-                                   [--providers cubridge,grid-per-tile,cluster-2,cluster-8,fa4]
+                                   [--providers cubridge,grid-per-tile,fa4]
                                    [--extra NAME=FILE.cu ...] [--metric NCU_METRIC ...]
 
 Each provider runs in its own process under `ncu --profile-from-start off --clock-control none` (this script with
 `--launch PROVIDER`): three warm-up launches, then one between cudaProfilerStart and Stop. Providers: `cubridge`
 (the shipped kernel), `bshd` (it on [B, S, H, D] memory, FA4's layout), a host variant of ab_variants.py
-(`grid-per-tile`: one CTA per work tile, FA4's non-persistent grid; `cluster-N`: the static schedule in clusters of
-N CTAs, one head's consecutive query tiles on one GPC; `kv-tile-128`; `grid-balanced`), `fa4`, and each
+(`grid-per-tile`: one CTA per work tile, FA4's non-persistent grid; `kv-tile-128`; `grid-balanced`), `fa4`, and each
 `--extra NAME=FILE` (an edited copy of attention_sm90.cu launched through the same host code, as in
 ab_variants.py: ab_variants' `cluster-multicast` source, say).
 
@@ -46,7 +45,7 @@ METRICS = {  # ncu metric -> the table's column
     "lts__t_sectors_srcunit_ltcfabric.sum": "sectors from the other L2 partition",
     "dram__bytes_read.sum": "DRAM read",
 }
-DEFAULT_PROVIDERS = "cubridge,grid-per-tile,cluster-2,cluster-8,fa4"
+DEFAULT_PROVIDERS = "cubridge,grid-per-tile,fa4"
 
 
 def providers(extra: dict[str, Path]) -> list[str]:

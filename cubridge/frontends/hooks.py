@@ -54,6 +54,8 @@ DECOMPOSED = (
     aten.softplus, aten.hardtanh, aten.hardsigmoid, aten.hardswish, aten.logit,
 )
 _STACK_FRAME = re.compile(r'File "([^"]*)", line (\d+)')
+# torch records a traced node's frames in the hook's own file only for functions registered with it (2.13 on)
+RECORDS_HOOK_FRAMES = hasattr(torch.fx.proxy, "_register_stack_trace_anchor")
 
 
 class _Unsupported(Exception):
@@ -155,11 +157,10 @@ def _record_lines_of(code: types.CodeType) -> None:
     """Make torch keep stack frames of `code` and the functions nested in it on the
     graph nodes (make_fx records frames of registered functions only). On torch releases
     without that registry (2.11, on the GPU machines) a node's line is whatever frame torch
-    kept, or unknown."""
-    register = getattr(torch.fx.proxy, "_register_stack_trace_anchor", None)
-    if register is None:
+    kept, else the hook's `def` line (`_Conversion`)."""
+    if not RECORDS_HOOK_FRAMES:
         return
-    register(types.SimpleNamespace(__code__=code))
+    torch.fx.proxy._register_stack_trace_anchor(types.SimpleNamespace(__code__=code))
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
             _record_lines_of(const)
@@ -372,6 +373,9 @@ class _Conversion:
         self.path = path
         self.capture_names = {id(tensor): name for name, tensor in reversed(captures.items())}
         self.definition = definition
+        file, _, line = definition.rpartition(":")
+        # where torch keeps no frame of the hook's own lines, its nodes are located at its `def` in the spec
+        self.unrecorded_line = int(line) if file == path and not RECORDS_HOOK_FRAMES else None
         self.values: dict[torch.fx.Node, object] = {}
 
     def run(self, arguments: tuple[str, ...]) -> Expr:
@@ -396,7 +400,9 @@ class _Conversion:
         except _Unsupported as error:
             raise CuBridgeError(str(error), self._where(node)) from None
         if isinstance(value, Expr):
-            value = E.with_line(E.cast(value, _kind_of(node.meta["val"].dtype)), _node_line(node, self.path))
+            line = _node_line(node, self.path)
+            value = E.with_line(E.cast(value, _kind_of(node.meta["val"].dtype)),
+                                self.unrecorded_line if line is None else line)
         return value
 
     def _convert(self, node: torch.fx.Node):

@@ -12,7 +12,7 @@ import torch
 from cubridge.runtime.attention import (DTYPE_NAMES, NO_ARGS, AttentionLaunch, check_tensors, layout_key,
                                         planned, prepare_launch)
 from cubridge.runtime.compiler import KERNELS_DIR, CompiledKernel, compile_cubin
-from cubridge.runtime.driver import LaunchPlan, load_function, max_active_clusters, pointer_fields
+from cubridge.runtime.driver import LaunchPlan, load_function, pointer_fields
 from cubridge.runtime.errors import UnsupportedArchError
 from cubridge.runtime.tensor_map import TensorMapSlots
 
@@ -32,10 +32,6 @@ TILE_SLOT_BYTES = 16  # the producer's hand-off of the current tile index
 ALIGN_SLACK = 1024
 MAX_HEAD_CHUNK = 8
 CHUNK_L2_BYTES = 32 * 2**20  # K + V of one scheduler chunk should fit here (H100 / H200 L2: 50 MB)
-# The static schedule's CTAs launched in clusters of this many (1: no cluster). Consecutive CTAs take consecutive
-# tiles, so a cluster's CTAs run query tiles of one head side by side on the SMs of one GPC and ask for the same K
-# and V rows at about the same time (an experiment on how often the L2's requests merge: docs/performance.md).
-CLUSTER_CTAS = 1
 _LOG2_E = 1.4426950408889634
 
 
@@ -128,11 +124,8 @@ class Sm90Launch(AttentionLaunch):
         tiles = math.ceil(seqlen_q / tile_m) * heads_q * batch
         ctas = min(tiles, _sm_count(device_index))
         block, smem = (threads, 1, 1), shared_bytes(head_dim, block_n)
-        cluster = 1 if dynamic or ctas < CLUSTER_CTAS else CLUSTER_CTAS
-        if cluster > 1:  # whole clusters, as many as run at once
-            ctas = min(ctas // cluster, max_active_clusters(function, block, smem, cluster)) * cluster
         self.plan = LaunchPlan(function, (ctas, 1, 1), block, smem, [*self.maps.maps, self.params, args],
-                               device_index, cluster)
+                               device_index)
 
     def _point_at(self, q, k, v, out, lse, counter, tile_order) -> None:
         self.maps.point_at((q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr()))

@@ -110,8 +110,7 @@ class LaunchPlan:
     cost before plans was the pointer array built per call, the device query and the result's unpacking."""
 
     def __init__(self, function, grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared_bytes: int,
-                 parameters: list[ctypes._SimpleCData | ctypes.Structure | ctypes.Array], device_index: int,
-                 cluster_ctas: int = 1):
+                 parameters: list[ctypes._SimpleCData | ctypes.Structure | ctypes.Array], device_index: int):
         self.function = function
         self.grid, self.block, self.dynamic_shared_bytes = grid, block, dynamic_shared_bytes
         self.parameters = tuple(parameters)  # kept alive: the pointer array holds their addresses
@@ -121,9 +120,6 @@ class LaunchPlan:
         self._context = primary_context(device_index)
         self._driver = cuda_driver()
         self._success = self._driver.CUresult.CUDA_SUCCESS
-        self.cluster_ctas = cluster_ctas
-        self._config = None if cluster_ctas == 1 else cluster_launch_config(grid, block, dynamic_shared_bytes,
-                                                                            cluster_ctas)
 
     def launch(self, stream: int) -> None:
         """Enqueues the kernel on `stream` (a handle of the plan's device) with the parameters' current values,
@@ -135,40 +131,10 @@ class LaunchPlan:
             self._enqueue(stream)
 
     def _enqueue(self, stream: int) -> None:
-        if self._config is None:
-            result = self._driver.cuLaunchKernel(self.function, *self.grid, *self.block, self.dynamic_shared_bytes,
-                                                 stream, self._pointer_array, 0)
-        else:
-            self._config.hStream = stream
-            result = self._driver.cuLaunchKernelEx(self._config, self.function, self._pointer_array, 0)
+        result = self._driver.cuLaunchKernel(self.function, *self.grid, *self.block, self.dynamic_shared_bytes,
+                                             stream, self._pointer_array, 0)
         if result[0] != self._success:
-            check("cuLaunchKernel" if self._config is None else "cuLaunchKernelEx", result)
-
-
-def cluster_launch_config(grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared_bytes: int,
-                          cluster_ctas: int):
-    """A CUlaunchConfig (stream unset) that launches `grid` in clusters of `cluster_ctas` CTAs along x: the
-    hardware starts a cluster's CTAs together on the SMs of one GPC. The grid's x must be a multiple of it."""
-    if grid[0] % cluster_ctas:
-        raise ValueError(f"a grid of {grid[0]} CTAs does not split into clusters of {cluster_ctas}")
-    driver = cuda_driver()
-    attribute = driver.CUlaunchAttribute()
-    attribute.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-    attribute.value.clusterDim.x, attribute.value.clusterDim.y, attribute.value.clusterDim.z = cluster_ctas, 1, 1
-    config = driver.CUlaunchConfig()
-    config.gridDimX, config.gridDimY, config.gridDimZ = grid
-    config.blockDimX, config.blockDimY, config.blockDimZ = block
-    config.sharedMemBytes = dynamic_shared_bytes
-    config.attrs = [attribute]
-    config.numAttrs = 1
-    return config
-
-
-def max_active_clusters(function, block: tuple[int, int, int], dynamic_shared_bytes: int, cluster_ctas: int) -> int:
-    """How many clusters of `cluster_ctas` CTAs of `function` the device runs at once (cuOccupancyMaxActiveClusters):
-    a GPC's SMs that no whole cluster fills stay idle."""
-    config = cluster_launch_config((cluster_ctas, 1, 1), block, dynamic_shared_bytes, cluster_ctas)
-    return check("cuOccupancyMaxActiveClusters", cuda_driver().cuOccupancyMaxActiveClusters(function, config))
+            check("cuLaunchKernel", result)
 
 
 def launch(function, grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared_bytes: int,

@@ -59,8 +59,8 @@ class RecordedLaunch:
 
     made: list[RecordedLaunch] = []
 
-    def __init__(self, function, grid, block, dynamic_shared_bytes, parameters, device_index, cluster_ctas=1):
-        self.grid, self.block, self.parameters, self.cluster_ctas = grid, block, parameters, cluster_ctas
+    def __init__(self, function, grid, block, dynamic_shared_bytes, parameters, device_index):
+        self.grid, self.block, self.parameters = grid, block, parameters
         self.launches = []
         RecordedLaunch.made.append(self)
 
@@ -333,26 +333,3 @@ def test_tile_order_is_longest_first_within_each_chunk_of_heads_then_in_the_tail
     for chunk in set(chunks):
         ahead = [c for c, k in zip(costs, chunks) if k == chunk]
         assert ahead == sorted(ahead, reverse=True)
-
-@pytest.mark.parametrize("spec, causal_like", [("softcap.py", False), ("causal.py", True)])
-def test_clusters_group_the_static_schedules_ctas_whole_and_no_more_than_run_at_once(recorded, monkeypatch, spec,
-                                                                                      causal_like):
-    sm90 = importlib.import_module("cubridge.runtime.attention_sm90")
-    monkeypatch.setattr(sm90, "CLUSTER_CTAS", 4)
-    monkeypatch.setattr(sm90, "max_active_clusters", lambda function, block, smem, ctas: 31)
-    build, _ = recorded
-    kernel = build(spec)
-    q, k, v = torch.randn(3, 1, 40, 1024, 128, dtype=torch.bfloat16)
-    kernel(q, k, v)  # 8 query tiles x 40 heads: 320 tiles, more than 132 SMs
-    plan = RecordedLaunch.made[0]
-    # the dynamic schedule (causal tiles claimed from a counter) keeps one CTA per SM and no cluster
-    assert (plan.grid, plan.cluster_ctas) == (((132, 1, 1), 1) if causal_like else ((124, 1, 1), 4))
-
-
-def test_a_cluster_launch_config_names_the_grid_block_and_cluster():
-    pytest.importorskip("cuda.bindings")
-    config = driver.cluster_launch_config((132, 1, 1), (384, 1, 1), 1000, 2)
-    assert (config.gridDimX, config.blockDimX, config.sharedMemBytes, config.numAttrs) == (132, 384, 1000, 1)
-    assert config.attrs[0].value.clusterDim.x == 2
-    with pytest.raises(ValueError, match="132 CTAs does not split into clusters of 8"):
-        driver.cluster_launch_config((132, 1, 1), (384, 1, 1), 1000, 8)

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from cubridge.diagnostics import CuBridgeError
-from cubridge.frontends import ranges
+from cubridge.frontends import hooks, ranges
 from cubridge.frontends.ranges import INT32_MAX, INT32_MIN, Problem, exact_bounds, intervals
 from cubridge.frontends.spec import load_spec
 
@@ -79,6 +79,16 @@ def test_a_product_of_indices_is_refused_where_it_leaves_the_32_bit_int(tmp_path
     assert str(error.value) == (f"{spec.path}:4: error: integer overflow: a product in the hook reaches 2147488281 "
                                 "for q [1, 2, 46342, 64], k [1, 2, 46342, 64], past the 32-bit int the kernel "
                                 "computes hook integers in")
+
+
+def test_without_torch_s_frames_the_refusal_is_located_at_the_hook_s_def(tmp_path, monkeypatch):
+    """torch 2.11 (the GPU machines') keeps no frame of a hook's own lines: its errors name the hook's `def` line,
+    not line 1 of the spec."""
+    monkeypatch.setattr(hooks, "RECORDS_HOOK_FRAMES", False)
+    monkeypatch.setenv("CUBRIDGE_CACHE_DIR", str(tmp_path / "cache"))  # no trace cached with these lines is reused
+    spec = mask_spec(tmp_path, "(q_idx * kv_idx) % 11 == 0", prelude="\n\n")
+    with pytest.raises(CuBridgeError, match=r"spec.py:5: error: integer overflow: a product in the hook"):
+        spec.check_integer_range(*shapes(46342))
 
 
 def test_a_loose_interval_is_settled_on_the_grid(tmp_path):
