@@ -59,8 +59,8 @@ def _sm90_skip_loads_after_fill(operand: str) -> tuple[str, str]:
     copy: the consumers reuse stale tiles, and no bytes of that operand leave L2."""
     # K is issued in the kv loop (pipeline state `kv`), V in the producer's load_v (pipeline state `at`)
     state, stage = ("kv", "stage") if operand == "k" else ("at", "at.stage()")
-    issue = f"      if (leader)\n        load_kv_tile<kHeadDim, kBlockKv>(smem.{operand}_tile({stage})"
-    skip = (f"      if (leader && {state}.count >= kStages) mbarrier_arrive(smem.{operand}_full({stage}));\n"
+    issue = f"      else if (leader)\n        load_kv_tile<kHeadDim, kBlockKv>(smem.{operand}_tile({stage})"
+    skip = (f"      else if (leader && {state}.count >= kStages)\n        mbarrier_arrive(smem.{operand}_full({stage}));\n"
             f"      else if (leader)\n        load_kv_tile<kHeadDim, kBlockKv>(smem.{operand}_tile({stage})")
     return issue, skip
 
@@ -103,7 +103,7 @@ _SM90_SLEEPING_WAIT = (
     "}\n\n"
     "// Producer: one warp;")
 _SM90_PRODUCER_WAITS = ["mbarrier_wait(smem.q_empty(),", "mbarrier_wait(smem.k_empty(stage),",
-                        "mbarrier_wait(smem.v_empty(at.stage()),"]
+                        "mbarrier_wait(smem.v_empty(at.stage()),", "mbarrier_wait(pair_free,"]
 _SM90_CONSUMER_WAITS = ["mbarrier_wait(smem.q_full(),", "mbarrier_wait(smem.k_full(stage),",
                         "mbarrier_wait(smem.v_full(prev.stage()),", "mbarrier_wait(smem.v_full(last.stage()),"]
 
@@ -111,113 +111,6 @@ _SM90_CONSUMER_WAITS = ["mbarrier_wait(smem.q_full(),", "mbarrier_wait(smem.k_fu
 def _sm90_sleeping(waits: list[str]) -> list[tuple[str, str]]:
     return [_SM90_SLEEPING_WAIT] + [(wait, wait.replace("mbarrier_wait(", "mbarrier_wait_sleeping(")) for wait in waits]
 
-
-# D = 128 full masks in clusters of two CTAs that share their K and V loads (TMA multicast): the static schedule
-# gives a cluster's CTAs consecutive query tiles of one head (the host launches an even grid; the query tiles per
-# head must be even), and each CTA's producer loads one of a kv tile's two 64-column panels into both CTAs, so that
-# every K and V byte leaves the L2 once per cluster instead of once per CTA. A stage is refilled once both CTAs'
-# consumers released it: each producer, after its own consumers' release, tells the peer's producer on a barrier
-# of the peer's (count 1) and waits for the peer's word on its own. Every CTA waits at a cluster barrier before it
-# exits, so that no multicast or remote arrival targets a finished CTA.
-_SM90_MULTICAST_PRIMITIVES = """// [cluster-multicast] primitives and the D = 128 full-mask instances that use them.
-template <typename Policy> struct SharesKvInCluster { static constexpr bool value = false; };
-template <> struct SharesKvInCluster<FullAttention> { static constexpr bool value = true; };
-template <int kHeadDim, typename Policy>
-constexpr bool kMulticastKv = kHeadDim == 128 && SharesKvInCluster<Policy>::value;
-constexpr int kClusterCtas = 2;
-
-__device__ __forceinline__ uint32_t cluster_cta_rank() {
-  uint32_t rank;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\\n" : "=r"(rank));
-  return rank;
-}
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release;\\nbarrier.cluster.wait.acquire;\\n" ::: "memory");
-}
-__device__ __forceinline__ void fence_mbarrier_init_cluster() {
-  asm volatile("fence.mbarrier_init.release.cluster;\\n" ::: "memory");
-}
-// One arrival on the barrier at `bar`'s offset in cluster CTA `cta`, with the default semantics (release, CTA scope)
-// and waited for with mbarrier_wait, as CUTLASS's cluster pipelines do: cluster scope on either side costs the
-// producer a MEMBAR.GPU per arrival and an L1 invalidate (CCTL.IVALL) per wait (SASS, here).
-__device__ __forceinline__ void mbarrier_arrive_remote(uint64_t* bar, uint32_t cta) {
-  asm volatile("{\\n.reg .b32 remote;\\nmapa.shared::cluster.u32 remote, %0, %1;\\n"
-               "mbarrier.arrive.shared::cluster.b64 _, [remote];\\n}\\n"
-               ::"r"(smem_u32(bar)), "r"(cta) : "memory");
-}
-// The box at (c0..c3) into `smem` at the same offset in every CTA of `cta_mask`, counted on `bar`'s offset in each.
-__device__ __forceinline__ void tma_load_4d_multicast(void* smem, const CUtensorMap* map, uint64_t* bar,
-                                                      uint16_t cta_mask, int c0, int c1, int c2, int c3) {
-  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-               " [%0], [%1, {%2, %3, %4, %5}], [%6], %7;\\n"
-               ::"r"(smem_u32(smem)), "l"(map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_u32(bar)), "h"(cta_mask)
-               : "memory");
-}
-// The peers' words that a K (first kStages) or V (last kStages) stage is free in the other CTA.
-template <int kHeadDim, typename Policy>
-__device__ __forceinline__ uint64_t* peer_free_barriers() {
-  __shared__ uint64_t barriers[2 * kStages];
-  return barriers;
-}
-// A K or V tile into stage `at` of this CTA (and, multicast, of its peer), counted on `full`. Multicast: the
-// whole warp waits for the peer's word that the stage is free there too (this CTA's own release was waited
-// before), after passing on its own; lane 0 then loads this CTA's panel into both.
-template <int kHeadDim, int kBlockKv, typename Policy, typename T>
-__device__ __forceinline__ void load_shared_kv_tile(T* tile, const CUtensorMap* map, uint64_t* full,
-                                                    uint64_t* peer_free, const PipelineState& at, bool leader,
-                                                    int kv_row, int kv_head, int batch) {
-  using Layout = SharedLayout<kHeadDim, kBlockKv>;
-  if constexpr (!kMulticastKv<kHeadDim, Policy>) {
-    if (leader) load_kv_tile<kHeadDim, kBlockKv>(tile, map, full, kv_row, kv_head, batch);
-  } else {
-    const uint32_t rank = cluster_cta_rank();
-    if (leader && at.count >= kStages) mbarrier_arrive_remote(peer_free, rank ^ 1);
-    mbarrier_wait(peer_free, at.free_parity());
-    if (leader) {
-      mbarrier_expect_tx(full, Layout::kKvTileBytes);
-      tma_load_4d_multicast(reinterpret_cast<unsigned char*>(tile) + rank * Layout::kKvPanelBytes, map, full,
-                            (1 << kClusterCtas) - 1, rank * kPanelCols, kv_row, kv_head, batch);
-    }
-  }
-}
-
-"""
-_SM90_CLUSTER_MULTICAST = [
-    ("// Policy::kSkipsEmptyTiles: the rows of a work tile that visits no kv tile,",
-     _SM90_MULTICAST_PRIMITIVES + "// Policy::kSkipsEmptyTiles: the rows of a work tile that visits no kv tile,"),
-    ("      if (leader)\n        load_kv_tile<kHeadDim, kBlockKv>(smem.v_tile(at.stage()), v_map, smem.v_full(at.stage()), "
-     "row, kv_head, tile.batch);",
-     "      load_shared_kv_tile<kHeadDim, kBlockKv, Policy>(smem.v_tile(at.stage()), v_map, smem.v_full(at.stage()),\n"
-     "          peer_free_barriers<kHeadDim, Policy>() + kStages + at.stage(), at, leader, row, kv_head, tile.batch);"),
-    ("      if (leader)\n        load_kv_tile<kHeadDim, kBlockKv>(smem.k_tile(stage), k_map, smem.k_full(stage), kv_row, kv_head,\n"
-     "                                         tile.batch);",
-     "      load_shared_kv_tile<kHeadDim, kBlockKv, Policy>(smem.k_tile(stage), k_map, smem.k_full(stage),\n"
-     "          peer_free_barriers<kHeadDim, Policy>() + stage, kv, leader, kv_row, kv_head, tile.batch);"),
-    ("    fence_async_shared();\n  }\n  barrier();\n",
-     "    if constexpr (kMulticastKv<kHeadDim, Policy>) {\n"
-     "      for (int i = 0; i < 2 * kStages; ++i) mbarrier_init(peer_free_barriers<kHeadDim, Policy>() + i, 1);\n"
-     "      fence_mbarrier_init_cluster();\n"
-     "      if (((p.seqlen_q + kBlockM - 1) / kBlockM) % kClusterCtas) __trap();  // a cluster's tiles: one head\n"
-     "    }\n"
-     "    fence_async_shared();\n  }\n"
-     "  if constexpr (kMulticastKv<kHeadDim, Policy>) cluster_sync();\n  else barrier();\n"),
-    ("                                           threadIdx.x - warp_group * kWarpGroupThreads);\n  }\n}\n",
-     "                                           threadIdx.x - warp_group * kWarpGroupThreads);\n  }\n"
-     "  if constexpr (kMulticastKv<kHeadDim, Policy>) cluster_sync();  // no CTA leaves while its peer may write to it\n"
-     "}\n"),
-    ("#define CUBRIDGE_ATTENTION_SM90_ENTRY(name, T, head_dim, block_n, Policy)",
-     "#define CUBRIDGE_ATTENTION_SM90_CLUSTER_ENTRY(name, T, head_dim, block_n, Policy)                             \\\n"
-     "  extern \"C\" __global__ void __launch_bounds__(kThreads, 1) __cluster_dims__(kClusterCtas, 1, 1)              \\\n"
-     "      name(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,              \\\n"
-     "           const __grid_constant__ CUtensorMap v_map, const __grid_constant__ CUtensorMap o_map,              \\\n"
-     "           const AttentionParams p, const Policy::Args args) {                                                 \\\n"
-     "    attention_forward<T, head_dim, block_n, Policy>(&q_map, &k_map, &v_map, &o_map, p, args);                 \\\n"
-     "  }\n"
-     "#define CUBRIDGE_ATTENTION_SM90_ENTRY(name, T, head_dim, block_n, Policy)"),
-    *[(f"CUBRIDGE_ATTENTION_SM90_ENTRY(attention_sm90_{dtype}_d128{tile}_full,",
-       f"CUBRIDGE_ATTENTION_SM90_CLUSTER_ENTRY(attention_sm90_{dtype}_d128{tile}_full,")
-      for dtype in ("bf16", "fp16") for tile in ("", "_kv160")],
-]
 
 # kernel -> name -> (diag, [(old, new), ...])
 VARIANTS: dict[str, dict[str, tuple[bool, list[tuple[str, str]]]]] = {
@@ -231,7 +124,6 @@ VARIANTS: dict[str, dict[str, tuple[bool, list[tuple[str, str]]]]] = {
         "static-schedule": (False, [("return p.tile_counter != nullptr;", "return false;")]),
         "sleeping-producer-waits": (False, _sm90_sleeping(_SM90_PRODUCER_WAITS)),
         "sleeping-waits": (False, _sm90_sleeping(_SM90_PRODUCER_WAITS + _SM90_CONSUMER_WAITS)),
-        "cluster-multicast": (False, _SM90_CLUSTER_MULTICAST),
         "diag-no-exp2": (True, [
             ("          s[e] = fast_exp2(exponent);", "          s[e] = exponent;"),
             ("s[e] = e % kFmaExp2Period == kFmaExp2Period - 1 ? fma_exp2(exponent) : fast_exp2(exponent);",
@@ -291,10 +183,12 @@ def use_host_variant(host, variant: HostVariant, causal: bool, tiles: int, defau
 
 
 # kernel -> name -> host variant. grid-balanced applies to full masks only (causal tiles are claimed dynamically);
-# kv-tile-128 launches every D = 128 full mask with the 128-key kv tiles the host takes below S_K = 8192.
+# kv-tile-128 launches every D = 128 full mask with the 128-key kv tiles the host takes below S_K = 8192; kv-pairs
+# launches them in K/V pairs (attention_sm90.KV_PAIRS) where a head's query tiles are even in number.
 HOST_VARIANTS = {"sm90": {"grid-balanced": HostVariant(balanced_grid),
                           "grid-per-tile": HostVariant(grid_per_tile, with_causal=True),
-                          "kv-tile-128": HostVariant(constants=(("WIDE_MIN_SEQLEN_K", 2**31 - 1),))}}
+                          "kv-tile-128": HostVariant(constants=(("WIDE_MIN_SEQLEN_K", 2**31 - 1),)),
+                          "kv-pairs": HostVariant(constants=(("KV_PAIRS", True),))}}
 
 
 def variant_source(directory: Path, name: str, substitutions, base: Path) -> Path:

@@ -8,9 +8,9 @@ the kernel's TMA loads ask for reach the L2, against the count if no request wer
 Each provider runs in its own process under `ncu --profile-from-start off --clock-control none` (this script with
 `--launch PROVIDER`): three warm-up launches, then one between cudaProfilerStart and Stop. Providers: `cubridge`
 (the shipped kernel), `bshd` (it on [B, S, H, D] memory, FA4's layout), a host variant of ab_variants.py
-(`grid-per-tile`: one CTA per work tile, FA4's non-persistent grid; `kv-tile-128`; `grid-balanced`), `fa4`, and each
-`--extra NAME=FILE` (an edited copy of attention_sm90.cu launched through the same host code, as in
-ab_variants.py: ab_variants' `cluster-multicast` source, say).
+(`grid-per-tile`: one CTA per work tile, FA4's non-persistent grid; `kv-pairs`; `kv-tile-128`; `grid-balanced`),
+`fa4`, and each `--extra NAME=FILE` (an edited copy of attention_sm90.cu launched through the same host code, as in
+ab_variants.py).
 
 Run 218 found FA4's requests reaching the L2 for 0.40 of the unmerged sectors and ours for 0.75, with the same
 128-row query tiles: requests for the same sectors from several SMs at about the same time are merged before the L2

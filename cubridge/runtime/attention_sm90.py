@@ -23,6 +23,12 @@ BLOCK_N = {64: 192, 128: 128, 256: 80}  # keys per kv tile of the entry points, 
 # and +2% at 16k, level at 4k (docs/performance.md run 211).
 WIDE_BLOCK_N = 160
 WIDE_MIN_SEQLEN_K = 8192
+# With KV_PAIRS, full masks at D = 128 launch the _pairs entry points where a head's query tiles are even in number:
+# clusters of two CTAs that run consecutive query tiles of one head and share their K and V loads (TMA multicast),
+# so that each K and V byte leaves the L2 once per pair (run 221: +1.9% work per joule at the power cap on an H100,
+# as a benchmark variant of the same SASS). Off until test_kv_pairs_give_the_unpaired_bits has run on a GPU.
+KV_PAIRS = False
+PAIR_CTAS = 2
 CONSUMER_ROWS = 64
 STAGES = 2
 THREADS = 384  # producer warp group + two consumer warp groups
@@ -77,11 +83,19 @@ def kv_tile_keys(head_dim: int, causal: bool, seqlen_k: int) -> int:
     return BLOCK_N[head_dim]
 
 
-def kernel_name(dtype: torch.dtype, head_dim: int, causal: bool, block_n: int | None = None) -> str:
+def shares_kv_in_pairs(head_dim: int, causal: bool, seqlen_q: int) -> bool:
+    """Whether attention_sm90 launches the _pairs entry point (KV_PAIRS): full masks at D = 128 whose query tiles
+    per head are even in number, so that the static schedule gives a pair consecutive tiles of one head."""
+    return KV_PAIRS and head_dim == 128 and not causal and math.ceil(seqlen_q / BLOCK_M) % PAIR_CTAS == 0
+
+
+def kernel_name(dtype: torch.dtype, head_dim: int, causal: bool, block_n: int | None = None,
+                pairs: bool = False) -> str:
     """extern "C" entry point of attention_sm90.cu for this dtype, head dim, mask and kv tile (None: the head
-    dim's BLOCK_N)."""
+    dim's BLOCK_N), in K/V pairs or not."""
     tile = "" if block_n in (None, BLOCK_N[head_dim]) else f"_kv{block_n}"
-    return f"attention_sm90_{DTYPE_NAMES[dtype]}_d{head_dim}{tile}_{'causal' if causal else 'full'}"
+    mask = "causal" if causal else "full"
+    return f"attention_sm90_{DTYPE_NAMES[dtype]}_d{head_dim}{tile}_{mask}{'_pairs' if pairs else ''}"
 
 
 def tma_view(tensor: torch.Tensor) -> torch.Tensor:
@@ -106,12 +120,13 @@ def tensor_map_slots(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: tor
 
 class Sm90Launch(AttentionLaunch):
     """A launch plan of an attention_sm90.cu kernel (the reference's or a variant's) with `block_n`-key kv tiles:
-    a persistent grid of one CTA per SM (at most one per work tile), tensor maps moved to each call's tensors,
-    and under a `dynamic` schedule a zeroed tile counter per launch."""
+    a persistent grid of one CTA per SM (at most one per work tile; whole clusters of `cluster_ctas` for a kernel
+    launched in clusters), tensor maps moved to each call's tensors, and under a `dynamic` schedule a zeroed tile
+    counter per launch."""
 
     def __init__(self, function, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float,
                  return_lse: bool, dynamic: bool, tile_m: int, block_n: int, threads: int, args,
-                 table_fields: tuple[str, ...], device_index: int):
+                 table_fields: tuple[str, ...], device_index: int, cluster_ctas: int = 1):
         super().__init__(q, return_lse, args, table_fields, device_index)
         self.dynamic = dynamic
         batch, heads_q, seqlen_q, head_dim = q.shape
@@ -123,6 +138,7 @@ class Sm90Launch(AttentionLaunch):
             self.params, ("lse", "out", "tile_counter", "tile_order"))
         tiles = math.ceil(seqlen_q / tile_m) * heads_q * batch
         ctas = min(tiles, _sm_count(device_index))
+        ctas -= ctas % cluster_ctas  # whole clusters (K/V pairs: the tiles are even in number)
         block, smem = (threads, 1, 1), shared_bytes(head_dim, block_n)
         self.plan = LaunchPlan(function, (ctas, 1, 1), block, smem, [*self.maps.maps, self.params, args],
                                device_index)
@@ -179,9 +195,10 @@ def _sm90_plan(q, k, v, causal: bool, scale: float | None, return_lse: bool) -> 
         )
     head_dim = q.shape[3]
     block_n = kv_tile_keys(head_dim, causal, k.shape[2])
-    function = load_function(_compiled(capability), kernel_name(q.dtype, head_dim, causal, block_n), device_index,
-                             shared_bytes(head_dim, block_n))
+    pairs = shares_kv_in_pairs(head_dim, causal, q.shape[2])
+    function = load_function(_compiled(capability), kernel_name(q.dtype, head_dim, causal, block_n, pairs),
+                             device_index, shared_bytes(head_dim, block_n))
     # Causal tiles differ in length: CTAs claim them from a counter (dynamic schedule). Full tiles are equal
     # and keep the static stride, with no counter to clear.
     return Sm90Launch(function, q, k, v, scale, return_lse, causal, BLOCK_M, block_n, THREADS, NO_ARGS, (),
-                      device_index)
+                      device_index, PAIR_CTAS if pairs else 1)

@@ -39,18 +39,3 @@ def test_sleeping_waits_leaves_no_spinning_mbarrier_wait():
     for old, new in VARIANTS["sm90"]["sleeping-waits"][1]:
         text = text.replace(old, new)
     assert "mbarrier_wait(" not in text and text.count("mbarrier_wait_sleeping(") > 1
-
-
-def test_cluster_multicast_clusters_exactly_the_d128_full_entries_and_loads_every_kv_tile_through_the_peer_path():
-    """cluster-multicast: the four D = 128 full-mask entry points (128- and 160-key tiles, bf16 and fp16) are
-    launched in clusters; every K and V load of the producer goes through load_shared_kv_tile."""
-    import re
-
-    text = (KERNELS_DIR / "attention_sm90.cu").read_text()
-    for old, new in VARIANTS["sm90"]["cluster-multicast"][1]:
-        text = text.replace(old, new)
-    clustered = re.findall(r"^CUBRIDGE_ATTENTION_SM90_CLUSTER_ENTRY\((\w+),", text, re.M)
-    assert clustered == ["attention_sm90_bf16_d128_full", "attention_sm90_fp16_d128_full",
-                         "attention_sm90_bf16_d128_kv160_full", "attention_sm90_fp16_d128_kv160_full"]
-    producer = text[text.index("void producer_mainloop("):text.index("// Softmax over this thread's fragment")]
-    assert "load_kv_tile<" not in producer and producer.count("load_shared_kv_tile<") == 2

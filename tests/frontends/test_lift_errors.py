@@ -38,7 +38,7 @@ def test_profile_row_missing_from_the_primitive_table(tmp_path):
 def test_default_entry_is_named():
     result = lift_cuda_file(KERNEL)
     assert result.entry == "attention_sm90_bf16_d128_full"
-    assert result.note == ("note: lifting entry point attention_sm90_bf16_d128_full, the first of 14 in "
+    assert result.note == ("note: lifting entry point attention_sm90_bf16_d128_full, the first of 18 in "
                            "attention_sm90.cu (--lift=ENTRY picks another)")
     assert lift_cuda_file(KERNEL, "attention_sm90_fp16_d64_causal").note is None
 

@@ -24,8 +24,9 @@ def _causal_spec():
 
 
 def test_every_instance_is_listed():
-    assert len(ENTRIES) == 14
-    assert {e.rsplit("_", 1)[1] for e in ENTRIES} == {"full", "causal"}
+    assert len(ENTRIES) == 18
+    assert {e.removesuffix("_pairs").rsplit("_", 1)[1] for e in ENTRIES} == {"full", "causal"}
+    assert sum(e.endswith("_pairs") for e in ENTRIES) == 4  # lifted as the unpaired program (kSharesKvInPair)
 
 
 @pytest.mark.parametrize("entry", ENTRIES)

@@ -102,6 +102,28 @@ def test_one_launch_plan_follows_new_tensors_and_its_tile_counters_wrap():
         assert torch.equal(out, expected[call % 3]), f"call {call} differs"
 
 
+@pytest.mark.parametrize("shape, dtype", [((2, 16, 4, 1000, 1100, 128), torch.bfloat16),
+                                          ((1, 3, 1, 256, 8197, 128), torch.float16),
+                                          ((3, 2, 2, 130, 130, 128), torch.bfloat16)])
+def test_kv_pairs_give_the_unpaired_bits(monkeypatch, shape, dtype):
+    """K/V pairs change only which CTA loads which half of a kv tile into whose shared memory: every tile's
+    arithmetic, and so every bit of O and the LSE, is the unpaired launch's (128- and 160-key tiles, GQA, tails)."""
+    generator = torch.Generator(device="cuda").manual_seed(7)
+    q, k, v = random_qkv(shape, dtype, generator)
+    monkeypatch.setattr(attention_sm90_module, "KV_PAIRS", False)
+    monkeypatch.setattr(attention_sm90_module, "_PLANS", {})
+    expected = attention_sm90(q, k, v, return_lse=True)
+    monkeypatch.setattr(attention_sm90_module, "KV_PAIRS", True)
+    monkeypatch.setattr(attention_sm90_module, "_PLANS", {})
+    assert attention_sm90_module.shares_kv_in_pairs(128, False, shape[3])
+    out, lse = attention_sm90(q, k, v, return_lse=True)
+    assert next(iter(attention_sm90_module._PLANS.values())).plan.grid[0] % 2 == 0
+    assert torch.equal(out, expected[0]) and torch.equal(lse, expected[1])
+    for _ in range(20):  # a pair's barriers hold across launches and their phases
+        attention_sm90(q, k, v)
+    torch.cuda.synchronize()
+
+
 def test_causal_launches_on_a_side_stream_and_in_a_cuda_graph():
     """A side stream takes its own tile counters; a captured launch zeroes a counter of its own in the graph, so
     every replay claims all tiles again."""

@@ -1,5 +1,6 @@
 """CPU tests of attention_sm90's host side: entry-point names, shared-memory size, TMA-legal views, input checks."""
 
+import importlib
 import importlib.util
 import re
 import subprocess
@@ -11,26 +12,41 @@ import torch
 
 from cubridge.runtime import InvalidInputError, attention_sm90
 from cubridge.runtime.attention_sm90 import (BLOCK_N, SOURCE, WIDE_BLOCK_N, WIDE_MIN_SEQLEN_K, head_chunk,
-                                             kernel_name, kv_tile_keys, shared_bytes, tma_view)
+                                             kernel_name, kv_tile_keys, shared_bytes, shares_kv_in_pairs, tma_view)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+attention_sm90_module = importlib.import_module("cubridge.runtime.attention_sm90")
 
 
-ENTRY = re.compile(r"^CUBRIDGE_ATTENTION_SM90_ENTRY\((\w+), \w+, (\d+), (\d+), \w+\)$", re.MULTILINE)
+ENTRY = re.compile(r"^CUBRIDGE_ATTENTION_SM90_(?:PAIR_)?ENTRY\((\w+),\s+\w+,\s+(\d+),\s+(\d+),\s+(\w+)\)$",
+                   re.MULTILINE)
 
 
-def test_kernel_names_exist_in_the_source_with_their_kv_tiles():
+def test_kernel_names_exist_in_the_source_with_their_kv_tiles(monkeypatch):
     """Every entry point the host launches is in the source, instantiated with the kv tile the host's tensor
-    maps and shared-memory size assume."""
-    entries = {name: (int(head_dim), int(block_n)) for name, head_dim, block_n in ENTRY.findall(SOURCE.read_text())}
+    maps and shared-memory size assume, and in K/V pairs where the host launches it so."""
+    monkeypatch.setattr(attention_sm90_module, "KV_PAIRS", True)
+    entries = {name: (int(head_dim), int(block_n), policy == "FullAttentionInPairs")
+               for name, head_dim, block_n, policy in ENTRY.findall(SOURCE.read_text())}
     launched = {}
     for dtype in (torch.bfloat16, torch.float16):
         for head_dim in (64, 128, 256):
             for causal in (False, True):
                 for seqlen_k in (1, WIDE_MIN_SEQLEN_K):
-                    block_n = kv_tile_keys(head_dim, causal, seqlen_k)
-                    launched[kernel_name(dtype, head_dim, causal, block_n)] = (head_dim, block_n)
+                    for seqlen_q in (128, 256):
+                        block_n = kv_tile_keys(head_dim, causal, seqlen_k)
+                        pairs = shares_kv_in_pairs(head_dim, causal, seqlen_q)
+                        launched[kernel_name(dtype, head_dim, causal, block_n, pairs)] = (head_dim, block_n, pairs)
     assert launched == entries
+
+
+def test_only_full_d128_launches_with_even_query_tiles_per_head_share_kv_in_pairs(monkeypatch):
+    assert not shares_kv_in_pairs(128, False, 256)  # KV_PAIRS as shipped
+    monkeypatch.setattr(attention_sm90_module, "KV_PAIRS", True)
+    assert [shares_kv_in_pairs(128, False, seqlen_q) for seqlen_q in (128, 129, 256, 257, 1000, 8192)] == \
+        [False, True, True, False, True, True]
+    assert not shares_kv_in_pairs(128, True, 256) and not shares_kv_in_pairs(64, False, 256)
+    assert not shares_kv_in_pairs(256, False, 256)
 
 
 def test_only_long_full_d128_launches_take_the_wide_kv_tiles():

@@ -19,9 +19,10 @@ from tree_sitter import Language, Node, Parser, Tree
 from cubridge.diagnostics import CuBridgeError, SourceLocation
 
 _PRAGMA = re.compile(rb"^[ \t]*#[ \t]*pragma\b[^\n]*", re.MULTILINE)
-# CUDA attribute macros the grammar does not know in declarations (`extern __shared__ __align__(16) char x[];`):
-# blanked like pragmas, they change no meaning the lifter reads.
-_ATTRIBUTE_MACRO = re.compile(rb"\b__align__\s*\(\s*\d+\s*\)")
+# CUDA attribute macros the grammar does not know in declarations (`extern __shared__ __align__(16) char x[];`,
+# an entry point's `__cluster_dims__(2, 1, 1)`): blanked like pragmas, they change no meaning the lifter reads (a
+# kernel's cluster paths are policy flags it reads as false).
+_ATTRIBUTE_MACRO = re.compile(rb"\b(?:__align__|__cluster_dims__)\s*\([^()]*\)")
 
 
 @cache

@@ -422,4 +422,46 @@ __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
 }
 
+// Thread-block clusters (__cluster_dims__). No CuIR op models them yet: the kernels use them only on paths the lift
+// reads as false (attention_sm90.cu's K/V pairs), whose single-CTA form defines them.
+
+// This CTA's rank in its cluster (%cluster_ctarank).
+__device__ __forceinline__ uint32_t cluster_cta_rank() {
+  uint32_t rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+  return rank;
+}
+
+// barrier.cluster arrive (release) and wait (acquire): returns once every thread of every CTA in the cluster
+// arrived; their earlier shared-memory writes, remote ones included, are visible to this thread.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
+// fence.mbarrier_init.release.cluster: this thread's earlier mbarrier_init become visible to the cluster's other
+// CTAs (their remote arrivals, their multicast copies' complete_tx) once a cluster_sync follows.
+__device__ __forceinline__ void fence_mbarrier_init_cluster() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+// One arrival on the barrier at `bar`'s shared offset in cluster CTA `cta` (mapa + mbarrier.arrive.shared::cluster),
+// with the default semantics (release, CTA scope), waited for there with mbarrier_wait: as CUTLASS's cluster
+// pipelines do (cluster scope would cost a MEMBAR.GPU per arrival and an L1 invalidate per wait). Returns at once.
+__device__ __forceinline__ void mbarrier_arrive_cluster(uint64_t* bar, uint32_t cta) {
+  asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+               "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n"
+               ::"r"(smem_u32(bar)), "r"(cta) : "memory");
+}
+
+// tma_load_4d multicast: the box at (c0..c3) of `tensor_map` into `smem`'s offset in every CTA of `cta_mask`
+// (bit i: cluster rank i), counted (complete_tx) on `bar`'s offset in each. Asynchronous, as tma_load_4d.
+__device__ __forceinline__ void tma_load_4d_multicast(void* smem, const CUtensorMap* tensor_map, uint64_t* bar,
+                                                      uint16_t cta_mask, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+               " [%0], [%1, {%2, %3, %4, %5}], [%6], %7;\n"
+               ::"r"(smem_u32(smem)), "l"(tensor_map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_u32(bar)),
+                 "h"(cta_mask)
+               : "memory");
+}
+
 }  // namespace cubridge

@@ -119,6 +119,11 @@ struct FullAttention {
   // softmax's wait would split (run 157: -1.8% to -3% for tanh softcap). Both orders sum the same terms; O's
   // rescale is associated differently (fp32 rounding). The lift reads the flag as false.
   static constexpr bool kRetireAtStepTop = false;
+  // Whether two CTAs of a cluster share their K and V loads (the Hopper kernel's K/V pairs: each producer
+  // multicasts half of every kv tile into both). Only the reference's full-mask pair entry points set it, which the
+  // host launches where a head's query tiles are even in number. The lift reads the flag as false: each CTA
+  // loading its own tiles defines it (both receive the same bytes).
+  static constexpr bool kSharesKvInPair = false;
 
   // The kv tiles that rows [q_first, q_last] of `tile` visit, in every role. A kernel that peels the first
   // position needs end > begin, unless kSkipsEmptyTiles keeps every role off the tiles where end == begin.
