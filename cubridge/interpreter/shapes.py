@@ -17,10 +17,11 @@ partial, a work tile that starts on a full one, and (if it skips empty work
 tiles, `skip_empty`) an empty tile ahead of a kept one; these are looked for
 in longer square shapes too. Apart from these, `offset_shapes` pairs lengths
 that differ by a constant at a tile edge (where a mask's kv range compares a
-tile's first index with the other length plus a constant), `long_kv_shape` holds a single
+tile's first index with the other length plus a constant), `long_shapes` hold a single
 query row and keys past (largest kernel constant + 1) tiles of the widest
-tile: a constant taken for a count of kv tiles ends the kv loop early only
-past the critical lengths. And since a kernel serves any values of the
+tile, and query rows past that many query tiles over one key: a constant
+taken for a count of kv tiles ends the kv loop early, and one that caps a
+query tile's index picks the wrong rows, only past the critical lengths. And since a kernel serves any values of the
 captured tensors (they are arguments), `tile_aligned_case` gives a kernel
 over block lists its spec over captured values the verifier picks: each
 tensor constant over tile-aligned blocks, so that (a document mask's
@@ -145,13 +146,16 @@ def offset_shapes(kernel: cuir.KernelOp, spec, head_dim: int, shapes: list[Probl
     return [shape for shape in shapes if _captures_fit(spec, shape)]
 
 
-def long_kv_shape(kernel: cuir.KernelOp, spec, head_dim: int) -> ProblemShape | None:
-    """One query row of one head over keys one past (largest kernel constant + 1) tiles of the widest tile, if
-    the spec's captured tensors reach that far: a kv loop that a constant ends after that many tiles misses
-    keys. (One work tile: at about 7 ms of execution per kv tile, one run costs about a second.)"""
-    seqlen_kv = (max(kernel_constants(kernel)) + 1) * max(tile_sizes(kernel)) + 1
-    shape = ProblemShape(1, 1, 1, 1, seqlen_kv, head_dim)
-    return shape if _captures_fit(spec, shape) else None
+def long_shapes(kernel: cuir.KernelOp, spec, head_dim: int) -> list[ProblemShape]:
+    """Past (largest kernel constant + 1) tiles on one side and a single row on the other, one head, where the
+    spec's captured tensors reach: one query row over keys one past that many tiles of the widest tile (a kv loop
+    that a constant ends after that many tiles misses keys), and query rows one past that many query tiles over one
+    key (a query tile index that a constant caps computes or writes the wrong rows). Each runs one kv tile per work
+    tile (about a second each, at 7 ms of execution per kv tile)."""
+    tiles = max(kernel_constants(kernel)) + 1
+    shapes = [ProblemShape(1, 1, 1, 1, tiles * max(tile_sizes(kernel)) + 1, head_dim),
+              ProblemShape(1, 1, 1, tiles * kernel.tile_m.value.data + 1, 1, head_dim)]
+    return [shape for shape in shapes if _captures_fit(spec, shape)]
 
 
 def _block_list_shapes(kernel: cuir.KernelOp, spec, shapes: list[ProblemShape], lengths: list[int],

@@ -5,8 +5,9 @@ Runs: every shape (default: `shapes.default_shapes`, derived from the kernel
 and the spec, on `VERIFY_NUM_SMS` multiprocessors) with every input seed
 (default 0 and 1) under every schedule (default: round-robin and one seeded
 random one); with the default shapes, also `shapes.offset_shapes` (lengths
-that differ by a constant at a tile edge), `shapes.long_kv_shape` (one query
-row over past a constant's count of kv tiles) and, for a kernel over block
+that differ by a constant at a tile edge), `shapes.long_shapes` (one query
+row over past a constant's count of kv tiles, and rows past that many query
+tiles over one key) and, for a kernel over block
 lists, `shapes.tile_aligned_case` (the spec over captured values the verifier
 makes tile-aligned: the kernel serves any values), each with the first seed
 under the round-robin schedule. Seed 0 draws q, k, v from N(0, 1); any other seed also scales
@@ -56,7 +57,7 @@ from cubridge.interpreter.shapes import (
     VERIFY_NUM_SMS,
     capture_reach,
     default_shapes,
-    long_kv_shape,
+    long_shapes,
     offset_shapes,
     score_range,
     tile_aligned_case,
@@ -344,7 +345,7 @@ def verify(
     """Execute the kernel of `module` and compare it with `spec` (standard attention by default).
 
     Each shape (a ProblemShape or a (B, HQ, HKV, SQ, SKV, D) tuple; default:
-    `default_shapes` of the kernel and spec; `offset_shapes`, `long_kv_shape` and `tile_aligned_case` once, with
+    `default_shapes` of the kernel and spec; `offset_shapes`, `long_shapes` and `tile_aligned_case` once, with
     the first seed and the round-robin schedule) runs with each input seed (0: N(0, 1),
     others: widened scores; see `random_inputs`) under `schedules` schedules:
     the round-robin one, then seeded random ones.
@@ -372,9 +373,7 @@ def verify(
                 cases.append(_Case(longest, seeds[:1], 1, spec))
         offsets = offset_shapes(plan.kernel, spec, plan.head_dim, defaults)
         cases += [_Case(shape, seeds[:1], 1, spec) for shape in offsets]
-        long_kv = long_kv_shape(plan.kernel, spec, plan.head_dim)
-        if long_kv is not None:
-            cases.append(_Case(long_kv, seeds[:1], 1, spec))
+        cases += [_Case(shape, seeds[:1], 1, spec) for shape in long_shapes(plan.kernel, spec, plan.head_dim)]
         aligned = tile_aligned_case(plan.kernel, spec, plan.head_dim)
         if aligned is not None:
             aligned_spec, aligned_shape = aligned

@@ -35,8 +35,8 @@ def test_verified_example_exits_zero(capsys):
 def test_default_run_names_the_derived_shapes(capsys):
     assert main([str(EXAMPLES / "attention_sm90.mlir")]) == 0
     (verdict,) = capsys.readouterr().out.splitlines()
-    assert "(worst of 73 runs: seeds 0,1, schedules round-robin,random#1, 34 shape(s) " in verdict
-    assert " 2,2,1,1,2 " in verdict and " 2,2,2,256,257 " in verdict and verdict.endswith(" 1,1,1,1,16513; D=128)")
+    assert "(worst of 74 runs: seeds 0,1, schedules round-robin,random#1, 35 shape(s) " in verdict
+    assert " 2,2,1,1,2 " in verdict and " 2,2,2,256,257 " in verdict and verdict.endswith(" 1,1,1,1,16513 1,1,1,16513,1; D=128)")
 
 
 def test_repeated_shapes_and_seeds(capsys):

@@ -6,7 +6,7 @@ import pytest
 from cubridge.dialect.attributes import Schedule, ScheduleAttr, TileOrder, TileOrderAttr
 from cubridge.interpreter import KernelPlan, ProblemShape, StandardAttention, execute, verify
 from cubridge.interpreter.executor import find_kernel
-from cubridge.interpreter.shapes import default_shapes, long_kv_shape, offset_shapes
+from cubridge.interpreter.shapes import default_shapes, long_shapes, offset_shapes
 from cubridge.interpreter.verify import random_inputs
 from example_programs import EXAMPLES as EXAMPLES_DIR
 
@@ -18,13 +18,14 @@ def test_example_verifies_on_default_shapes(example, name):
     module = example(name)
     shapes = default_shapes(find_kernel(module), StandardAttention(), 128)
     offsets = offset_shapes(find_kernel(module), StandardAttention(), 128, shapes)
-    long_kv = long_kv_shape(find_kernel(module), StandardAttention(), 128)
+    long_kv, long_q = long_shapes(find_kernel(module), StandardAttention(), 128)
     result = verify(module)
     assert result.verdict == "verified", result.summary()
-    # two seeds, two schedules; the offset shapes and the long kv shape once
-    assert len(result.runs) == len(shapes) * 2 * 2 + len(offsets) + 1
-    assert result.shapes() == [*shapes, *offsets, long_kv]
+    # two seeds, two schedules; the offset shapes and the long shapes once
+    assert len(result.runs) == len(shapes) * 2 * 2 + len(offsets) + 2
+    assert result.shapes() == [*shapes, *offsets, long_kv, long_q]
     assert long_kv.seqlen_q == 1 and long_kv.seqlen_kv == 129 * 128 + 1  # past 129 tiles of 128
+    assert long_q.seqlen_q == 129 * 128 + 1 and long_q.seqlen_kv == 1
     worst = result.worst()
     assert set(worst) == {"o", "rowsum", "lse"}
     assert worst["o"].relative < 5e-3

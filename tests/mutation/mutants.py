@@ -479,6 +479,17 @@ def sm80_kv_loop_capped_at_64_tiles(module):
     loop.operands[1] = capped.result
 
 
+def consumer_q_tile_capped_at_128(module):
+    """The consumers take the work tile's first row from its query tile index capped at 128 (a constant of the
+    kernel taken for a count of query tiles): tiles past the 129th compute and write the 129th's rows, past every
+    critical length (up to 257 rows)."""
+    (first_row,) = ops(worker(module, "consumer"), "arith.muli", result="first_row")
+    q_tile = first_row.operands[0]
+    capped = arith.MinSIOp(q_tile, index_constant(first_row, 128))
+    first_row.parent_block().insert_op_before(capped, first_row)
+    first_row.operands[0] = capped.result
+
+
 # ----------------------------------------------------------------------------
 # Transferred kernels: score and mask code, bounds, captured tensors
 # ----------------------------------------------------------------------------
@@ -640,6 +651,7 @@ MUTANTS = (
     Mutant("sm80 K wait_group dropped", "sm80", None, sm80_k_wait_group_dropped),
     Mutant("sm80 kv tile count rounded down", "sm80", None, sm80_kv_tiles_rounded_down),
     Mutant("sm80 kv loop capped at 64 tiles", "sm80", None, sm80_kv_loop_capped_at_64_tiles),
+    Mutant("consumer q tile capped at 128", "sm90", None, consumer_q_tile_capped_at_128),
     Mutant("sm80 K read before every thread copied it", "sm80", None, sm80_k_read_before_every_thread_copied_it),
     Mutant("sm80 next copies before every warp read V", "sm80", None, sm80_next_copies_before_every_warp_read_v),
     Mutant("sm80 O copied out before every warp staged it", "sm80", None,
