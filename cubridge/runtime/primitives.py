@@ -56,8 +56,8 @@ PRIMITIVES: tuple[Primitive, ...] = (
               "wgmma.mma_async.sync.aligned.m64n{64,80,128,160,192}k16.f32.{bf16,f16}.{bf16,f16} x K slices + "
               "wgmma.commit_group.sync.aligned", "hopper.cuh",
               "template <int N, int KSlices, bool BMnMajor, typename T>; 128B-swizzle smem descriptors of tiles given "
-              "by `gemm_tile_address` (shared address / 16: a kernel converts its storage's base once and adds tile "
-              "offsets)"),
+              "by `gemm_tile_address` (shared offset / 16, a cluster CTA's rank bits masked out: a kernel converts its "
+              "storage's base once and adds tile offsets)"),
     Primitive("cuir.gemm_async", "gemm_async_rs",
               "wgmma.mma_async.sync.aligned.m64n{64,128,256}k16.f32.{bf16,f16}.{bf16,f16} (A in registers) x K slices "
               "+ wgmma.commit_group.sync.aligned", "hopper.cuh",

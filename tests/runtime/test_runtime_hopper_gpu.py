@@ -28,25 +28,30 @@ def hopper_cubin():
     return compile_cubin(SOURCE, (9, 0), include_dirs=(INCLUDE_DIR,))
 
 
-def test_tma_mbarrier_wgmma_and_tma_store(hopper_cubin):
+@pytest.mark.parametrize("kernel, ctas", [("hopper_gemm_check", 1), ("hopper_gemm_check_in_cluster", 2)])
+def test_tma_mbarrier_wgmma_and_tma_store(hopper_cubin, kernel, ctas):
+    """C = A B^T (K-major B) through the TMA store and D = A V (MN-major B, two panels) from the accumulators, in
+    one CTA and in each CTA of a cluster of two (rank 1's shared addresses carry its rank: its wgmma descriptors
+    once read V's second panel from the wrong place)."""
     generator = torch.Generator(device="cuda").manual_seed(3)
     a = torch.randn(1, 1, 64, 64, generator=generator, device="cuda").bfloat16()
     b = torch.randn(64, 64, generator=generator, device="cuda").bfloat16()
     v = torch.randn(64, 128, generator=generator, device="cuda").bfloat16()
     c = torch.full((64, 64), float("nan"), device="cuda")
-    d = torch.full((64, 128), float("nan"), device="cuda")
+    d = torch.full((ctas, 64, 128), float("nan"), device="cuda")
     maps = [
         encode_tiled(a, (1, 1, 64, 64), swizzle_128b=True),
         encode_tiled(b, (64, 64), swizzle_128b=True),
         encode_tiled(v, (64, 64), swizzle_128b=True),
         encode_tiled(c, (64, 64), swizzle_128b=False),
     ]
-    function = load_function(hopper_cubin, "hopper_gemm_check", 0, GEMM_SHARED_BYTES)
-    launch(function, (1, 1, 1), (128, 1, 1), GEMM_SHARED_BYTES, [*maps, ctypes.c_void_p(d.data_ptr())], 0)
+    function = load_function(hopper_cubin, kernel, 0, GEMM_SHARED_BYTES)
+    launch(function, (ctas, 1, 1), (128, 1, 1), GEMM_SHARED_BYTES, [*maps, ctypes.c_void_p(d.data_ptr())], 0)
     torch.cuda.synchronize()
     a2 = a[0, 0].float()
     torch.testing.assert_close(c, a2 @ b.float().T, rtol=1e-4, atol=1e-3)
-    torch.testing.assert_close(d, a2 @ v.float(), rtol=1e-4, atol=1e-3)
+    for rank in range(ctas):
+        torch.testing.assert_close(d[rank], a2 @ v.float(), rtol=1e-4, atol=1e-3)
 
 
 def test_named_barriers_with_register_reallocation(hopper_cubin):

@@ -1,7 +1,7 @@
 // GPU check of the Hopper primitives (sm_90a): TMA loads (2-D and 4-D) completing on an mbarrier, wgmma
-// with a K-major B (n = 64, Q K^T-like) and an MN-major B (n = 128, P V-like), a TMA store, and named
-// barriers with setmaxnreg between two warpgroups; the Hopper kernel's FMA-pipe exp2; and a deadlocked mbarrier
-// wait for the wait timeout. The pytest tests compare the outputs with torch.
+// with a K-major B (n = 64, Q K^T-like) and an MN-major B (n = 128, P V-like), alone and in a cluster, a TMA store,
+// and named barriers with setmaxnreg between two warpgroups; the Hopper kernel's FMA-pipe exp2; and a deadlocked
+// mbarrier wait for the wait timeout. The pytest tests compare the outputs with torch.
 #include "cubridge/hopper.cuh"
 #include "cubridge/math.cuh"
 #include "cubridge/sync.cuh"
@@ -16,10 +16,8 @@ constexpr int kPanelBytes = kTile * kTile * 2;  // one [64][64] bf16 panel
 // a_map: A [1, 1, 64, 64] bf16 (4-D, box = whole, SWIZZLE_128B); b_map: B [64 n][64 k] bf16 (SWIZZLE_128B);
 // v_map: V [64 k][128 n] bf16, box [64 rows][64 cols] (SWIZZLE_128B); c_map: C [64][64] fp32, no swizzle.
 // Outputs: C = A B^T through the TMA store; d_out [64][128] fp32 = A V written from the accumulators.
-extern "C" __global__ void __launch_bounds__(128, 1)
-    hopper_gemm_check(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
-                      const __grid_constant__ CUtensorMap v_map, const __grid_constant__ CUtensorMap c_map,
-                      float* d_out) {
+__device__ __forceinline__ void gemm_check(const CUtensorMap& a_map, const CUtensorMap& b_map, const CUtensorMap& v_map,
+                                           const CUtensorMap& c_map, float* d_out) {
   extern __shared__ unsigned char shared_raw[];
   unsigned char* base = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(shared_raw) + 1023) & ~uintptr_t(1023));
   __nv_bfloat16* a_tile = reinterpret_cast<__nv_bfloat16*>(base);
@@ -72,6 +70,22 @@ extern "C" __global__ void __launch_bounds__(128, 1)
     const int col = (i / 4) * 8 + (lane % 4) * 2 + (i % 2);
     d_out[row * 2 * kTile + col] = d_acc[i];
   }
+}
+
+extern "C" __global__ void __launch_bounds__(128, 1)
+    hopper_gemm_check(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+                      const __grid_constant__ CUtensorMap v_map, const __grid_constant__ CUtensorMap c_map,
+                      float* d_out) {
+  gemm_check(a_map, b_map, v_map, c_map, d_out);
+}
+
+// The same check in each CTA of a cluster of two, CTA r writing D to d_out + r * 64 * 128: a cluster CTA's shared
+// addresses carry its rank, which the wgmma descriptors must not see.
+extern "C" __global__ void __launch_bounds__(128, 1) __cluster_dims__(2, 1, 1)
+    hopper_gemm_check_in_cluster(const __grid_constant__ CUtensorMap a_map, const __grid_constant__ CUtensorMap b_map,
+                                 const __grid_constant__ CUtensorMap v_map, const __grid_constant__ CUtensorMap c_map,
+                                 float* d_out) {
+  gemm_check(a_map, b_map, v_map, c_map, d_out + cluster_cta_rank() * 2 * kTile * kTile);
 }
 
 // Two warpgroups: the producer lowers its register budget, writes 128 values to shared memory and arrives

@@ -142,11 +142,17 @@ __device__ __forceinline__ void store_async_wait() {
   asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(kPending) : "memory");
 }
 
-// A shared-memory tile as wgmma descriptors address it: its shared-window byte address / 16 (14 bits: shared memory
-// is under 256 KB). Tiles start on 1024-byte atoms, so the tile `bytes` further on is at address + bytes / 16: a
-// kernel converts its storage's base once and adds each tile's offset (one add a GEMM, where converting each tile's
-// pointer puts four dependent instructions between a GEMM turn and its first wgmma).
-__device__ __forceinline__ uint32_t gemm_tile_address(const void* tile) { return smem_u32(tile) >> 4; }
+// A shared-memory tile as wgmma descriptors address it: its byte offset in this CTA's shared memory / 16 (14 bits:
+// shared memory is under 256 KB). The offset is masked out of the shared address: in a thread-block cluster that
+// address also carries the CTA's rank from bit 24, which unmasked lands in the descriptor's leading-byte-offset
+// field and moves an MN-major operand's second panel (P V read the wrong V columns in cluster rank 1). Tiles start
+// on 1024-byte atoms, so the tile `bytes` further on is at address + bytes / 16: a kernel converts its storage's
+// base once and adds each tile's offset (one add a GEMM, where converting each tile's pointer puts four dependent
+// instructions between a GEMM turn and its first wgmma).
+constexpr uint32_t kSharedOffsetMask = (1u << 18) - 1;
+__device__ __forceinline__ uint32_t gemm_tile_address(const void* tile) {
+  return (smem_u32(tile) & kSharedOffsetMask) >> 4;
+}
 
 // Shared-memory matrix descriptor for wgmma, 128-byte swizzle: the tile's address (gemm_tile_address), leading
 // and stride byte offsets (each encoded >> 4), layout type 1 (SWIZZLE_128B) in bits 62-63. The fields do not
