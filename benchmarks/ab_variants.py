@@ -183,12 +183,12 @@ def use_host_variant(host, variant: HostVariant, causal: bool, tiles: int, defau
 
 
 # kernel -> name -> host variant. grid-balanced applies to full masks only (causal tiles are claimed dynamically);
-# kv-tile-128 launches every D = 128 full mask with the 128-key kv tiles the host takes below S_K = 8192; kv-pairs
-# launches them in K/V pairs (attention_sm90.KV_PAIRS) where a head's query tiles are even in number.
+# kv-tile-128 launches every D = 128 full mask with the 128-key kv tiles the host takes below S_K = 8192; unpaired
+# launches them one CTA at a time (attention_sm90.KV_PAIRS off), where the host runs them in K/V pairs.
 HOST_VARIANTS = {"sm90": {"grid-balanced": HostVariant(balanced_grid),
                           "grid-per-tile": HostVariant(grid_per_tile, with_causal=True),
                           "kv-tile-128": HostVariant(constants=(("WIDE_MIN_SEQLEN_K", 2**31 - 1),)),
-                          "kv-pairs": HostVariant(constants=(("KV_PAIRS", True),))}}
+                          "unpaired": HostVariant(constants=(("KV_PAIRS", False),))}}
 
 
 def variant_source(directory: Path, name: str, substitutions, base: Path) -> Path:

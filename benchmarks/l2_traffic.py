@@ -8,7 +8,7 @@ the kernel's TMA loads ask for reach the L2, against the count if no request wer
 Each provider runs in its own process under `ncu --profile-from-start off --clock-control none` (this script with
 `--launch PROVIDER`): three warm-up launches, then one between cudaProfilerStart and Stop. Providers: `cubridge`
 (the shipped kernel), `bshd` (it on [B, S, H, D] memory, FA4's layout), a host variant of ab_variants.py
-(`grid-per-tile`: one CTA per work tile, FA4's non-persistent grid; `kv-pairs`; `kv-tile-128`; `grid-balanced`),
+(`grid-per-tile`: one CTA per work tile, FA4's non-persistent grid; `unpaired`; `kv-tile-128`; `grid-balanced`),
 `fa4`, and each `--extra NAME=FILE` (an edited copy of attention_sm90.cu launched through the same host code, as in
 ab_variants.py).
 

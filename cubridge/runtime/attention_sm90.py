@@ -25,9 +25,9 @@ WIDE_BLOCK_N = 160
 WIDE_MIN_SEQLEN_K = 8192
 # With KV_PAIRS, full masks at D = 128 launch the _pairs entry points where a head's query tiles are even in number:
 # clusters of two CTAs that run consecutive query tiles of one head and share their K and V loads (TMA multicast),
-# so that each K and V byte leaves the L2 once per pair (run 221: +1.9% work per joule at the power cap on an H100,
-# as a benchmark variant of the same SASS). Off until test_kv_pairs_give_the_unpaired_bits has run on a GPU.
-KV_PAIRS = False
+# so that each K and V byte leaves the L2 once per pair. Under sustained load at the power cap: +2.1% work per joule
+# and 644 TFLOPS against 633 (FA4: 638); in bursts below the cap -1.1% (run 227, H100, S = 8k; docs/performance.md).
+KV_PAIRS = True
 PAIR_CTAS = 2
 CONSUMER_ROWS = 64
 STAGES = 2

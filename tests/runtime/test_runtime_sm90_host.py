@@ -41,12 +41,12 @@ def test_kernel_names_exist_in_the_source_with_their_kv_tiles(monkeypatch):
 
 
 def test_only_full_d128_launches_with_even_query_tiles_per_head_share_kv_in_pairs(monkeypatch):
-    assert not shares_kv_in_pairs(128, False, 256)  # KV_PAIRS as shipped
-    monkeypatch.setattr(attention_sm90_module, "KV_PAIRS", True)
     assert [shares_kv_in_pairs(128, False, seqlen_q) for seqlen_q in (128, 129, 256, 257, 1000, 8192)] == \
         [False, True, True, False, True, True]
     assert not shares_kv_in_pairs(128, True, 256) and not shares_kv_in_pairs(64, False, 256)
     assert not shares_kv_in_pairs(256, False, 256)
+    monkeypatch.setattr(attention_sm90_module, "KV_PAIRS", False)
+    assert not shares_kv_in_pairs(128, False, 256)
 
 
 def test_only_long_full_d128_launches_take_the_wide_kv_tiles():

@@ -284,7 +284,7 @@ __device__ __forceinline__ void load_kv_tile(T* tile, const CUtensorMap* map, ui
 // of one head under the static schedule (the host launches pairs only on an even grid where a head's query tiles
 // are even in number), so they read the same K and V rows in the same order. Each producer loads one of a kv tile's
 // two 64-column panels into both CTAs (TMA multicast): every K and V byte leaves the L2 once per pair (run 221: 0.52
-// of the unmerged L2 sectors against 0.83, and +1.9% work per joule at the power cap). A stage is refilled once both
+// of the unmerged L2 sectors against 0.83; run 227: +2.1% work per joule at the power cap). A stage is refilled once both
 // CTAs' consumers released it: each producer passes its own consumers' release on to its peer's producer, on the
 // peer's `pair_free` barrier for that stage (one arrival), and waits for the peer's word on its own.
 constexpr int kPairCtas = 2;
