@@ -76,14 +76,23 @@ def trace_hook(hook: Callable, arguments: tuple[str, ...], path: str, captures: 
     any failure is a CuBridgeError at the line of `path` that caused it."""
     where = definition(hook)
     graph_module = _trace(hook, arguments, path, where)
-    return _Conversion(graph_module, path, captures, where).run(arguments)
+    code = hook_code(hook)
+    # where torch keeps no frame of the hook's own lines, its nodes are located at its `def` in the spec
+    unrecorded_line = code.co_firstlineno if code.co_filename == path and not RECORDS_HOOK_FRAMES else None
+    return _Conversion(graph_module, path, captures, where, unrecorded_line).run(arguments)
+
+
+def hook_code(hook: Callable) -> types.CodeType:
+    """The code of the hook's `def` (of the function a functools.partial wraps)."""
+    while isinstance(hook, functools.partial):
+        hook = hook.func
+    return hook.__code__
 
 
 def definition(hook: Callable) -> str:
     """`file:line` of the hook's `def` (of the function a functools.partial wraps)."""
-    while isinstance(hook, functools.partial):
-        hook = hook.func
-    return f"{hook.__code__.co_filename}:{hook.__code__.co_firstlineno}"
+    code = hook_code(hook)
+    return f"{code.co_filename}:{code.co_firstlineno}"
 
 
 class IndexWithTensors(TorchFunctionMode):
@@ -367,15 +376,14 @@ def _converts(lowered_to: str, *overloads):
 
 class _Conversion:
     def __init__(
-        self, graph_module: torch.fx.GraphModule, path: str, captures: dict[str, torch.Tensor], definition: str
+        self, graph_module: torch.fx.GraphModule, path: str, captures: dict[str, torch.Tensor], definition: str,
+        unrecorded_line: int | None,
     ):
         self.graph_module = graph_module
         self.path = path
         self.capture_names = {id(tensor): name for name, tensor in reversed(captures.items())}
         self.definition = definition
-        file, _, line = definition.rpartition(":")
-        # where torch keeps no frame of the hook's own lines, its nodes are located at its `def` in the spec
-        self.unrecorded_line = int(line) if file == path and not RECORDS_HOOK_FRAMES else None
+        self.unrecorded_line = unrecorded_line  # the line of a node torch kept no frame of (None: unknown)
         self.values: dict[torch.fx.Node, object] = {}
 
     def run(self, arguments: tuple[str, ...]) -> Expr:

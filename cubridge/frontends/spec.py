@@ -51,6 +51,7 @@ from cubridge.frontends.hooks import (
     definition,
     failure,
     global_names,
+    hook_code,
     reachable_functions,
     read_attributes,
     referenced_values,
@@ -267,14 +268,14 @@ def spec_from_hooks(score_mod: Callable | None = None, mask_mod: Callable | None
         _check_arity(hook, arguments)
         bound |= captured_tensors(hook)
     traced = _traces(hooks_trace_key(score_mod, mask_mod, bound), [(hook, arguments) for hook, arguments, _ in pairs],
-                     lambda hook: definition(hook).rsplit(":", 1)[0], bound)
+                     lambda hook: hook_code(hook).co_filename, bound)
     score_expr, mask_expr = traced
     _check_results(score_mod, score_expr, mask_mod, mask_expr)
     score_expr = _modifying(score_expr)
     read = set().union(*(expr.leaves() for expr in traced if expr is not None))
     return AttentionSpec(
         name=name or (re.sub(r"\W+", "_", default_name).strip("_") or "variant"),
-        path=definition(score_mod or mask_mod).rsplit(":", 1)[0],
+        path=hook_code(score_mod or mask_mod).co_filename,
         score_mod=score_mod,
         mask_mod=mask_mod,
         normalization=normalization,
