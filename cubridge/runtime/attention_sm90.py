@@ -12,7 +12,7 @@ import torch
 from cubridge.runtime.attention import (DTYPE_NAMES, NO_ARGS, AttentionLaunch, check_tensors, layout_key,
                                         planned, prepare_launch)
 from cubridge.runtime.compiler import KERNELS_DIR, CompiledKernel, compile_cubin
-from cubridge.runtime.driver import LaunchPlan, load_function, pointer_fields
+from cubridge.runtime.driver import LaunchPlan, load_function, max_active_clusters, pointer_fields
 from cubridge.runtime.errors import UnsupportedArchError
 from cubridge.runtime.tensor_map import TensorMapSlots
 
@@ -120,9 +120,9 @@ def tensor_map_slots(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: tor
 
 class Sm90Launch(AttentionLaunch):
     """A launch plan of an attention_sm90.cu kernel (the reference's or a variant's) with `block_n`-key kv tiles:
-    a persistent grid of one CTA per SM (at most one per work tile; whole clusters of `cluster_ctas` for a kernel
-    launched in clusters), tensor maps moved to each call's tensors, and under a `dynamic` schedule a zeroed tile
-    counter per launch."""
+    a persistent grid of one CTA per SM (at most one per work tile; for a kernel launched in clusters of
+    `cluster_ctas`, whole clusters, as many as the GPU runs at once), tensor maps moved to each call's tensors, and
+    under a `dynamic` schedule a zeroed tile counter per launch."""
 
     def __init__(self, function, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float,
                  return_lse: bool, dynamic: bool, tile_m: int, block_n: int, threads: int, args,
@@ -137,9 +137,12 @@ class Sm90Launch(AttentionLaunch):
         self._lse, self._out, self._counter, self._order = pointer_fields(
             self.params, ("lse", "out", "tile_counter", "tile_order"))
         tiles = math.ceil(seqlen_q / tile_m) * heads_q * batch
-        ctas = min(tiles, _sm_count(device_index))
-        ctas -= ctas % cluster_ctas  # whole clusters (K/V pairs: the tiles are even in number)
         block, smem = (threads, 1, 1), shared_bytes(head_dim, block_n)
+        resident = _sm_count(device_index)
+        if cluster_ctas > 1:  # a static schedule's CTAs all start at once: no cluster waits for another to finish
+            resident = min(resident, cluster_ctas * max_active_clusters(function, block, smem, cluster_ctas))
+        ctas = min(tiles, resident)
+        ctas -= ctas % cluster_ctas  # whole clusters (K/V pairs: the tiles are even in number)
         self.plan = LaunchPlan(function, (ctas, 1, 1), block, smem, [*self.maps.maps, self.params, args],
                                device_index)
 
@@ -193,12 +196,23 @@ def _sm90_plan(q, k, v, causal: bool, scale: float | None, return_lse: bool) -> 
             f"attention_sm90 needs an sm_90 (Hopper) GPU; {torch.cuda.get_device_name(device_index)} is "
             f"sm_{capability[0]}{capability[1]} (use attention_sm80)"
         )
-    head_dim = q.shape[3]
-    block_n = kv_tile_keys(head_dim, causal, k.shape[2])
-    pairs = shares_kv_in_pairs(head_dim, causal, q.shape[2])
-    function = load_function(_compiled(capability), kernel_name(q.dtype, head_dim, causal, block_n, pairs),
-                             device_index, shared_bytes(head_dim, block_n))
+    block_n = kv_tile_keys(q.shape[3], causal, k.shape[2])
+    function, cluster_ctas = _entry_point(q, causal, block_n, device_index, capability)
     # Causal tiles differ in length: CTAs claim them from a counter (dynamic schedule). Full tiles are equal
     # and keep the static stride, with no counter to clear.
     return Sm90Launch(function, q, k, v, scale, return_lse, causal, BLOCK_M, block_n, THREADS, NO_ARGS, (),
-                      device_index, PAIR_CTAS if pairs else 1)
+                      device_index, cluster_ctas)
+
+
+def _entry_point(q: torch.Tensor, causal: bool, block_n: int, device_index: int, capability: tuple[int, int]):
+    """The function attention_sm90 launches and its cluster size: the _pairs entry point where shares_kv_in_pairs
+    and the GPU runs at least one pair at once (its GPCs have two SMs free), else the unpaired one."""
+    head_dim = q.shape[3]
+    smem = shared_bytes(head_dim, block_n)
+    if shares_kv_in_pairs(head_dim, causal, q.shape[2]):
+        pairs = load_function(_compiled(capability), kernel_name(q.dtype, head_dim, causal, block_n, True),
+                              device_index, smem)
+        if max_active_clusters(pairs, (THREADS, 1, 1), smem, PAIR_CTAS) > 0:
+            return pairs, PAIR_CTAS
+    return load_function(_compiled(capability), kernel_name(q.dtype, head_dim, causal, block_n), device_index,
+                         smem), 1

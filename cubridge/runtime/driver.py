@@ -137,6 +137,22 @@ class LaunchPlan:
             check("cuLaunchKernel", result)
 
 
+def max_active_clusters(function, block: tuple[int, int, int], dynamic_shared_bytes: int, cluster_ctas: int) -> int:
+    """How many clusters of `cluster_ctas` CTAs of `function` (a kernel with those __cluster_dims__ along x) the
+    device runs at once (cuOccupancyMaxActiveClusters): the SMs of a GPC that no whole cluster fills stay idle."""
+    driver = cuda_driver()
+    attribute = driver.CUlaunchAttribute()
+    attribute.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    attribute.value.clusterDim.x, attribute.value.clusterDim.y, attribute.value.clusterDim.z = cluster_ctas, 1, 1
+    config = driver.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = cluster_ctas, 1, 1
+    config.blockDimX, config.blockDimY, config.blockDimZ = block
+    config.sharedMemBytes = dynamic_shared_bytes
+    config.attrs = [attribute]
+    config.numAttrs = 1
+    return check("cuOccupancyMaxActiveClusters", driver.cuOccupancyMaxActiveClusters(function, config))
+
+
 def launch(function, grid: tuple[int, int, int], block: tuple[int, int, int], dynamic_shared_bytes: int,
            arguments: list[ctypes._SimpleCData | ctypes.Structure | ctypes.Array], device_index: int) -> None:
     """Enqueues `function` once on torch's current stream of `device_index`; each argument is a ctypes object

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from cubridge.runtime import attention_sm90
+from cubridge.runtime.driver import max_active_clusters
 from attention_checks import assert_close_to_reference, random_qkv
 
 attention_sm90_module = importlib.import_module("cubridge.runtime.attention_sm90")  # the package exports the function
@@ -122,6 +123,18 @@ def test_kv_pairs_give_the_unpaired_bits(monkeypatch, shape, dtype):
     for _ in range(20):  # a pair's barriers hold across launches and their phases
         attention_sm90(q, k, v)
     torch.cuda.synchronize()
+
+
+def test_a_pair_launch_is_as_many_pairs_as_run_at_once(monkeypatch):
+    """The pairs' persistent grid is whole clusters, no more than the GPU co-schedules: under the static schedule a
+    cluster left waiting would start its whole share of tiles only when another finished."""
+    monkeypatch.setattr(attention_sm90_module, "_PLANS", {})
+    q, k, v = random_qkv((2, 32, 32, 2048, 2048, 128), torch.bfloat16, torch.Generator(device="cuda").manual_seed(3))
+    attention_sm90(q, k, v)
+    plan = next(iter(attention_sm90_module._PLANS.values())).plan
+    pairs = max_active_clusters(plan.function, plan.block, plan.dynamic_shared_bytes, attention_sm90_module.PAIR_CTAS)
+    resident = min(torch.cuda.get_device_properties(0).multi_processor_count, 2 * pairs)  # 1024 tiles: more
+    assert pairs > 0 and plan.grid[0] == resident - resident % 2
 
 
 def test_causal_launches_on_a_side_stream_and_in_a_cuda_graph():
