@@ -103,7 +103,8 @@ _SM90_SLEEPING_WAIT = (
     "}\n\n"
     "// Producer: one warp;")
 _SM90_PRODUCER_WAITS = ["mbarrier_wait(smem.q_empty(),", "mbarrier_wait(smem.k_empty(stage),",
-                        "mbarrier_wait(smem.v_empty(at.stage()),", "mbarrier_wait(pair_free,"]
+                        "mbarrier_wait(smem.v_empty(at.stage()),", "mbarrier_wait(pair_free,",
+                        "mbarrier_wait(values ? smem.v_empty(kv.stage())"]
 _SM90_CONSUMER_WAITS = ["mbarrier_wait(smem.q_full(),", "mbarrier_wait(smem.k_full(stage),",
                         "mbarrier_wait(smem.v_full(prev.stage()),", "mbarrier_wait(smem.v_full(last.stage()),"]
 
@@ -112,28 +113,12 @@ def _sm90_sleeping(waits: list[str]) -> list[tuple[str, str]]:
     return [_SM90_SLEEPING_WAIT] + [(wait, wait.replace("mbarrier_wait(", "mbarrier_wait_sleeping(")) for wait in waits]
 
 
-# K/V pairs whose consumers release each K and V stage in both CTAs (one arrival on the peer's empty barrier too,
-# which then counts both CTAs' consumer warps), CUTLASS's cluster pipeline: a producer refills a stage once its own
-# empty barrier completes, without the relay through the producers' pair_free barriers (one wake-up and one remote
-# arrival fewer between the slower CTA's release and the copy; the shipped pairs cost 1.1% in bursts, run 227).
-_SM90_PAIRS_DIRECT_RELEASE = [
-    ("// One consumer warp's release of a buffer it finished reading (empty barriers count kConsumerWarps).\n",
-     "template <typename Policy>\n"
-     "__device__ __forceinline__ void release_kv(uint64_t* empty_barrier, int lane) {\n"
-     "  if (lane != 0) return;\n"
-     "  mbarrier_arrive(empty_barrier);\n"
-     "  if constexpr (Policy::kSharesKvInPair) mbarrier_arrive_cluster(empty_barrier, cluster_cta_rank() ^ 1);\n"
-     "}\n\n"
-     "// One consumer warp's release of a buffer it finished reading (empty barriers count kConsumerWarps).\n"),
-    ("release(smem.k_empty(", "release_kv<Policy>(smem.k_empty("),
-    ("release(smem.v_empty(", "release_kv<Policy>(smem.v_empty("),
-    ("mbarrier_init(smem.k_empty(stage), kConsumerWarps);",
-     "mbarrier_init(smem.k_empty(stage), kConsumerWarps * (Policy::kSharesKvInPair ? kPairCtas : 1));"),
-    ("mbarrier_init(smem.v_empty(stage), kConsumerWarps);",
-     "mbarrier_init(smem.v_empty(stage), kConsumerWarps * (Policy::kSharesKvInPair ? kPairCtas : 1));"),
-    ("  if (leader && at.count >= kStages) mbarrier_arrive_cluster(pair_free, rank ^ 1);\n"
-     "  mbarrier_wait(pair_free, at.free_parity());\n", ""),
-]
+# Where the K/V pairs' cost in bursts goes (diagnostics, runs 233-234). cluster-only: the pair entry points with
+# each CTA loading its own K and V tiles (the cluster launch and its cluster_syncs alone). pairs-no-handshake: a
+# stage refilled in both CTAs once this CTA's consumers released it, without waiting for the peer's (racy: times
+# only; with it the pairs run at the unpaired speed).
+_SM90_PAIR_HANDSHAKE = ("  mbarrier_wait(pair_free, at.free_parity());\n", "")
+_SM90_PAIR_LOADS = "      if constexpr (Policy::kSharesKvInPair)\n        load_pair_kv_tile"
 
 
 # kernel -> name -> (diag, [(old, new), ...])
@@ -148,7 +133,6 @@ VARIANTS: dict[str, dict[str, tuple[bool, list[tuple[str, str]]]]] = {
         "static-schedule": (False, [("return p.tile_counter != nullptr;", "return false;")]),
         "sleeping-producer-waits": (False, _sm90_sleeping(_SM90_PRODUCER_WAITS)),
         "sleeping-waits": (False, _sm90_sleeping(_SM90_PRODUCER_WAITS + _SM90_CONSUMER_WAITS)),
-        "pairs-direct-release": (False, _SM90_PAIRS_DIRECT_RELEASE),
         "diag-no-exp2": (True, [
             ("          s[e] = fast_exp2(exponent);", "          s[e] = exponent;"),
             ("s[e] = e % kFmaExp2Period == kFmaExp2Period - 1 ? fma_exp2(exponent) : fast_exp2(exponent);",
@@ -157,6 +141,9 @@ VARIANTS: dict[str, dict[str, tuple[bool, list[tuple[str, str]]]]] = {
         "diag-no-kv-loads": (True, [_sm90_skip_loads_after_fill("k"), _sm90_skip_loads_after_fill("v")]),
         "diag-no-k-loads": (True, [_sm90_skip_loads_after_fill("k")]),
         "diag-no-v-loads": (True, [_sm90_skip_loads_after_fill("v")]),
+        "diag-cluster-only": (True, [(_SM90_PAIR_LOADS,
+                                      _SM90_PAIR_LOADS.replace("Policy::kSharesKvInPair", "false"))]),
+        "diag-pairs-no-handshake": (True, [_SM90_PAIR_HANDSHAKE]),
         "diag-no-pingpong": (True, [
             ("  named_barrier_sync(kTurnBarrier0 + group, kConsumerGroups * kWarpGroupThreads);\n", ""),
             ("  named_barrier_arrive(kTurnBarrier0 + (1 - group), kConsumerGroups * kWarpGroupThreads);\n", ""),
