@@ -26,6 +26,8 @@ INCLUDE_DIR = RUNTIME_DIR / "include"
 KERNELS_DIR = RUNTIME_DIR / "kernels"
 BASE_FLAGS = ("-O3", "-std=c++17")
 WAIT_TIMEOUT_VARIABLE = "CUBRIDGE_WAIT_TIMEOUT"
+PERTURB_WAITS_VARIABLE = "CUBRIDGE_PERTURB_WAITS"
+MAX_PERTURB_NS = 1_000_000  # __nanosleep's bound
 
 _QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 _NVCC_DIAGNOSTIC = re.compile(r"^(?P<file>[^\s(][^(]*)\((?P<line>\d+)\): (?P<message>(?:catastrophic )?error.*)$")
@@ -75,7 +77,13 @@ def nvcc_version(nvcc: Path) -> str:
 
 def debug_flags() -> tuple[str, ...]:
     """Flags the environment adds to every compile: $CUBRIDGE_WAIT_TIMEOUT (seconds, > 0) bounds each mbarrier wait
-    of the Hopper primitives, which then print the barrier they waited on and trap (hopper.cuh)."""
+    of the Hopper primitives, which then print the barrier they waited on and trap; $CUBRIDGE_PERTURB_WAITS
+    (nanoseconds, 1 to 1000000) makes each thread sleep a pseudo-random time below it after every completed wait,
+    so that a missing wait shows as wrong results (hopper.cuh)."""
+    return _wait_timeout_flags() + _perturb_waits_flags()
+
+
+def _wait_timeout_flags() -> tuple[str, ...]:
     text = os.environ.get(WAIT_TIMEOUT_VARIABLE, "").strip()
     if not text:
         return ()
@@ -86,6 +94,16 @@ def debug_flags() -> tuple[str, ...]:
     if not 0 < seconds < math.inf:
         raise InvalidSettingError(f"${WAIT_TIMEOUT_VARIABLE} must be a positive number of seconds, got {text!r}")
     return (f"-DCUBRIDGE_WAIT_TIMEOUT_NS={max(1, round(seconds * 1e9))}ULL",)
+
+
+def _perturb_waits_flags() -> tuple[str, ...]:
+    text = os.environ.get(PERTURB_WAITS_VARIABLE, "").strip()
+    if not text:
+        return ()
+    if not text.isdigit() or not 1 <= int(text) <= MAX_PERTURB_NS:
+        raise InvalidSettingError(
+            f"${PERTURB_WAITS_VARIABLE} must be a whole number of nanoseconds from 1 to {MAX_PERTURB_NS}, got {text!r}")
+    return (f"-DCUBRIDGE_PERTURB_WAITS_NS={int(text)}u",)
 
 
 def included_headers(source: str, include_dirs: tuple[Path, ...]) -> list[Path]:

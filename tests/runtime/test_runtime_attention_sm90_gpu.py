@@ -6,7 +6,7 @@ import importlib
 import pytest
 import torch
 
-from cubridge.runtime import attention_sm90
+from cubridge.runtime import attention_sm90, compiler
 from cubridge.runtime.driver import max_active_clusters
 from attention_checks import assert_close_to_reference, random_qkv
 
@@ -123,6 +123,55 @@ def test_kv_pairs_give_the_unpaired_bits(monkeypatch, shape, dtype):
     for _ in range(20):  # a pair's barriers hold across launches and their phases
         attention_sm90(q, k, v)
     torch.cuda.synchronize()
+
+
+# A pair's stage handshake: the wait the loading warp makes until both CTAs released a stage (a mutant drops it).
+PAIR_HANDSHAKE = "  mbarrier_wait(pair_free, at.free_parity());\n"
+PERTURB_NS = "3000"
+PERTURBED_SHAPES = [((2, 16, 4, 1024, 1100, 128), torch.bfloat16), ((1, 4, 1, 256, 8197, 128), torch.float16)]
+
+
+@pytest.fixture
+def perturbed_build(monkeypatch):
+    """Builds attention_sm90 from a given source with $CUBRIDGE_PERTURB_WAITS set (each thread sleeps up to 3 us after
+    every mbarrier wait); the host's build and launch plans are rebuilt before and after."""
+    def use(source):
+        monkeypatch.setenv(compiler.PERTURB_WAITS_VARIABLE, PERTURB_NS)
+        monkeypatch.setattr(attention_sm90_module, "SOURCE", source)
+        attention_sm90_module._compiled.cache_clear()
+    yield use
+    attention_sm90_module._compiled.cache_clear()
+
+
+def pair_launches_differing(monkeypatch, shape, dtype, launches: int) -> int:
+    """How many of `launches` pair launches give other bits than the unpaired launch of the same build."""
+    q, k, v = random_qkv(shape, dtype, torch.Generator(device="cuda").manual_seed(11))
+    monkeypatch.setattr(attention_sm90_module, "KV_PAIRS", False)
+    monkeypatch.setattr(attention_sm90_module, "_PLANS", {})
+    expected = attention_sm90(q, k, v)
+    monkeypatch.setattr(attention_sm90_module, "KV_PAIRS", True)
+    monkeypatch.setattr(attention_sm90_module, "_PLANS", {})
+    return sum(not torch.equal(attention_sm90(q, k, v), expected) for _ in range(launches))
+
+
+@pytest.mark.parametrize("shape, dtype", PERTURBED_SHAPES)
+def test_kv_pairs_keep_their_bits_under_perturbed_waits(monkeypatch, perturbed_build, shape, dtype):
+    """With every wait followed by a random sleep the two CTAs of a pair drift apart by microseconds; the handshake
+    still keeps each stage from being refilled before both released it."""
+    perturbed_build(attention_sm90_module.SOURCE)
+    assert pair_launches_differing(monkeypatch, shape, dtype, launches=8) == 0
+
+
+@pytest.mark.parametrize("shape, dtype", PERTURBED_SHAPES)
+def test_perturbed_waits_catch_pairs_without_their_handshake(monkeypatch, perturbed_build, tmp_path, shape, dtype):
+    """The check above can fail: a mutant whose loading warp refills a stage once its own CTA released it (not
+    waiting for the peer's release) overwrites tiles the slower CTA still reads, and its bits differ."""
+    text = attention_sm90_module.SOURCE.read_text()
+    assert text.count(PAIR_HANDSHAKE) == 1
+    mutant = tmp_path / "attention_sm90_without_pair_handshake.cu"
+    mutant.write_text(text.replace(PAIR_HANDSHAKE, ""))
+    perturbed_build(mutant)
+    assert pair_launches_differing(monkeypatch, shape, dtype, launches=8) > 0
 
 
 def test_a_pair_launch_is_as_many_pairs_as_run_at_once(monkeypatch):

@@ -147,6 +147,37 @@ def test_unusable_wait_timeout_is_a_one_line_error(monkeypatch, value):
     assert str(raised.value) == f"$CUBRIDGE_WAIT_TIMEOUT must be a positive number of seconds, got {value!r}"
 
 
+def test_perturb_waits_setting_adds_its_bound_to_every_compile(monkeypatch):
+    monkeypatch.delenv(compiler.WAIT_TIMEOUT_VARIABLE, raising=False)
+    monkeypatch.delenv(compiler.PERTURB_WAITS_VARIABLE, raising=False)
+    assert compiler.debug_flags() == ()
+    monkeypatch.setenv(compiler.PERTURB_WAITS_VARIABLE, " 3000 ")
+    assert compiler.debug_flags() == ("-DCUBRIDGE_PERTURB_WAITS_NS=3000u",)
+    monkeypatch.setenv(compiler.WAIT_TIMEOUT_VARIABLE, "1")
+    assert compiler.debug_flags() == ("-DCUBRIDGE_WAIT_TIMEOUT_NS=1000000000ULL", "-DCUBRIDGE_PERTURB_WAITS_NS=3000u")
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "2.5", "1000001", "soon"])
+def test_unusable_perturb_waits_is_a_one_line_error(monkeypatch, value):
+    monkeypatch.setenv(compiler.PERTURB_WAITS_VARIABLE, value)
+    with pytest.raises(InvalidSettingError) as raised:
+        compiler.debug_flags()
+    assert str(raised.value) == ("$CUBRIDGE_PERTURB_WAITS must be a whole number of nanoseconds from 1 to 1000000, "
+                                 f"got {value!r}")
+
+
+@needs_nvcc
+def test_a_perturbed_build_is_its_own_cubin_that_sleeps_after_waits(cache, monkeypatch):
+    """The bound is part of the cache key: the perturbed build is a cubin of its own, not the plain one."""
+    monkeypatch.delenv(compiler.WAIT_TIMEOUT_VARIABLE, raising=False)
+    monkeypatch.delenv(compiler.PERTURB_WAITS_VARIABLE, raising=False)
+    plain = compile_cubin(HOPPER_CHECK, (9, 0), include_dirs=(INCLUDE_DIR,))
+    monkeypatch.setenv(compiler.PERTURB_WAITS_VARIABLE, "2000")
+    perturbed = compile_cubin(HOPPER_CHECK, (9, 0), include_dirs=(INCLUDE_DIR,))
+    assert perturbed.path != plain.path and not perturbed.cache_hit
+    assert perturbed.cubin != plain.cubin
+
+
 @needs_nvcc
 def test_a_wait_timeout_build_is_its_own_cubin_with_the_timeout_report(cache, monkeypatch):
     """The bound is part of the cache key, and only the bounded build carries the report's text."""

@@ -63,11 +63,26 @@ __device__ __noinline__ void mbarrier_wait_timed_out(uint64_t* bar, uint32_t pha
 }
 #endif
 
+#ifdef CUBRIDGE_PERTURB_WAITS_NS
+// After a completed mbarrier wait, this thread sleeps a pseudo-random time below CUBRIDGE_PERTURB_WAITS_NS (hashed
+// from the SM's cycle counter, the barrier and the block): warp groups and the CTAs of a cluster drift apart by up
+// to microseconds at every wait, so that a wait the protocol lacks shows as wrong bits instead of hiding behind the
+// usual lockstep timing.
+__device__ __forceinline__ void sleep_after_wait(const uint64_t* bar) {
+  uint32_t x = static_cast<uint32_t>(clock64()) ^ (smem_u32(bar) * 0x9E3779B9u) ^ (blockIdx.x * 0x85EBCA6Bu);
+  x ^= x >> 15;
+  x *= 0x2C1B3C6Du;
+  x ^= x >> 12;
+  __nanosleep(x % CUBRIDGE_PERTURB_WAITS_NS);
+}
+#endif
+
 // cuir.mbarrier_wait: mbarrier.try_wait.parity in a loop. Returns once the phase with parity `phase`
 // (0 or 1) completed: all arrivals counted and all expected transaction bytes landed (acquire semantics).
 // Built with CUBRIDGE_WAIT_TIMEOUT_NS (the runtime defines it from $CUBRIDGE_WAIT_TIMEOUT, in seconds), a wait
 // still pending after that long prints its barrier's shared address, the phase and the waiting block and thread,
-// and traps: a deadlock fails its launch and names its barrier instead of hanging the GPU.
+// and traps: a deadlock fails its launch and names its barrier instead of hanging the GPU. Built with
+// CUBRIDGE_PERTURB_WAITS_NS ($CUBRIDGE_PERTURB_WAITS), each thread then sleeps a while (sleep_after_wait).
 __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t phase) {
   uint32_t done = 0;
 #ifdef CUBRIDGE_WAIT_TIMEOUT_NS
@@ -85,6 +100,9 @@ __device__ __forceinline__ void mbarrier_wait(uint64_t* bar, uint32_t phase) {
     if (!done && globaltimer_ns() - start > CUBRIDGE_WAIT_TIMEOUT_NS) mbarrier_wait_timed_out(bar, phase);
 #endif
   }
+#ifdef CUBRIDGE_PERTURB_WAITS_NS
+  sleep_after_wait(bar);
+#endif
 }
 
 // cuir.copy_async (with mbarrier), 2-D: TMA tile load of the box at coordinates (c0 innermost, c1) of
