@@ -287,8 +287,8 @@ __device__ __forceinline__ void load_kv_tile(T* tile, const CUtensorMap* map, ui
 // of the unmerged L2 sectors against 0.83; run 227: +2.1% work per joule at the power cap). A stage is refilled once both
 // CTAs' consumers released it: two relay warps of each producer warp group (K's, V's) pass every release of their
 // CTA on to the `pair_free` barrier of that stage in both CTAs as soon as it completes, and the loading warp waits
-// on its own (relayed in the loading warp's program order instead, where it waited for the peer's loads: -0.3 to
-// -0.6% in bursts, run 235).
+// on its own (relayed by the loading warp, a release waited while that warp waited on another stage: 0.3-0.6%
+// slower in bursts, run 235).
 constexpr int kPairCtas = 2;
 
 // The `pair_free` barriers of this CTA: a K stage's (first kStages), then a V stage's; each phase completes with one
