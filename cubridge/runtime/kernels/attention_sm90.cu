@@ -293,7 +293,6 @@ constexpr int kPairCtas = 2;
 
 // The `pair_free` barriers of this CTA: a K stage's (first kStages), then a V stage's; each phase completes with one
 // arrival from each CTA's relay warp.
-template <typename Policy>
 __device__ __forceinline__ uint64_t* pair_free_barriers() {
   __shared__ uint64_t barriers[2 * kStages];
   return barriers;
@@ -331,7 +330,7 @@ __device__ __forceinline__ void relay_pair_releases(const SharedStorage<T, kHead
     for (int j = range.begin; j < range.end; ++j, ++kv.count) {
       mbarrier_wait(values ? smem.v_empty(kv.stage()) : smem.k_empty(kv.stage()), kv.parity());
       if (lane != 0) continue;
-      uint64_t* pair_free = pair_free_barriers<Policy>() + (values ? kStages : 0) + kv.stage();
+      uint64_t* pair_free = pair_free_barriers() + (values ? kStages : 0) + kv.stage();
       mbarrier_arrive(pair_free);
       mbarrier_arrive_cluster(pair_free, peer);
     }
@@ -413,7 +412,7 @@ __device__ __forceinline__ void producer_mainloop(const SharedStorage<T, kHeadDi
       mbarrier_wait(smem.v_empty(at.stage()), at.free_parity());
       if constexpr (Policy::kSharesKvInPair)
         load_pair_kv_tile<kHeadDim, kBlockKv>(smem.v_tile(at.stage()), v_map, smem.v_full(at.stage()),
-                                              pair_free_barriers<Policy>() + kStages + at.stage(), at, leader, row,
+                                              pair_free_barriers() + kStages + at.stage(), at, leader, row,
                                               kv_head, tile.batch);
       else if (leader)
         load_kv_tile<kHeadDim, kBlockKv>(smem.v_tile(at.stage()), v_map, smem.v_full(at.stage()), row, kv_head, tile.batch);
@@ -429,7 +428,7 @@ __device__ __forceinline__ void producer_mainloop(const SharedStorage<T, kHeadDi
       mbarrier_wait(smem.k_empty(stage), kv.free_parity());
       if constexpr (Policy::kSharesKvInPair)
         load_pair_kv_tile<kHeadDim, kBlockKv>(smem.k_tile(stage), k_map, smem.k_full(stage),
-                                              pair_free_barriers<Policy>() + stage, kv, leader, kv_row, kv_head,
+                                              pair_free_barriers() + stage, kv, leader, kv_row, kv_head,
                                               tile.batch);
       else if (leader)
         load_kv_tile<kHeadDim, kBlockKv>(smem.k_tile(stage), k_map, smem.k_full(stage), kv_row, kv_head,
@@ -994,7 +993,7 @@ __device__ __forceinline__ void attention_forward(const CUtensorMap* q_map, cons
       mbarrier_init(smem.v_empty(stage), kConsumerWarps);
     }
     if constexpr (Policy::kSharesKvInPair) {
-      for (int i = 0; i < 2 * kStages; ++i) mbarrier_init(pair_free_barriers<Policy>() + i, kPairCtas);
+      for (int i = 0; i < 2 * kStages; ++i) mbarrier_init(pair_free_barriers() + i, kPairCtas);
       fence_mbarrier_init_cluster();
       if (((p.seqlen_q + kBlockM - 1) / kBlockM) % kPairCtas != 0) __trap();  // a pair's tiles: one head
     }
