@@ -26,7 +26,8 @@ WIDE_MIN_SEQLEN_K = 8192
 # With KV_PAIRS, full masks at D = 128 launch the _pairs entry points where a head's query tiles are even in number:
 # clusters of two CTAs that run consecutive query tiles of one head and share their K and V loads (TMA multicast),
 # so that each K and V byte leaves the L2 once per pair. Under sustained load at the power cap: +2.1% work per joule
-# and 644 TFLOPS against 633 (FA4: 638); in bursts below the cap -1.1% (run 227, H100, S = 8k; docs/performance.md).
+# and 644 TFLOPS against 633 (FA4: 638); in bursts below the cap -0.3 to -0.7% (runs 227 and 236, H100;
+# docs/performance.md).
 KV_PAIRS = True
 PAIR_CTAS = 2
 CONSUMER_ROWS = 64
@@ -120,13 +121,14 @@ def tensor_map_slots(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: tor
 
 class Sm90Launch(AttentionLaunch):
     """A launch plan of an attention_sm90.cu kernel (the reference's or a variant's) with `block_n`-key kv tiles:
-    a persistent grid of one CTA per SM (at most one per work tile; for a kernel launched in clusters of
-    `cluster_ctas`, whole clusters, as many as the GPU runs at once), tensor maps moved to each call's tensors, and
-    under a `dynamic` schedule a zeroed tile counter per launch."""
+    a persistent grid of one CTA per SM, or of `resident_ctas` where fewer run at once (at most one per work tile;
+    whole clusters of `cluster_ctas` for a kernel launched in clusters), tensor maps moved to each call's tensors,
+    and under a `dynamic` schedule a zeroed tile counter per launch."""
 
     def __init__(self, function, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float,
                  return_lse: bool, dynamic: bool, tile_m: int, block_n: int, threads: int, args,
-                 table_fields: tuple[str, ...], device_index: int, cluster_ctas: int = 1):
+                 table_fields: tuple[str, ...], device_index: int, cluster_ctas: int = 1,
+                 resident_ctas: int | None = None):
         super().__init__(q, return_lse, args, table_fields, device_index)
         self.dynamic = dynamic
         batch, heads_q, seqlen_q, head_dim = q.shape
@@ -137,14 +139,10 @@ class Sm90Launch(AttentionLaunch):
         self._lse, self._out, self._counter, self._order = pointer_fields(
             self.params, ("lse", "out", "tile_counter", "tile_order"))
         tiles = math.ceil(seqlen_q / tile_m) * heads_q * batch
-        block, smem = (threads, 1, 1), shared_bytes(head_dim, block_n)
-        resident = _sm_count(device_index)
-        if cluster_ctas > 1:  # a static schedule's CTAs all start at once: no cluster waits for another to finish
-            resident = min(resident, cluster_ctas * max_active_clusters(function, block, smem, cluster_ctas))
-        ctas = min(tiles, resident)
+        ctas = min(tiles, _sm_count(device_index) if resident_ctas is None else resident_ctas)
         ctas -= ctas % cluster_ctas  # whole clusters (K/V pairs: the tiles are even in number)
-        self.plan = LaunchPlan(function, (ctas, 1, 1), block, smem, [*self.maps.maps, self.params, args],
-                               device_index)
+        self.plan = LaunchPlan(function, (ctas, 1, 1), (threads, 1, 1), shared_bytes(head_dim, block_n),
+                               [*self.maps.maps, self.params, args], device_index)
 
     def _point_at(self, q, k, v, out, lse, counter, tile_order) -> None:
         self.maps.point_at((q.data_ptr(), k.data_ptr(), v.data_ptr(), out.data_ptr()))
@@ -197,22 +195,25 @@ def _sm90_plan(q, k, v, causal: bool, scale: float | None, return_lse: bool) -> 
             f"sm_{capability[0]}{capability[1]} (use attention_sm80)"
         )
     block_n = kv_tile_keys(q.shape[3], causal, k.shape[2])
-    function, cluster_ctas = _entry_point(q, causal, block_n, device_index, capability)
+    function, cluster_ctas, resident_ctas = _entry_point(q, causal, block_n, device_index, capability)
     # Causal tiles differ in length: CTAs claim them from a counter (dynamic schedule). Full tiles are equal
     # and keep the static stride, with no counter to clear.
     return Sm90Launch(function, q, k, v, scale, return_lse, causal, BLOCK_M, block_n, THREADS, NO_ARGS, (),
-                      device_index, cluster_ctas)
+                      device_index, cluster_ctas, resident_ctas)
 
 
 def _entry_point(q: torch.Tensor, causal: bool, block_n: int, device_index: int, capability: tuple[int, int]):
-    """The function attention_sm90 launches and its cluster size: the _pairs entry point where shares_kv_in_pairs
-    and the GPU runs at least one pair at once (its GPCs have two SMs free), else the unpaired one."""
+    """The function attention_sm90 launches, its cluster size and how many of its CTAs run at once (None: one per
+    SM): the _pairs entry point where shares_kv_in_pairs and the GPU runs at least one pair at once (its GPCs have
+    two SMs free), as many pairs as it co-schedules (a static schedule's CTAs all start at once: no cluster waits for
+    another to finish), else the unpaired one."""
     head_dim = q.shape[3]
     smem = shared_bytes(head_dim, block_n)
     if shares_kv_in_pairs(head_dim, causal, q.shape[2]):
         pairs = load_function(_compiled(capability), kernel_name(q.dtype, head_dim, causal, block_n, True),
                               device_index, smem)
-        if max_active_clusters(pairs, (THREADS, 1, 1), smem, PAIR_CTAS) > 0:
-            return pairs, PAIR_CTAS
+        clusters = max_active_clusters(pairs, (THREADS, 1, 1), smem, PAIR_CTAS)
+        if clusters > 0:
+            return pairs, PAIR_CTAS, min(_sm_count(device_index), PAIR_CTAS * clusters)
     return load_function(_compiled(capability), kernel_name(q.dtype, head_dim, causal, block_n), device_index,
-                         smem), 1
+                         smem), 1, None

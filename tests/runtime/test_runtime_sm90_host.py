@@ -5,6 +5,7 @@ import importlib.util
 import re
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,23 @@ def test_ab_variants_refuses_kv_heads_that_do_not_divide_the_query_heads():
                              "--heads-kv", "5"], capture_output=True, text=True)
     assert result.returncode != 0
     assert result.stderr.strip().splitlines()[-1] == "ab_variants: --heads-kv 5 must divide --heads 32"
+
+
+@pytest.mark.parametrize("clusters, function, ctas", [(66, "pairs", 132), (60, "pairs", 120), (0, "unpaired", 132)])
+def test_a_pair_grid_is_as_many_pairs_as_the_gpu_runs_at_once(monkeypatch, clusters, function, ctas):
+    """Full masks at D = 128 launch whole pairs, no more than the driver co-schedules nor one CTA per SM, and the
+    unpaired entry point where no pair fits (the driver's and the GPU's answers stubbed: 1024 work tiles)."""
+    module = attention_sm90_module
+    monkeypatch.setattr(module, "KV_PAIRS", True)
+    monkeypatch.setattr(module, "prepare_launch", lambda q, k, v, scale, kernel, head_dims: (0.125, 0, (9, 0)))
+    monkeypatch.setattr(module, "_compiled", lambda capability: "cubin")
+    monkeypatch.setattr(module, "load_function",
+                        lambda cubin, name, index, smem: "pairs" if name.endswith("_pairs") else "unpaired")
+    monkeypatch.setattr(module, "max_active_clusters", lambda kernel, block, smem, cluster_ctas: clusters)
+    monkeypatch.setattr(module, "_sm_count", lambda index: 132)
+    monkeypatch.setattr(module, "tensor_map_slots", lambda *args: types.SimpleNamespace(maps=[]))
+    monkeypatch.setattr(module, "LaunchPlan",
+                        lambda kernel, grid, *rest: types.SimpleNamespace(function=kernel, grid=grid))
+    q = torch.empty(2, 32, 2048, 128, dtype=torch.bfloat16)
+    plan = module._sm90_plan(q, q, q, False, None, False).plan
+    assert (plan.function, plan.grid) == (function, (ctas, 1, 1))
