@@ -23,7 +23,7 @@ from pathlib import Path
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
-from cubridge.dialect.cuir import DimOp, KernelOp
+from cubridge.dialect.cuir import DimOp, KernelOp, Schedule
 from cubridge.diagnostics import CuBridgeError, describe_location, location_of
 from cubridge.lowering.cxx import uses_mufu
 from cubridge.lowering.seams import SeamFinder, VariantSeams
@@ -33,6 +33,7 @@ from cubridge.runtime.kernel_inputs import MASK_BITS, MASK_BITS_RANK
 POLICY_MARKER = "// [variant policy]"
 ENTRIES_MARKER = "// [entry points]"
 BASE_POLICY = "FullAttention"
+PAIRS_SUFFIX = "InPairs"  # the policy of a variant's K/V pairs' entry points: the variant's, kSharesKvInPair set
 DTYPES = {"bf16": "__nv_bfloat16", "fp16": "__half"}
 
 
@@ -49,6 +50,10 @@ class ReferenceSource:
     extra_entry_args: bool  # the entry macro takes the kv tile size after the head dim
     skips_empty_tiles: bool  # its policies' kSkipsEmptyTiles: the claiming role skips tiles that visit no kv tile
     mask_bits: bool  # its policies' kMaskBits: a masked tile's keep() bits come from the runtime (MASK_BITS)
+    # K/V pairs (kSharesKvInPair): the macro of entry points launched in clusters of two CTAs that share their K and
+    # V loads, and the head dims it serves; None where the source has none
+    pair_entry_macro: str | None = None
+    pair_head_dims: tuple[int, ...] = ()
 
     @property
     def path(self) -> Path:
@@ -80,6 +85,8 @@ REFERENCES = {
         extra_entry_args=True,
         skips_empty_tiles=True,
         mask_bits=True,
+        pair_entry_macro="CUBRIDGE_ATTENTION_SM90_PAIR_ENTRY",
+        pair_head_dims=(128,),
     ),
     "attention_sm80.cu": ReferenceSource(
         file="attention_sm80.cu",
@@ -97,11 +104,13 @@ REFERENCES = {
 
 @dataclass(frozen=True)
 class Instance:
-    """One entry point of a lowered source."""
+    """One entry point of a lowered source, and its K/V pairs' entry point where it has one: the same instance
+    launched in clusters of two CTAs that run consecutive query tiles of one head and share their K and V loads."""
 
     name: str
     dtype: str  # bf16 or fp16
     head_dim: int
+    pair_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -207,13 +216,17 @@ def lower_module(reference: ModuleOp, variant: ModuleOp, name: str = "variant",
     text = source.text()
     chosen = _instances(source, seams, instances)
     variant_name = identifier(name)
+    pairs_serve = _shares_kv_in_pairs(source, seams, kernel)
     entries = tuple(
-        Instance(f"{source.entry_prefix}_{dtype}_d{head_dim}_{variant_name}", dtype, head_dim)
+        Instance(f"{source.entry_prefix}_{dtype}_d{head_dim}_{variant_name}", dtype, head_dim,
+                 f"{source.entry_prefix}_{dtype}_d{head_dim}_{variant_name}_pairs"
+                 if pairs_serve and head_dim in source.pair_head_dims else None)
         for dtype, head_dim in chosen
     )
     if seams.changed:
         policy = f"{_pascal(variant_name)}Variant"
-        text = _insert_after_marker(text, POLICY_MARKER, render_policy(seams, policy, name, args, mask_bits))
+        text = _insert_after_marker(text, POLICY_MARKER, render_policy(seams, policy, name, args, mask_bits,
+                                                                       pairs_serve))
         text = _replace_entries(text, source, entries, policy)
     else:
         entries = ()
@@ -231,6 +244,15 @@ def lower_module(reference: ModuleOp, variant: ModuleOp, name: str = "variant",
         softmax=seams.activate is None,
         takes_tile_order=seams.skip_empty,
     )
+
+
+def _shares_kv_in_pairs(source: ReferenceSource, seams: VariantSeams, kernel: KernelOp) -> bool:
+    """Whether the variant's instances may run in K/V pairs: the source has pair entry points and every work tile
+    visits the same kv tiles in the same order, so that the two CTAs of a pair (consecutive query tiles of one head)
+    load the same K and V rows. That holds under the persistent schedule with no block lists: the transfer gives
+    every kernel whose work tiles visit different kv ranges the dynamic schedule (transfer step 7)."""
+    return (source.pair_entry_macro is not None and kernel.schedule.data == Schedule.PERSISTENT
+            and seams.kv_tile is None and not seams.skip_empty)
 
 
 def _instances(source: ReferenceSource, seams: VariantSeams, wanted) -> list[tuple[str, int]]:
@@ -271,6 +293,12 @@ def _replace_entries(text: str, source: ReferenceSource, entries: tuple[Instance
     for entry in entries:
         tile = f", {source.kv_tiles[entry.head_dim]}" if source.extra_entry_args else ""
         rows.append(f"{source.entry_macro}({entry.name}, {DTYPES[entry.dtype]}, {entry.head_dim}{tile}, {policy})\n")
+    for entry in entries:
+        if entry.pair_name is None:
+            continue
+        tile = f", {source.kv_tiles[entry.head_dim]}" if source.extra_entry_args else ""
+        rows.append(f"{source.pair_entry_macro}({entry.pair_name}, {DTYPES[entry.dtype]}, {entry.head_dim}{tile}, "
+                    f"{policy}{PAIRS_SUFFIX})\n")
     return "".join(lines[: index + 1]) + "".join(rows)
 
 
@@ -280,9 +308,10 @@ def _function(signature: str, statements, result: str) -> list[str]:
 
 
 def render_policy(seams: VariantSeams, policy: str, variant: str, args: tuple[tuple[str, str], ...],
-                  mask_bits: bool) -> str:
+                  mask_bits: bool, shares_kv_in_pairs: bool) -> str:
     """The variant's policy: FullAttention with the members whose CuIR changed overridden; `args` are its Args
-    tables (the seams' and, with `mask_bits`, the runtime's mask bits)."""
+    tables (the seams' and, with `mask_bits`, the runtime's mask bits). With `shares_kv_in_pairs`, also the policy
+    of its K/V pairs' entry points: the same with kSharesKvInPair set."""
     lines = [
         "",
         f"// The variant '{variant}': {BASE_POLICY} with the members whose CuIR changed, written by cuir-opt --lower",
@@ -365,4 +394,12 @@ def render_policy(seams: VariantSeams, policy: str, variant: str, args: tuple[tu
         lines += _function("__device__ static float activate(float score)", seams.activate.statements,
                            seams.activate.result)
     lines.append("};")
+    if shares_kv_in_pairs:
+        lines += [
+            f"// '{variant}' in K/V pairs: its kv range is every kv tile under the static schedule, so the two CTAs of",
+            "// a pair read the same K and V rows in the same order.",
+            f"struct {policy}{PAIRS_SUFFIX} : {policy} {{",
+            "  static constexpr bool kSharesKvInPair = true;",
+            "};",
+        ]
     return "\n".join(lines) + "\n"

@@ -131,6 +131,7 @@ class Sm90Launch(AttentionLaunch):
                  resident_ctas: int | None = None):
         super().__init__(q, return_lse, args, table_fields, device_index)
         self.dynamic = dynamic
+        self.cluster_ctas = cluster_ctas
         batch, heads_q, seqlen_q, head_dim = q.shape
         heads_kv, seqlen_k = k.shape[1], k.shape[2]
         self.maps = tensor_map_slots(q, k, v, self.new_outputs(q)[0], block_n)
@@ -194,26 +195,27 @@ def _sm90_plan(q, k, v, causal: bool, scale: float | None, return_lse: bool) -> 
             f"attention_sm90 needs an sm_90 (Hopper) GPU; {torch.cuda.get_device_name(device_index)} is "
             f"sm_{capability[0]}{capability[1]} (use attention_sm80)"
         )
-    block_n = kv_tile_keys(q.shape[3], causal, k.shape[2])
-    function, cluster_ctas, resident_ctas = _entry_point(q, causal, block_n, device_index, capability)
+    head_dim = q.shape[3]
+    block_n = kv_tile_keys(head_dim, causal, k.shape[2])
+    name = kernel_name(q.dtype, head_dim, causal, block_n)
+    pair_name = f"{name}_pairs" if shares_kv_in_pairs(head_dim, causal, q.shape[2]) else None
+    function, cluster_ctas, resident_ctas = entry_point(_compiled(capability), name, pair_name,
+                                                        shared_bytes(head_dim, block_n), THREADS, device_index)
     # Causal tiles differ in length: CTAs claim them from a counter (dynamic schedule). Full tiles are equal
     # and keep the static stride, with no counter to clear.
     return Sm90Launch(function, q, k, v, scale, return_lse, causal, BLOCK_M, block_n, THREADS, NO_ARGS, (),
                       device_index, cluster_ctas, resident_ctas)
 
 
-def _entry_point(q: torch.Tensor, causal: bool, block_n: int, device_index: int, capability: tuple[int, int]):
-    """The function attention_sm90 launches, its cluster size and how many of its CTAs run at once (None: one per
-    SM): the _pairs entry point where shares_kv_in_pairs and the GPU runs at least one pair at once (its GPCs have
-    two SMs free), as many pairs as it co-schedules (a static schedule's CTAs all start at once: no cluster waits for
-    another to finish), else the unpaired one."""
-    head_dim = q.shape[3]
-    smem = shared_bytes(head_dim, block_n)
-    if shares_kv_in_pairs(head_dim, causal, q.shape[2]):
-        pairs = load_function(_compiled(capability), kernel_name(q.dtype, head_dim, causal, block_n, True),
-                              device_index, smem)
-        clusters = max_active_clusters(pairs, (THREADS, 1, 1), smem, PAIR_CTAS)
+def entry_point(compiled: CompiledKernel, name: str, pair_name: str | None, smem: int, threads: int,
+                device_index: int):
+    """The function to launch (the reference's or a variant's), its cluster size and how many of its CTAs run at
+    once (None: one per SM): the K/V pairs' entry point `pair_name` where one is given (shares_kv_in_pairs) and the
+    GPU runs at least one pair at once (its GPCs have two SMs free), as many pairs as it co-schedules (a static
+    schedule's CTAs all start at once: no cluster waits for another to finish), else the unpaired `name`."""
+    if pair_name is not None:
+        pairs = load_function(compiled, pair_name, device_index, smem)
+        clusters = max_active_clusters(pairs, (threads, 1, 1), smem, PAIR_CTAS)
         if clusters > 0:
             return pairs, PAIR_CTAS, min(_sm_count(device_index), PAIR_CTAS * clusters)
-    return load_function(_compiled(capability), kernel_name(q.dtype, head_dim, causal, block_n), device_index,
-                         smem), 1, None
+    return load_function(compiled, name, device_index, smem), 1, None

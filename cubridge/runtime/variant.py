@@ -35,7 +35,8 @@ from cubridge.lowering import REFERENCES, LoweredKernel, ReferenceSource, cloned
 from cubridge.interpreter.executor import find_kernel
 from cubridge.passes.transfer import transfer_kernel
 import cubridge.runtime.attention as sm80_host
-from cubridge.runtime.attention_sm90 import Sm90Launch
+from cubridge.runtime.attention_sm90 import Sm90Launch, shares_kv_in_pairs
+from cubridge.runtime.attention_sm90 import entry_point as sm90_entry_point
 from cubridge.runtime.attention_sm90 import shared_bytes as sm90_shared_bytes
 from cubridge.runtime.attention import (DTYPE_NAMES, AttentionLaunch, Sm80Launch, check_tensors, layout_key,
                                         planned, prepare_launch)
@@ -302,10 +303,15 @@ class VariantKernel:
         fields = tuple(f"{name}_data" for name, _ in lowered.args)
         head_dim = q.shape[3]
         if self.reference == "sm90":
-            smem = sm90_shared_bytes(head_dim, lowered.block_n)
-            function = load_function(compiled, lowered.instances[0].name, device_index, smem)
+            instance = lowered.instances[0]
+            # K/V pairs where the variant has them and the launch is one the reference would run in pairs
+            pair_name = instance.pair_name if shares_kv_in_pairs(head_dim, False, q.shape[2]) else None
+            function, cluster_ctas, resident_ctas = sm90_entry_point(
+                compiled, instance.name, pair_name, sm90_shared_bytes(head_dim, lowered.block_n), lowered.threads,
+                device_index)
             kernel = Sm90Launch(function, q, k, v, scale, return_lse, lowered.schedule == "dynamic", lowered.tile_m,
-                                lowered.block_n, lowered.threads, args, fields, device_index)
+                                lowered.block_n, lowered.threads, args, fields, device_index, cluster_ctas,
+                                resident_ctas)
         else:
             function = load_function(compiled, lowered.instances[0].name, device_index,
                                      sm80_host.shared_bytes(head_dim))

@@ -246,7 +246,7 @@ def _report(spec, spec_path: str, reference: str, built: list[_BuiltProgram], nv
             "",
             f"## D = {'/'.join(map(str, head_dims))}: `{stem}.cu`, `{stem}.mlir`, `{stem}.patch`",
             "",
-            f"- entry points: {', '.join(i.name for i in lowered.instances) or 'none (the reference kernel unchanged)'}",
+            f"- entry points: {', '.join(n for i in lowered.instances for n in (i.name, i.pair_name) if n) or 'none (the reference kernel unchanged)'}",
             f"- verdict: {result.summary()}",
             *(f"- warning: {note}" for note in result.notes),
             f"- {nvcc_line}",

@@ -125,8 +125,10 @@ def test_kv_pairs_give_the_unpaired_bits(monkeypatch, shape, dtype):
     torch.cuda.synchronize()
 
 
-# A pair's stage handshake: the wait the loading warp makes until both CTAs released a stage (a mutant drops it).
+# A pair's stage handshake: the wait the loading warp makes until both CTAs released a stage. A mutant waits on its
+# own CTA's release instead (the guard that leaves that wait to unpaired launches, made true).
 PAIR_HANDSHAKE = "  mbarrier_wait(pair_free, at.free_parity());\n"
+OWN_RELEASE_WAIT_GUARD = "if constexpr (!Policy::kSharesKvInPair)"
 PERTURB_NS = "3000"
 PERTURBED_SHAPES = [((2, 16, 4, 1024, 1100, 128), torch.bfloat16), ((1, 4, 1, 256, 8197, 128), torch.float16)]
 
@@ -167,9 +169,9 @@ def test_perturbed_waits_catch_pairs_without_their_handshake(monkeypatch, pertur
     """The check above can fail: a mutant whose loading warp refills a stage once its own CTA released it (not
     waiting for the peer's release) overwrites tiles the slower CTA still reads, and its bits differ."""
     text = attention_sm90_module.SOURCE.read_text()
-    assert text.count(PAIR_HANDSHAKE) == 1
+    assert text.count(PAIR_HANDSHAKE) == 1 and text.count(OWN_RELEASE_WAIT_GUARD) == 2
     mutant = tmp_path / "attention_sm90_without_pair_handshake.cu"
-    mutant.write_text(text.replace(PAIR_HANDSHAKE, ""))
+    mutant.write_text(text.replace(PAIR_HANDSHAKE, "").replace(OWN_RELEASE_WAIT_GUARD, "if constexpr (true)"))
     perturbed_build(mutant)
     assert pair_launches_differing(monkeypatch, shape, dtype, launches=8) > 0
 
@@ -180,7 +182,9 @@ def test_a_pair_launch_is_as_many_pairs_as_run_at_once(monkeypatch):
     monkeypatch.setattr(attention_sm90_module, "_PLANS", {})
     q, k, v = random_qkv((2, 32, 32, 2048, 2048, 128), torch.bfloat16, torch.Generator(device="cuda").manual_seed(3))
     attention_sm90(q, k, v)
-    plan = next(iter(attention_sm90_module._PLANS.values())).plan
+    launch = next(iter(attention_sm90_module._PLANS.values()))
+    plan = launch.plan
+    assert launch.cluster_ctas == attention_sm90_module.PAIR_CTAS
     pairs = max_active_clusters(plan.function, plan.block, plan.dynamic_shared_bytes, attention_sm90_module.PAIR_CTAS)
     resident = min(torch.cuda.get_device_properties(0).multi_processor_count, 2 * pairs)  # 1024 tiles: more
     assert pairs > 0 and plan.grid[0] == resident - resident % 2

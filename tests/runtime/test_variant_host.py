@@ -186,3 +186,38 @@ def test_each_compilation_runs_inside_the_progress_step(monkeypatch, tmp_path):
     kernel.compiled("fp16", 64, (9, 0))
     assert steps == [f"compiling the {kernel.spec.name} variant for bf16 D=128 with nvcc",
                      f"compiling the {kernel.spec.name} variant for fp16 D=64 with nvcc"]
+
+
+@pytest.mark.parametrize("spec, seqlen_q, head_dim, paired", [
+    ("softcap.py", 2048, 128, True),      # 16 query tiles per head
+    ("relative_position.py", 2048, 128, True),
+    ("softcap.py", 1920, 128, False),     # 15: a pair would span two heads
+    ("softcap.py", 2048, 64, False),      # D = 64 has no pairs
+    ("causal.py", 2048, 128, False),      # tiles visit different kv ranges
+])
+def test_a_variant_runs_in_kv_pairs_where_every_tile_visits_every_kv_tile(monkeypatch, spec, seqlen_q, head_dim,
+                                                                         paired):
+    """The sm90 host launches a variant's K/V pairs' entry point, as whole pairs no more than the GPU co-schedules,
+    where the variant has one and the reference would pair the same launch (the driver and the GPU stubbed)."""
+    import importlib
+    import types
+
+    host = importlib.import_module("cubridge.runtime.attention_sm90")
+    runtime = importlib.import_module("cubridge.runtime.variant")
+    monkeypatch.setattr(host, "KV_PAIRS", True)
+    monkeypatch.setattr(runtime, "prepare_launch", lambda q, k, v, scale, kernel, head_dims: (0.125, 0, (9, 0)))
+    monkeypatch.setattr(runtime.VariantKernel, "compiled",
+                        lambda self, dtype, head_dim, capability: (self.lowered(dtype, head_dim), "cubin"))
+    monkeypatch.setattr(host, "load_function", lambda cubin, name, index, smem: name)
+    monkeypatch.setattr(host, "max_active_clusters", lambda kernel, block, smem, cluster_ctas: 60)
+    monkeypatch.setattr(host, "_sm_count", lambda index: 132)
+    monkeypatch.setattr(host, "tensor_map_slots", lambda *args: types.SimpleNamespace(maps=[]))
+    monkeypatch.setattr(host, "LaunchPlan", lambda kernel, grid, *rest: types.SimpleNamespace(function=kernel, grid=grid))
+    kernel = build_variant(str(SPECS / spec), "sm90")
+    q = torch.empty(2, 32, seqlen_q, head_dim, dtype=torch.bfloat16)
+    launch = kernel.plan_for(("layout",), q, q, q, None, False, list(kernel.spec.captures.values())).kernel
+    instance = kernel.lowered("bf16", head_dim).instances[0]
+    tiles = 2 * 32 * -(-seqlen_q // 128)
+    expected = ((f"{instance.name}_pairs", 2, (120, 1, 1)) if paired
+                else (instance.name, 1, (min(132, tiles), 1, 1)))
+    assert (launch.plan.function, launch.cluster_ctas, launch.plan.grid) == expected

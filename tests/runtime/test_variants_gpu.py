@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
+import importlib
 import math
 from pathlib import Path
 
@@ -153,3 +154,56 @@ def test_hook_integers_past_32_bits_at_the_launch_shape_are_refused(tmp_path):
     refusal = rf"product_bias.py:{line}: error: integer overflow: a product in the hook reaches 2147488281 for q \["
     with pytest.raises(InvalidInputError, match=refusal):
         kernel(wraps, wraps, wraps)
+
+
+# Variants whose work tiles all visit every kv tile: the sm90 host runs them in K/V pairs at D = 128.
+PAIRED_SPECS = ["softcap", "relative_position", "sigmoid"]
+PAIRED_SHAPES = [((2, 16, 4, 1024, 1100), torch.bfloat16), ((1, 4, 1, 256, 8197), torch.float16)]
+
+
+def paired_and_unpaired(monkeypatch, spec_name: str, shape, dtype, launches: int) -> tuple[int, int]:
+    """Runs a spec's variant in K/V pairs `launches` times and once unpaired (two builds, each with its own launch
+    plans); returns the pair launch's cluster size and how many of its launches gave other bits than the unpaired
+    one (O, and the LSE under softmax)."""
+    host = importlib.import_module("cubridge.runtime.attention_sm90")
+    path = str(REPOSITORY / "examples" / "specs" / f"{spec_name}.py")
+    paired, unpaired = build_variant(path, "sm90"), build_variant(path, "sm90")
+    batch, heads_q, heads_kv, seqlen_q, seqlen_kv = shape
+    generator = torch.Generator(device="cuda").manual_seed(5)
+    q, k, v = (torch.randn(batch, heads, seqlen, 128, device="cuda", generator=generator).to(dtype)
+               for heads, seqlen in ((heads_q, seqlen_q), (heads_kv, seqlen_kv), (heads_kv, seqlen_kv)))
+    softmax = paired.spec.normalization == "softmax"
+    monkeypatch.setattr(host, "KV_PAIRS", False)
+    expected = unpaired(q, k, v, return_lse=softmax)
+    monkeypatch.setattr(host, "KV_PAIRS", True)
+    differing = 0
+    for _ in range(launches):
+        got = paired(q, k, v, return_lse=softmax)
+        same = all(map(torch.equal, got, expected)) if softmax else torch.equal(got, expected)
+        differing += not same
+    torch.cuda.synchronize()
+    (plan,) = paired._plans.values()
+    return plan.kernel.cluster_ctas, differing
+
+
+@pytest.mark.parametrize("shape, dtype", PAIRED_SHAPES, ids=["bf16", "fp16"])
+@pytest.mark.parametrize("spec_name", PAIRED_SPECS)
+def test_mask_free_variants_in_kv_pairs_give_their_unpaired_bits(monkeypatch, spec_name, shape, dtype):
+    """A variant's pairs change only which CTA loads which half of a kv tile: every bit is the unpaired launch's,
+    over 20 launches (the pair's barriers hold across launches), a captured table (relative_position) and another
+    normalization (sigmoid) included."""
+    if not _on_hopper():
+        pytest.skip("needs an sm_90 GPU")
+    assert paired_and_unpaired(monkeypatch, spec_name, shape, dtype, launches=20) == (2, 0)
+
+
+def test_variant_pairs_keep_their_bits_under_perturbed_waits(monkeypatch):
+    """Built with $CUBRIDGE_PERTURB_WAITS (each thread sleeps up to 3 us after every mbarrier wait), the two CTAs of
+    a softcap variant's pair drift apart by microseconds and still give the unpaired bits."""
+    if not _on_hopper():
+        pytest.skip("needs an sm_90 GPU")
+    from cubridge.runtime import compiler
+
+    monkeypatch.setenv(compiler.PERTURB_WAITS_VARIABLE, "3000")
+    shape, dtype = PAIRED_SHAPES[0]
+    assert paired_and_unpaired(monkeypatch, "softcap", shape, dtype, launches=8) == (2, 0)

@@ -299,7 +299,8 @@ __device__ __forceinline__ uint64_t* pair_free_barriers() {
 }
 
 // A K or V tile into stage `at` of this CTA and of its peer, counted on `full` in each. The whole warp waits until
-// both CTAs released the stage (`pair_free`); lane 0 then multicasts this CTA's panel. Returns once issued.
+// both CTAs released the stage (`pair_free`, whose phase completes after this CTA's own release too: the loader
+// waits on nothing else); lane 0 then multicasts this CTA's panel. Returns once issued.
 template <int kHeadDim, int kBlockKv, typename T>
 __device__ __forceinline__ void load_pair_kv_tile(T* tile, const CUtensorMap* map, uint64_t* full, uint64_t* pair_free,
                                                   const PipelineState& at, bool leader, int kv_row, int kv_head,
@@ -409,7 +410,8 @@ __device__ __forceinline__ void producer_mainloop(const SharedStorage<T, kHeadDi
     const int kv_head = tile.head / (p.num_heads_q / p.num_heads_kv);
     const KvRange range = Policy::template kv_range<kBlockKv>(p, args, tile, first_row(tile), last_row(p, tile));
     auto load_v = [&](const PipelineState& at, int row) {
-      mbarrier_wait(smem.v_empty(at.stage()), at.free_parity());
+      if constexpr (!Policy::kSharesKvInPair)  // pairs: load_pair_kv_tile's pair_free wait implies this one
+        mbarrier_wait(smem.v_empty(at.stage()), at.free_parity());
       if constexpr (Policy::kSharesKvInPair)
         load_pair_kv_tile<kHeadDim, kBlockKv>(smem.v_tile(at.stage()), v_map, smem.v_full(at.stage()),
                                               pair_free_barriers() + kStages + at.stage(), at, leader, row,
@@ -425,7 +427,8 @@ __device__ __forceinline__ void producer_mainloop(const SharedStorage<T, kHeadDi
     for (int j = range.begin; j < range.end; ++j, ++kv.count) {
       const int next_kv_row = Policy::kv_tile(p, args, tile, j + 1) * kBlockKv;
       const int stage = kv.stage();
-      mbarrier_wait(smem.k_empty(stage), kv.free_parity());
+      if constexpr (!Policy::kSharesKvInPair)
+        mbarrier_wait(smem.k_empty(stage), kv.free_parity());
       if constexpr (Policy::kSharesKvInPair)
         load_pair_kv_tile<kHeadDim, kBlockKv>(smem.k_tile(stage), k_map, smem.k_full(stage),
                                               pair_free_barriers() + stage, kv, leader, kv_row, kv_head,
