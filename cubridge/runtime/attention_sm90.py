@@ -23,11 +23,11 @@ BLOCK_N = {64: 192, 128: 128, 256: 80}  # keys per kv tile of the entry points, 
 # and +2% at 16k, level at 4k (docs/performance.md run 211).
 WIDE_BLOCK_N = 160
 WIDE_MIN_SEQLEN_K = 8192
-# With KV_PAIRS, full masks at D = 128 launch the _pairs entry points where a head's query tiles are even in number:
-# clusters of two CTAs that run consecutive query tiles of one head and share their K and V loads (TMA multicast),
-# so that each K and V byte leaves the L2 once per pair. Under sustained load at the power cap: +2.1% work per joule
-# and 644 TFLOPS against 633 (FA4: 638); in bursts below the cap -0.3 to -0.7% (runs 227 and 236, H100;
-# docs/performance.md).
+# With KV_PAIRS, full masks at D = 128 launch the _pairs entry points where a head's query tiles are even in number
+# (and so do variants that have them: VariantKernel): clusters of two CTAs that run consecutive query tiles of one
+# head and share their K and V loads (TMA multicast), so that each K and V byte leaves the L2 once per pair. Under
+# sustained load at the power cap: +2.1% work per joule and 644 TFLOPS against 633 (FA4: 638); in bursts below the
+# cap -0.3 to -0.7% (runs 227 and 236, H100; variants +0.8-1.9% and -0.3 to -0.9%, run 241; docs/performance.md).
 KV_PAIRS = True
 PAIR_CTAS = 2
 CONSUMER_ROWS = 64
