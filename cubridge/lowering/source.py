@@ -289,17 +289,14 @@ def _replace_entries(text: str, source: ReferenceSource, entries: tuple[Instance
     index = next((i for i, line in enumerate(lines) if line.lstrip().startswith(ENTRIES_MARKER)), None)
     if index is None:
         raise CuBridgeError(f"lower: the reference source has no '{ENTRIES_MARKER}' line to patch at")
-    rows = []
+    rows, pair_rows = [], []  # the instances, then their K/V pairs
     for entry in entries:
         tile = f", {source.kv_tiles[entry.head_dim]}" if source.extra_entry_args else ""
-        rows.append(f"{source.entry_macro}({entry.name}, {DTYPES[entry.dtype]}, {entry.head_dim}{tile}, {policy})\n")
-    for entry in entries:
-        if entry.pair_name is None:
-            continue
-        tile = f", {source.kv_tiles[entry.head_dim]}" if source.extra_entry_args else ""
-        rows.append(f"{source.pair_entry_macro}({entry.pair_name}, {DTYPES[entry.dtype]}, {entry.head_dim}{tile}, "
-                    f"{policy}{PAIRS_SUFFIX})\n")
-    return "".join(lines[: index + 1]) + "".join(rows)
+        shape = f"{DTYPES[entry.dtype]}, {entry.head_dim}{tile}"
+        rows.append(f"{source.entry_macro}({entry.name}, {shape}, {policy})\n")
+        if entry.pair_name is not None:
+            pair_rows.append(f"{source.pair_entry_macro}({entry.pair_name}, {shape}, {policy}{PAIRS_SUFFIX})\n")
+    return "".join(lines[: index + 1]) + "".join(rows + pair_rows)
 
 
 def _function(signature: str, statements, result: str) -> list[str]:
@@ -396,8 +393,8 @@ def render_policy(seams: VariantSeams, policy: str, variant: str, args: tuple[tu
     lines.append("};")
     if shares_kv_in_pairs:
         lines += [
-            f"// '{variant}' in K/V pairs: its kv range is every kv tile under the static schedule, so the two CTAs of",
-            "// a pair read the same K and V rows in the same order.",
+            f"// '{variant}' in K/V pairs: every work tile visits every kv tile (persistent schedule, no block lists),",
+            "// so the two CTAs of a pair read the same K and V rows in the same order.",
             f"struct {policy}{PAIRS_SUFFIX} : {policy} {{",
             "  static constexpr bool kSharesKvInPair = true;",
             "};",

@@ -10,7 +10,9 @@ dim) instance on first use and launched on torch tensors.
 Captured tensors travel as kernel arguments (f32 or i32 copies on q's device; their reads are bounds-checked
 on the host once per shape). A mask the symbolic analysis cannot bound gets FlexAttention-style block lists,
 built on the GPU and cached per (captured tensors, shape). Every launch parameter comes from the transferred
-program: threads, the schedule (a `dynamic` schedule claims tiles from a zeroed counter), the tile sizes.
+program: threads, the schedule (a `dynamic` schedule claims tiles from a zeroed counter), the tile sizes; a Hopper
+variant whose work tiles all visit every kv tile launches its K/V pairs' entry point where the reference kernel would
+launch its own (attention_sm90.shares_kv_in_pairs).
 """
 
 from __future__ import annotations

@@ -242,11 +242,12 @@ def _report(spec, spec_path: str, reference: str, built: list[_BuiltProgram], nv
         "precision against the float64 reference, plus a floor; `cuir-run --help`)",
     ]
     for (stem, head_dims, _, lowered, result), nvcc_line in zip(built, nvcc_lines):
+        entries = [name for instance in lowered.instances for name in (instance.name, instance.pair_name) if name]
         lines += [
             "",
             f"## D = {'/'.join(map(str, head_dims))}: `{stem}.cu`, `{stem}.mlir`, `{stem}.patch`",
             "",
-            f"- entry points: {', '.join(n for i in lowered.instances for n in (i.name, i.pair_name) if n) or 'none (the reference kernel unchanged)'}",
+            f"- entry points: {', '.join(entries) or 'none (the reference kernel unchanged)'}",
             f"- verdict: {result.summary()}",
             *(f"- warning: {note}" for note in result.notes),
             f"- {nvcc_line}",
