@@ -93,6 +93,8 @@ def recorded(monkeypatch):
 
     monkeypatch.setattr(variant, "prepare_launch", prepare_launch)
     monkeypatch.setattr(variant, "load_function", lambda *args: "function")
+    monkeypatch.setattr(sm90, "load_function", lambda *args: "function")  # sm90 entry points (K/V pairs or not)
+    monkeypatch.setattr(sm90, "max_active_clusters", lambda *args: 66)
     monkeypatch.setattr(variant, "current_stream", lambda index: 5)
     monkeypatch.setattr(variant, "stream_capturing", lambda stream: False)
     monkeypatch.setattr(sm90, "LaunchPlan", RecordedLaunch)
