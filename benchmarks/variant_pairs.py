@@ -1,7 +1,7 @@
 """Variants in K/V pairs against the same variants unpaired (GPU-only): each spec's Hopper variant launched as the
-host ships it (pairs where its work tiles all visit every kv tile) and with attention_sm90.KV_PAIRS off, in paired
-bursts (cubridge/tools/timing.py: median of per-round time ratios, quartiles) and, with --seconds, under sustained
-load at the power cap (sustained_power.py's sampling: TFLOPS, W, TFLOPS/W, SM clock; rounds interleaved).
+host ships it (pairs where its work tiles of a head visit the same kv tiles) and with attention_sm90.KV_PAIRS off,
+in paired bursts (cubridge/tools/timing.py: median of per-round time ratios, quartiles) and, with --seconds, under
+sustained load at the power cap (sustained_power.py's sampling: TFLOPS, W, TFLOPS/W, SM clock; rounds interleaved).
 
   python3 benchmarks/variant_pairs.py examples/specs/softcap.py [SPEC ...] [--seqlen 8192] [--batch 2]
                                       [--heads 32 --heads-kv 32] [--rounds 30] [--seconds 4 --sustained-rounds 2]

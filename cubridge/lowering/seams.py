@@ -95,6 +95,9 @@ class VariantSeams:
     mask_columns: MaskColumns | None = None  # keep() then takes `const Columns& columns`
     activate: SeamCode | None = None
     skip_empty: bool = False  # the kernel's skip_empty: the policy's kSkipsEmptyTiles
+    # whether the kv range's begin or end may read the work tile's query rows (so that work tiles of one head may
+    # visit different kv tiles); False where it reads only the kernel's arguments, the head and the batch
+    kv_range_reads_rows: bool = False
 
     @property
     def changed(self) -> bool:
@@ -228,6 +231,7 @@ class SeamFinder:
         self.claimed_slots: set[tuple[Operation, int]] = set()
         self.claimed_ops: set[Operation] = set()
         self.tables: dict[SSAValue, str] = {}
+        self.kv_range_reads_rows = False  # the reference's kv range: every kv tile
 
     # -- entry -----------------------------------------------------------------
 
@@ -245,6 +249,7 @@ class SeamFinder:
         seams.activate = self._activation()
         seams.kv_tile = self._kv_tile()
         seams.kv_range = self._kv_range(score_maps)
+        seams.kv_range_reads_rows = self.kv_range_reads_rows
         self._check_covered(seams)
         return seams
 
@@ -589,6 +594,8 @@ class SeamFinder:
         emitter = SliceEmitter(
             leaves, seam="kv_range", reference_file=self.reference_file, dims=self.dims, tables=self.tables
         )
+        row_free = set(self.variant.body.block.args) | {v for v, name in leaves.items() if name != "tile.q_tile"}
+        self.kv_range_reads_rows = not all(_computed_from(bound, row_free) for bound in (begin_value, end_value))
         # the mask-free part's bounds first: the consumer's names (num_partial, ...) for values the loops share
         full_bounds = mask_bounds if mask_bounds is not None else (full[0].lb, full[0].ub) if full else None
         full_begin, full_end = (emitter.value(bound) for bound in full_bounds) if full_bounds else ("0", "0")
@@ -788,6 +795,16 @@ def _unread(op: Operation) -> bool:
         return False
     return all(is_carry(use.operation) for result in op.results for value in carried_copies(result)
                for use in value.uses)
+
+
+def _computed_from(value: SSAValue, leaves: set[SSAValue]) -> bool:
+    """Whether `value` is computed by scalar ops (arith, math, cuir) from `leaves` and constants alone."""
+    for current in _slice(value):
+        if current in leaves:
+            continue
+        if isinstance(current, BlockArgument) or current.owner.name.split(".")[0] not in ("arith", "math", "cuir"):
+            return False
+    return True
 
 
 def _slice(value: SSAValue) -> set[SSAValue]:

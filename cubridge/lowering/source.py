@@ -23,7 +23,7 @@ from pathlib import Path
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 
-from cubridge.dialect.cuir import DimOp, KernelOp, Schedule
+from cubridge.dialect.cuir import DimOp, KernelOp
 from cubridge.diagnostics import CuBridgeError, describe_location, location_of
 from cubridge.lowering.cxx import uses_mufu
 from cubridge.lowering.seams import SeamFinder, VariantSeams
@@ -216,7 +216,7 @@ def lower_module(reference: ModuleOp, variant: ModuleOp, name: str = "variant",
     text = source.text()
     chosen = _instances(source, seams, instances)
     variant_name = identifier(name)
-    pairs_serve = _shares_kv_in_pairs(source, seams, kernel)
+    pairs_serve = _shares_kv_in_pairs(source, seams)
     entries = tuple(
         Instance(f"{source.entry_prefix}_{dtype}_d{head_dim}_{variant_name}", dtype, head_dim,
                  f"{source.entry_prefix}_{dtype}_d{head_dim}_{variant_name}_pairs"
@@ -246,13 +246,13 @@ def lower_module(reference: ModuleOp, variant: ModuleOp, name: str = "variant",
     )
 
 
-def _shares_kv_in_pairs(source: ReferenceSource, seams: VariantSeams, kernel: KernelOp) -> bool:
-    """Whether the variant's instances may run in K/V pairs: the source has pair entry points and every work tile
-    visits the same kv tiles in the same order, so that the two CTAs of a pair (consecutive query tiles of one head)
-    load the same K and V rows. That holds under the persistent schedule with no block lists: the transfer gives
-    every kernel whose work tiles visit different kv ranges the dynamic schedule (transfer step 7)."""
-    return (source.pair_entry_macro is not None and kernel.schedule.data == Schedule.PERSISTENT
-            and seams.kv_tile is None and not seams.skip_empty)
+def _shares_kv_in_pairs(source: ReferenceSource, seams: VariantSeams) -> bool:
+    """Whether the variant's instances may run in K/V pairs: the source has pair entry points and every work tile of
+    a head visits the same kv tiles in the same order (no block lists, and a kv range that reads neither the work
+    tile's query rows nor a value the lowering cannot follow), so that the two CTAs of a pair (consecutive query tiles
+    of one head) load the same K and V rows."""
+    return (source.pair_entry_macro is not None and seams.kv_tile is None and not seams.skip_empty
+            and not seams.kv_range_reads_rows)
 
 
 def _instances(source: ReferenceSource, seams: VariantSeams, wanted) -> list[tuple[str, int]]:
@@ -393,8 +393,8 @@ def render_policy(seams: VariantSeams, policy: str, variant: str, args: tuple[tu
     lines.append("};")
     if shares_kv_in_pairs:
         lines += [
-            f"// '{variant}' in K/V pairs: every work tile visits every kv tile (persistent schedule, no block lists),",
-            "// so the two CTAs of a pair read the same K and V rows in the same order.",
+            f"// '{variant}' in K/V pairs: the work tiles of a head visit the same kv tiles (its kv range does not",
+            "// read the query rows), so the two CTAs of a pair read the same K and V rows in the same order.",
             f"struct {policy}{PAIRS_SUFFIX} : {policy} {{",
             "  static constexpr bool kSharesKvInPair = true;",
             "};",

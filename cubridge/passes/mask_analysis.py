@@ -383,14 +383,13 @@ def tile_plan(mask: Expr | None, block_n: int) -> TilePlan:
         last = q_last if band.row_hi is None else extreme("min", q_last, band.row_hi)
         low = _at_rows(band.lower, first, last, smallest=True)
         high = _at_rows(band.upper, first, last, smallest=False)
-        keeps = Expr("and", (Expr("le", (first, last), BOOL), Expr("le", (low, high), BOOL)), BOOL)
+        keeps = Expr("le", (low, high), BOOL)
+        if _rows_matter(band):  # a work tile's rows are never empty: only a band of some rows can miss them
+            keeps = Expr("and", (Expr("le", (first, last), BOOL), keeps), BOOL)
         lows.append(Expr("select", (keeps, floordiv(low, block_n), tiles), INT))
         highs.append(Expr("select", (keeps, add(floordiv(high, block_n), _int(1)), _int(0)), INT))
     kv_lo, kv_hi = _fold("min", lows, tiles), _fold("max", highs, _int(0))
-    varies = any(
-        direction(band.lower) or direction(band.upper) or _value(band.row_lo) != 0 or band.row_hi is not None
-        for band in found
-    )
+    varies = any(_rows_matter(band) for band in found)
     if len(found) != 1:
         return TilePlan(kv_lo, kv_hi, _int(0), _int(0), varies, disjoint=len(found) > 1)
     band = found[0]
@@ -402,6 +401,11 @@ def tile_plan(mask: Expr | None, block_n: int) -> TilePlan:
     if row_checks:  # a tile with rows outside the band's rows has no full kv tile
         full_hi = Expr("select", (_fold("and", row_checks, None), full_hi, full_lo), INT)
     return TilePlan(kv_lo, kv_hi, full_lo, full_hi, varies)
+
+
+def _rows_matter(band: Band) -> bool:
+    """Whether the band's kv bounds or its rows depend on the query row (else every work tile keeps the same keys)."""
+    return bool(direction(band.lower) or direction(band.upper) or _value(band.row_lo) != 0 or band.row_hi is not None)
 
 
 def _fold(op: str, values: list[Expr], empty: Expr | None) -> Expr:

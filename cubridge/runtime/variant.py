@@ -11,8 +11,8 @@ Captured tensors travel as kernel arguments (f32 or i32 copies on q's device; th
 on the host once per shape). A mask the symbolic analysis cannot bound gets FlexAttention-style block lists,
 built on the GPU and cached per (captured tensors, shape). Every launch parameter comes from the transferred
 program: threads, the schedule (a `dynamic` schedule claims tiles from a zeroed counter), the tile sizes; a Hopper
-variant whose work tiles all visit every kv tile launches its K/V pairs' entry point where the reference kernel would
-launch its own (attention_sm90.shares_kv_in_pairs).
+variant whose work tiles of a head all visit the same kv tiles launches its K/V pairs' entry point where the
+reference kernel would launch its own (attention_sm90.shares_kv_in_pairs).
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 // RUN: cuir-opt --transfer=%examples/specs/causal.py --lower %examples/ir/attention_sm90.mlir | filecheck %s --check-prefix=CAUSAL
 // RUN: cuir-opt --transfer=%examples/specs/softcap.py --lower %examples/ir/attention_sm80.mlir | filecheck %s --check-prefix=SM80
 
-// K/V pairs: a variant whose work tiles all visit every kv tile (the persistent schedule, no block lists) gets the
-// reference's pair entry points too, with its policy and kSharesKvInPair set; the host launches them where the
-// reference would launch its own. A mask whose kv range differs per query tile (causal: the dynamic schedule) gets
-// none, nor does the Ampere reference, which has no pairs.
+// K/V pairs: a variant whose work tiles of a head all visit the same kv tiles (no block lists, a kv range that does
+// not read the query rows) gets the reference's pair entry points too, with its policy and kSharesKvInPair set; the
+// host launches them where the reference would launch its own. A mask whose kv range reads the query rows (causal)
+// gets none, nor does the Ampere reference, which has no pairs.
 
 // CHECK:      struct SoftcapVariant : FullAttention {
 // CHECK:      struct SoftcapVariantInPairs : SoftcapVariant {

@@ -16,6 +16,7 @@ from xdsl.dialects.builtin import UNKNOWN_LOC
 from xdsl.traits import IsTerminator
 
 from cubridge.diagnostics import parse_module
+from cubridge.dialect.cuir import KernelOp, Schedule, ScheduleAttr
 from cubridge.frontends.cuda import lift_cuda_file
 from cubridge.frontends.cuda.program import load_program
 from cubridge.frontends.spec import load_spec
@@ -128,3 +129,18 @@ def test_head_dim_256_variant_lowers_from_its_lift(name, tmp_path):
     shapes = [(1, 2, 1, 129, 161, 256), (2, 2, 2, 65, 255, 256)]
     result = verify(module, spec=load_spec(str(spec)), shapes=shapes, seeds=(0, 1), schedules=1)
     assert result.ok, result.summary()
+
+
+def test_only_a_kv_range_the_query_rows_do_not_move_runs_in_kv_pairs():
+    """K/V pairs need every work tile of a head to visit the same kv tiles. Softcap's range reads only the key
+    count: pair entry points. Causal's reads the query rows: none, also where a pass left its schedule persistent
+    (the lowering reads the range itself, not the schedule)."""
+    reference, softcap = _transferred_printed_lift(REPOSITORY / "examples" / "specs" / "softcap.py")
+    lowered = lower_module(reference, softcap, "softcap", (("bf16", 128),))
+    assert [i.pair_name for i in lowered.instances] == ["attention_sm90_bf16_d128_softcap_pairs"]
+    reference, causal = _transferred_printed_lift(REPOSITORY / "examples" / "specs" / "causal.py")
+    (kernel,) = [op for op in causal.walk() if isinstance(op, KernelOp)]
+    kernel.schedule = ScheduleAttr(Schedule.PERSISTENT)
+    lowered = lower_module(reference, causal, "causal", (("bf16", 128),))
+    assert [i.pair_name for i in lowered.instances] == [None]
+    assert "InPairs" not in lowered.source.split("// [entry points]")[1]

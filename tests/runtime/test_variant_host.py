@@ -212,7 +212,8 @@ def test_a_variant_runs_in_kv_pairs_where_every_tile_visits_every_kv_tile(monkey
     monkeypatch.setattr(host, "max_active_clusters", lambda kernel, block, smem, cluster_ctas: 60)
     monkeypatch.setattr(host, "_sm_count", lambda index: 132)
     monkeypatch.setattr(host, "tensor_map_slots", lambda *args: types.SimpleNamespace(maps=[]))
-    monkeypatch.setattr(host, "LaunchPlan", lambda kernel, grid, *rest: types.SimpleNamespace(function=kernel, grid=grid))
+    monkeypatch.setattr(host, "LaunchPlan",
+                        lambda kernel, grid, *rest: types.SimpleNamespace(function=kernel, grid=grid))
     kernel = build_variant(str(SPECS / spec), "sm90")
     q = torch.empty(2, 32, seqlen_q, head_dim, dtype=torch.bfloat16)
     launch = kernel.plan_for(("layout",), q, q, q, None, False, list(kernel.spec.captures.values())).kernel

@@ -156,7 +156,7 @@ def test_hook_integers_past_32_bits_at_the_launch_shape_are_refused(tmp_path):
         kernel(wraps, wraps, wraps)
 
 
-# Variants whose work tiles all visit every kv tile: the sm90 host runs them in K/V pairs at D = 128.
+# Variants whose work tiles of a head all visit the same kv tiles: the sm90 host runs them in K/V pairs at D = 128.
 PAIRED_SPECS = ["softcap", "relative_position", "sigmoid"]
 PAIRED_SHAPES = [((2, 16, 4, 1024, 1100), torch.bfloat16), ((1, 4, 1, 256, 8197), torch.float16)]
 

@@ -183,6 +183,16 @@ def test_plans_tell_whether_query_tiles_visit_different_kv_tiles():
     assert mask_table.list_plan().varies_by_tile
 
 
+def test_a_plan_that_does_not_vary_by_tile_has_kv_bounds_free_of_the_rows():
+    """A work tile's rows are never empty, so a band whose bounds do not depend on the row tests no rows: its kv
+    range reads the key count alone (the lowering gives such variants K/V pairs). A row-dependent band keeps them."""
+    for mask in (None, trace_mask(lambda b, h, q, kv: kv < 100)):
+        plan = tile_plan(mask, 128)
+        assert not (plan.kv_lo.leaves() | plan.kv_hi.leaves()) & {"q_first", "q_last"}
+    causal = tile_plan(trace_mask(lambda b, h, q, kv: q >= kv), 128)
+    assert {"q_first", "q_last"} <= causal.kv_lo.leaves() | causal.kv_hi.leaves()
+
+
 def list_classes(tables: dict[str, torch.Tensor], kv_tiles: int) -> np.ndarray:
     """EMPTY / PARTIAL / FULL per (b, h, q tile, kv tile) from the block lists; checks
     that each list is strictly ascending and in range, and that no tile is in both."""

@@ -121,9 +121,9 @@ struct FullAttention {
   static constexpr bool kRetireAtStepTop = false;
   // Whether two CTAs of a cluster share their K and V loads (the Hopper kernel's K/V pairs: each producer
   // multicasts half of every kv tile into both). The reference's full-mask pair entry points set it, and so do a
-  // lowered variant's where every work tile visits every kv tile (its `<Variant>InPairs` policy); the host launches
-  // them where a head's query tiles are even in number. The lift reads the flag as false: each CTA loading its own
-  // tiles defines it (both receive the same bytes).
+  // lowered variant's where the work tiles of a head visit the same kv tiles (its `<Variant>InPairs` policy); the
+  // host launches them where a head's query tiles are even in number. The lift reads the flag as false: each CTA
+  // loading its own tiles defines it (both receive the same bytes).
   static constexpr bool kSharesKvInPair = false;
 
   // The kv tiles that rows [q_first, q_last] of `tile` visit, in every role. A kernel that peels the first
