@@ -32,16 +32,19 @@ def launchers(spec: str, q, k, v) -> dict[str, callable]:
     """"pairs" and "unpaired": the spec's variant, built twice so that each keeps the launch plan made for its form
     (checked to be paired or not, and to give the same bits)."""
     runs, outputs = {}, {}
+    shipped = sm90_host.KV_PAIRS
     for name, pairs in (("pairs", True), ("unpaired", False)):
         kernel = build_variant(spec, "sm90")
         sm90_host.KV_PAIRS = pairs
-        outputs[name] = kernel(q, k, v)
+        try:
+            outputs[name] = kernel(q, k, v)
+        finally:
+            sm90_host.KV_PAIRS = shipped
         (plan,) = kernel._plans.values()
         if (plan.kernel.cluster_ctas == sm90_host.PAIR_CTAS) != pairs:
             raise SystemExit(f"variant_pairs: {spec}: the {name} launch is {'not ' if pairs else ''}in pairs "
                              "(a variant whose tiles visit different kv ranges, or an odd number of query tiles)")
         runs[name] = lambda kernel=kernel: kernel(q, k, v)
-    sm90_host.KV_PAIRS = True
     if not torch.equal(outputs["pairs"], outputs["unpaired"]):
         raise SystemExit(f"variant_pairs: {spec}: the pairs' output differs from the unpaired launch's")
     return runs

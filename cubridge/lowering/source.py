@@ -216,17 +216,17 @@ def lower_module(reference: ModuleOp, variant: ModuleOp, name: str = "variant",
     text = source.text()
     chosen = _instances(source, seams, instances)
     variant_name = identifier(name)
-    pairs_serve = _shares_kv_in_pairs(source, seams)
-    entries = tuple(
-        Instance(f"{source.entry_prefix}_{dtype}_d{head_dim}_{variant_name}", dtype, head_dim,
-                 f"{source.entry_prefix}_{dtype}_d{head_dim}_{variant_name}_pairs"
-                 if pairs_serve and head_dim in source.pair_head_dims else None)
-        for dtype, head_dim in chosen
-    )
+    shares_kv = _shares_kv_in_pairs(source, seams)
+    entries = []
+    for dtype, head_dim in chosen:
+        entry = f"{source.entry_prefix}_{dtype}_d{head_dim}_{variant_name}"
+        in_pairs = shares_kv and head_dim in source.pair_head_dims
+        entries.append(Instance(entry, dtype, head_dim, f"{entry}_pairs" if in_pairs else None))
+    entries = tuple(entries)
     if seams.changed:
         policy = f"{_pascal(variant_name)}Variant"
         text = _insert_after_marker(text, POLICY_MARKER, render_policy(seams, policy, name, args, mask_bits,
-                                                                       pairs_serve))
+                                                                       shares_kv))
         text = _replace_entries(text, source, entries, policy)
     else:
         entries = ()

@@ -198,7 +198,8 @@ def _sm90_plan(q, k, v, causal: bool, scale: float | None, return_lse: bool) -> 
     head_dim = q.shape[3]
     block_n = kv_tile_keys(head_dim, causal, k.shape[2])
     name = kernel_name(q.dtype, head_dim, causal, block_n)
-    pair_name = f"{name}_pairs" if shares_kv_in_pairs(head_dim, causal, q.shape[2]) else None
+    pair_name = (kernel_name(q.dtype, head_dim, causal, block_n, pairs=True)
+                 if shares_kv_in_pairs(head_dim, causal, q.shape[2]) else None)
     function, cluster_ctas, resident_ctas = entry_point(_compiled(capability), name, pair_name,
                                                         shared_bytes(head_dim, block_n), THREADS, device_index)
     # Causal tiles differ in length: CTAs claim them from a counter (dynamic schedule). Full tiles are equal

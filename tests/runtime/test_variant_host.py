@@ -3,8 +3,10 @@ calls."""
 
 from __future__ import annotations
 
+import importlib
 import shutil
 import subprocess
+import types
 from pathlib import Path
 
 import pytest
@@ -199,9 +201,6 @@ def test_a_variant_runs_in_kv_pairs_where_every_tile_visits_every_kv_tile(monkey
                                                                          paired):
     """The sm90 host launches a variant's K/V pairs' entry point, as whole pairs no more than the GPU co-schedules,
     where the variant has one and the reference would pair the same launch (the driver and the GPU stubbed)."""
-    import importlib
-    import types
-
     host = importlib.import_module("cubridge.runtime.attention_sm90")
     runtime = importlib.import_module("cubridge.runtime.variant")
     monkeypatch.setattr(host, "KV_PAIRS", True)
