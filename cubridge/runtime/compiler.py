@@ -3,7 +3,10 @@
 The cache key is sha256 over the source, every header it includes with quotes (found recursively in the
 include directories), the flags (with those the environment adds: `debug_flags`), the target arch and
 `nvcc --version`. Cache directory: $CUBRIDGE_CACHE_DIR, else ~/.cache/cubridge. Entries are written to a
-temporary file and moved into place with os.replace, so a reader never sees a partial cubin.
+temporary file and moved into place with os.replace, so a reader never sees a partial cubin. Where ptxas
+serialized a function's wgmma (its "Potential Performance Loss" note: every GEMM of the function then waits for
+the previous one, far below the kernel's speed), the entry keeps those functions beside the cubin
+(`<cubin stem>.serialized`, written before the cubin), and CompiledKernel.serialized_gemms names them on every hit.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from cubridge.files import write_atomically
 from cubridge.runtime.errors import CompileError, InvalidSettingError, NvccNotFoundError, UnsupportedArchError
 
 RUNTIME_DIR = Path(__file__).resolve().parent
@@ -30,16 +34,25 @@ PERTURB_WAITS_VARIABLE = "CUBRIDGE_PERTURB_WAITS"
 MAX_PERTURB_NS = 1_000_000  # __nanosleep's bound
 
 _QUOTED_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
+_SERIALIZED_GEMMS = re.compile(r"Potential Performance Loss: wgmma\.mma_async instructions are serialized due to "
+                               r"(?P<reason>.+?) in the function '(?P<function>\w+)'")
 _NVCC_DIAGNOSTIC = re.compile(r"^(?P<file>[^\s(][^(]*)\((?P<line>\d+)\): (?P<message>(?:catastrophic )?error.*)$")
+
+
+class SerializedGemmsWarning(UserWarning):
+    """A compiled kernel whose wgmma ptxas serialized (CompiledKernel.serialized_gemms): it is correct but runs far
+    below the reference kernel's speed."""
 
 
 @dataclass(frozen=True)
 class CompiledKernel:
-    """A cubin and where it came from: `cache_hit` is True when no nvcc ran for it."""
+    """A cubin and where it came from: `cache_hit` is True when no nvcc ran for it. `serialized_gemms`: the
+    functions whose wgmma ptxas serialized, each as `name (ptxas's reason)`; empty for a kernel at full speed."""
 
     cubin: bytes
     path: Path
     cache_hit: bool
+    serialized_gemms: tuple[str, ...] = ()
 
 
 def arch_flags(capability: tuple[int, int]) -> tuple[str, ...]:
@@ -135,6 +148,12 @@ def cache_key(source: str, flags: tuple[str, ...], arch: tuple[str, ...], nvcc: 
     return digest.hexdigest()
 
 
+def serialized_gemms(ptxas_output: str) -> tuple[str, ...]:
+    """The functions whose wgmma ptxas reports serialized in `ptxas_output`, each once as `name (reason)`."""
+    found = {match["function"]: match["reason"] for match in _SERIALIZED_GEMMS.finditer(ptxas_output)}
+    return tuple(f"{function} ({reason})" for function, reason in found.items())
+
+
 def _summarize_nvcc_error(stderr: str, source_name: str) -> str:
     for line in stderr.splitlines():
         match = _NVCC_DIAGNOSTIC.match(line.strip())
@@ -155,8 +174,10 @@ def compile_cubin(source_path: Path, capability: tuple[int, int], extra_flags: t
     key = cache_key(source, flags, arch, nvcc, include_dirs)
     directory = cache_dir()
     cubin_path = directory / f"{source_path.stem}-{key[:32]}.cubin"
+    serialized_path = cubin_path.with_suffix(".serialized")
     if cubin_path.is_file():
-        return CompiledKernel(cubin_path.read_bytes(), cubin_path, cache_hit=True)
+        serialized = tuple(serialized_path.read_text().splitlines()) if serialized_path.is_file() else ()
+        return CompiledKernel(cubin_path.read_bytes(), cubin_path, cache_hit=True, serialized_gemms=serialized)
 
     directory.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{source_path.stem}-", suffix=".cubin.tmp")
@@ -171,8 +192,11 @@ def compile_cubin(source_path: Path, capability: tuple[int, int], extra_flags: t
                 f"nvcc failed on {source_path.name} for {' '.join(arch)}: {summary}\n"
                 f"command: {' '.join(command)}\n{result.stderr.rstrip()}"
             )
+        serialized = serialized_gemms(result.stdout + result.stderr)
+        if serialized:
+            write_atomically(serialized_path, "\n".join(serialized) + "\n")
         os.replace(temporary, cubin_path)
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
-    return CompiledKernel(cubin_path.read_bytes(), cubin_path, cache_hit=False)
+    return CompiledKernel(cubin_path.read_bytes(), cubin_path, cache_hit=False, serialized_gemms=serialized)

@@ -21,6 +21,7 @@ import ctypes
 import functools
 import hashlib
 import threading
+import warnings
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -42,7 +43,8 @@ from cubridge.runtime.attention_sm90 import entry_point as sm90_entry_point
 from cubridge.runtime.attention_sm90 import shared_bytes as sm90_shared_bytes
 from cubridge.runtime.attention import (DTYPE_NAMES, AttentionLaunch, Sm80Launch, check_tensors, layout_key,
                                         planned, prepare_launch)
-from cubridge.runtime.compiler import KERNELS_DIR, CompiledKernel, cache_dir, compile_cubin
+from cubridge.runtime.compiler import (KERNELS_DIR, CompiledKernel, SerializedGemmsWarning, cache_dir,
+                                       compile_cubin)
 from cubridge.runtime.driver import current_stream, load_function, stream_capturing
 from cubridge.runtime.errors import InvalidInputError, UnsupportedArchError
 from cubridge.runtime.kernel_inputs import (FULL_NUM_BLOCKS, MASK_BITS, NUM_BLOCKS, TABLES, GivenBlockLists,
@@ -215,7 +217,12 @@ class VariantKernel:
         if key not in self._instances:
             lowered = self.lowered(dtype, head_dim)
             with self.progress(f"compiling the {self.spec.name} variant for {dtype} D={head_dim} with nvcc"):
-                self._instances[key] = (lowered, compile_cubin(source_file(lowered), capability))
+                compiled = compile_cubin(source_file(lowered), capability)
+            if compiled.serialized_gemms:
+                warnings.warn(f"the {self.spec.name} variant ({dtype}, D = {head_dim}): ptxas serialized the GEMMs of "
+                              f"{'; '.join(compiled.serialized_gemms)}; it runs far below the reference kernel's speed",
+                              SerializedGemmsWarning, stacklevel=2)
+            self._instances[key] = (lowered, compiled)
         return self._instances[key]
 
     @functools.cached_property

@@ -224,7 +224,13 @@ def _nvcc_check(source: Path, capability: tuple[int, int], arch: str) -> str:
     seconds = time.perf_counter() - start
     cached = " (from the cubin cache)" if compiled.cache_hit else ""
     _step(f"nvcc: compiled for {arch} in {seconds:.1f} s{cached}")
-    return f"nvcc: compiled for {arch}{cached}, cubin {len(compiled.cubin)} bytes"
+    line = f"nvcc: compiled for {arch}{cached}, cubin {len(compiled.cubin)} bytes"
+    if not compiled.serialized_gemms:
+        return line
+    serialized = "; ".join(compiled.serialized_gemms)
+    _step(f"warning: ptxas serialized the GEMMs of {serialized}: they run far below the reference's speed")
+    return f"{line}; **ptxas serialized the GEMMs** (each waits for the one before: far below the reference's speed) " \
+           f"of {serialized}"
 
 
 def _report(spec, spec_path: str, reference: str, built: list[_BuiltProgram], nvcc_lines: list[str]) -> str:

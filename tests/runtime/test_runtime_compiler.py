@@ -12,6 +12,7 @@ from cubridge.runtime.errors import CompileError, InvalidSettingError, Unsupport
 
 HOPPER_CHECK = Path(__file__).parent / "cuda" / "hopper_primitives_check.cu"
 AMPERE_CHECK = Path(__file__).parent / "cuda" / "ampere_primitives_compile_check.cu"
+SERIALIZED_CHECK = Path(__file__).parent / "cuda" / "serialized_gemms_check.cu"
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH; install the CUDA toolkit")
 
 TINY_KERNEL = '#include "tiny.cuh"\nextern "C" __global__ void tiny(float* x) { x[threadIdx.x] = kValue; }\n'
@@ -124,6 +125,31 @@ def test_hopper_kernel_is_listed_for_sm90a_only():
 def test_shipped_kernels_compile(cache, source, capability):
     compiled = compile_cubin(source, capability)
     assert compiled.cubin[:4] == b"\x7fELF"
+    assert compiled.serialized_gemms == ()  # ptxas kept every entry point's wgmma pipelined
+
+
+@needs_nvcc
+def test_a_kernel_whose_gemms_ptxas_serialized_names_them_on_the_miss_and_every_hit(cache):
+    first = compile_cubin(SERIALIZED_CHECK, (9, 0))
+    second = compile_cubin(SERIALIZED_CHECK, (9, 0))
+    assert not first.cache_hit and second.cache_hit
+    assert len(first.serialized_gemms) == 1 and first.serialized_gemms[0].startswith("serialized_steps (")
+    assert second.serialized_gemms == first.serialized_gemms
+    assert sorted(p.name for p in cache.iterdir()) == sorted([first.path.name, first.path.stem + ".serialized"])
+
+
+def test_serialized_gemms_reads_each_function_once_with_its_reason():
+    note = ("ptxas info    : (C7515) Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
+            "non wgmma instructions defining accumulator registers of a wgmma between start and end of the pipeline "
+            "stage in the function '{}'")
+    output = "\n".join([note.format("first"), "ptxas info    : (C7519) warpgroup.arrive is injected in function "
+                        "'first'", note.format("second"), note.format("first")])
+    assert compiler.serialized_gemms(output) == (
+        "first (non wgmma instructions defining accumulator registers of a wgmma between start and end of the "
+        "pipeline stage)",
+        "second (non wgmma instructions defining accumulator registers of a wgmma between start and end of the "
+        "pipeline stage)")
+    assert compiler.serialized_gemms("ptxas info    : (C7519) warpgroup.arrive is injected") == ()
 
 
 @needs_nvcc

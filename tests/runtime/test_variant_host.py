@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from cubridge.runtime.compiler import INCLUDE_DIR
+from cubridge.runtime.compiler import INCLUDE_DIR, CompiledKernel, SerializedGemmsWarning
 from cubridge.runtime.errors import InvalidInputError
 from cubridge.runtime.variant import build_variant
 
@@ -181,13 +181,33 @@ def test_each_compilation_runs_inside_the_progress_step(monkeypatch, tmp_path):
         yield
 
     monkeypatch.setenv("CUBRIDGE_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(variant, "compile_cubin", lambda path, capability: path)
+    monkeypatch.setattr(variant, "compile_cubin", lambda path, capability: CompiledKernel(b"", path, False))
     kernel = build_variant(str(SPECS / "softcap.py"), "sm90", progress=progress)
     for _ in range(2):
         kernel.compiled("bf16", 128, (9, 0))
     kernel.compiled("fp16", 64, (9, 0))
     assert steps == [f"compiling the {kernel.spec.name} variant for bf16 D=128 with nvcc",
                      f"compiling the {kernel.spec.name} variant for fp16 D=64 with nvcc"]
+
+
+def test_a_variant_whose_gemms_ptxas_serialized_warns_once_when_it_is_compiled(monkeypatch, tmp_path):
+    """ptxas's serialized wgmma (named by the compiler: tests/runtime/test_runtime_compiler.py) reach the user of
+    a variant as a SerializedGemmsWarning naming the functions, once per instance."""
+    import warnings
+
+    from cubridge.runtime import variant
+
+    serialized = ("attention_sm90_bf16_d128_softcap (insufficient register resources for the wgmma pipeline)",)
+    monkeypatch.setenv("CUBRIDGE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(variant, "compile_cubin",
+                        lambda path, capability: CompiledKernel(b"", path, False, serialized))
+    kernel = build_variant(str(SPECS / "softcap.py"), "sm90")
+    with pytest.warns(SerializedGemmsWarning, match=r"variant \(bf16, D = 128\): ptxas serialized the GEMMs of "
+                                                    r"attention_sm90_bf16_d128_softcap \(insufficient register"):
+        kernel.compiled("bf16", 128, (9, 0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        kernel.compiled("bf16", 128, (9, 0))
 
 
 @pytest.mark.parametrize("spec, seqlen_q, head_dim, paired", [

@@ -128,3 +128,13 @@ def test_an_unusable_wait_timeout_setting_fails_the_build_in_one_line(tmp_path, 
     with pytest.raises(cubridge_cli.BuildFailed) as failure:
         cubridge_cli._nvcc_check(tmp_path / "unused.cu", (9, 0), "sm_90a")
     assert str(failure.value) == "$CUBRIDGE_WAIT_TIMEOUT must be a positive number of seconds, got 'soon'"
+
+
+@pytest.mark.skipif(not nvcc_found(), reason="needs nvcc")
+def test_the_report_names_a_program_whose_gemms_ptxas_serialized(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CUBRIDGE_CACHE_DIR", str(tmp_path / "cache"))
+    source = ROOT / "tests" / "runtime" / "cuda" / "serialized_gemms_check.cu"
+    line = cubridge_cli._nvcc_check(source, (9, 0), "sm_90a")
+    assert line.startswith("nvcc: compiled for sm_90a, cubin ")
+    assert "**ptxas serialized the GEMMs** (each waits for the one before" in line and "of serialized_steps (" in line
+    assert "warning: ptxas serialized the GEMMs of serialized_steps (" in capsys.readouterr().err
