@@ -118,6 +118,16 @@ constexpr bool kReleaseKOnScores = kHeadDim == 128 && !Policy::kPositionBias;
 // late wait too).
 template <int kHeadDim>
 constexpr bool kVBehindK = kHeadDim == 64;
+// The 160-key entry points leave a remainder in the last kv tile at the usual lengths (S_K = 8k: 32 keys, 16k: 64):
+// where a work tile's last kv tile holds at most kNarrowKeys keys of the sequence, its P V reads those keys' rows only
+// (kNarrowKeys / 16 k slices): +0.1-0.3% full at 8k, +0.1% at 16k (runs 252, 256). The keys past the end have zero
+// probabilities and their V rows are TMA's zero fill, so the narrow GEMM gives the same bits; the lift reads the
+// flag as false. A narrow S GEMM and softmax too lose: inside the loop's step ptxas serialized every wgmma (C7515);
+// as a step of their own after the loop they gain 0.3% at 8k but lose 0.1-0.3% at 16k, where the loop, compiled
+// beside them, runs the last step 1% slower than today's (runs 252-254).
+template <int kBlockKv>
+constexpr bool kNarrowsLastKvTile = kBlockKv == 160;
+constexpr int kNarrowKeys = 64;
 constexpr float kNegInf = -__builtin_huge_valf();
 constexpr float kLowestFloat = -3.40282347e+38f;  // -FLT_MAX
 constexpr float kLog2e = 1.4426950408889634f;
@@ -785,6 +795,8 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
     const int group_row0 = tile.q_tile * kBlockM + group * kConsumerRows;
     const int thread_row0 = group_row0 + 16 * warp + g;
     const KvRange range = Policy::template kv_range<kBlockKv>(p, args, tile, first_row(tile), last_row(p, tile));
+    const bool narrow_last = kNarrowsLastKvTile<kBlockKv> &&
+                             p.seqlen_k - Policy::kv_tile(p, args, tile, range.end - 1) * kBlockKv <= kNarrowKeys;
     float s[kScoreRegs<kBlockKv>];
     float o[kHeadDim / 2];
     uint32_t probs[kProbRegs<kBlockKv>];
@@ -959,8 +971,12 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       gemm_fence_operand(o);
       gemm_fence_operand(probs);
       gemm_fence();
-      gemm_async_rs<kHeadDim, kPvSlices, T>(o, probs, smem.v_tile_address(last.stage()), Layout::kKvPanelBytes,
-                                            true);
+      if (kNarrowsLastKvTile<kBlockKv> && narrow_last)
+        gemm_async_rs<kHeadDim, kNarrowKeys / 16, T>(o, reinterpret_cast<const uint32_t(&)[kNarrowKeys / 4]>(probs),
+                                                     smem.v_tile_address(last.stage()), Layout::kKvPanelBytes, true);
+      else
+        gemm_async_rs<kHeadDim, kPvSlices, T>(o, probs, smem.v_tile_address(last.stage()), Layout::kKvPanelBytes,
+                                              true);
       end_gemm_turn(group);
       gemm_wait<0>();
       gemm_fence_operand(o);
