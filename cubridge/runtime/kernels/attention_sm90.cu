@@ -123,8 +123,8 @@ constexpr bool kVBehindK = kHeadDim == 64;
 // (kNarrowKeys / 16 k slices): +0.1-0.3% full at 8k, +0.1% at 16k (runs 252, 256). The keys past the end have zero
 // probabilities and their V rows are TMA's zero fill, so the narrow GEMM gives the same bits; the lift reads the
 // flag as false. A narrow S GEMM and softmax too lose: inside the loop's step ptxas serialized every wgmma (C7515);
-// as a step of their own after the loop they gain 0.3% at 8k but lose 0.1-0.3% at 16k, where the loop, compiled
-// beside them, runs the last step 1% slower than today's (runs 252-254).
+// as a step of their own after the loop they gain 0.3% at 8k but lose 0.1-0.3% at 16k: the kv loop compiled beside
+// them runs 1% slower than today's (runs 252-254).
 template <int kBlockKv>
 constexpr bool kNarrowsLastKvTile = kBlockKv == 160;
 constexpr int kNarrowKeys = 64;
