@@ -971,7 +971,7 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       gemm_fence_operand(o);
       gemm_fence_operand(probs);
       gemm_fence();
-      if (kNarrowsLastKvTile<kBlockKv> && narrow_last)
+      if (narrow_last)
         gemm_async_rs<kHeadDim, kNarrowKeys / 16, T>(o, reinterpret_cast<const uint32_t(&)[kNarrowKeys / 4]>(probs),
                                                      smem.v_tile_address(last.stage()), Layout::kKvPanelBytes, true);
       else
