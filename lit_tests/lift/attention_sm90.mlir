@@ -8,54 +8,54 @@
 // Kernel header: __launch_bounds__, tensor maps and mapped parameters, the scheduler's tile rows.
 // CHECK: cuir.kernel @attention_sm90_bf16_d128_full(%q: !cuir.global<4 x bf16, strided> {{.*}}%lse: !cuir.global<3 x f32, strided> loc(unknown), %softmax_scale: f32 loc(unknown)) threads 384 smem 196688 cluster 1x1x1 tile_m 128 schedule persistent longest_first source "attention_sm90.cu"
 // Shared storage: tiles and mbarriers; init counts are CUDA's over the arrivals a warp group makes (8 / 4).
-// CHECK: %q_half = cuir.alloc : !cuir.smem<64x128xbf16, stages 2, swizzle 128> loc(callsite("{{.*}}attention_sm90.cu":1003:3 at "{{.*}}attention_sm90.cu":1077:1))
-// CHECK: %k_full = cuir.alloc : !cuir.mbarrier<2> loc(callsite("{{.*}}attention_sm90.cu":1009:7 at
-// CHECK: cuir.mbarrier_init %q_empty, 2 : !cuir.mbarrier<1> loc(callsite("{{.*}}attention_sm90.cu":1007:5 at
+// CHECK: %q_half = cuir.alloc : !cuir.smem<64x128xbf16, stages 2, swizzle 128> loc(callsite("{{.*}}attention_sm90.cu":1023:3 at "{{.*}}attention_sm90.cu":1097:1))
+// CHECK: %k_full = cuir.alloc : !cuir.mbarrier<2> loc(callsite("{{.*}}attention_sm90.cu":1029:7 at
+// CHECK: cuir.mbarrier_init %q_empty, 2 : !cuir.mbarrier<1> loc(callsite("{{.*}}attention_sm90.cu":1027:5 at
 // Role predicates and setmaxnreg budgets.
 // CHECK: cuir.worker @producer threads 0 to 128 regs 24 (%instance) {
 // Parameter fields: tensor sizes, hoisted to the worker's entry.
-// CHECK: %num_heads_q = cuir.dim %q[1] : !cuir.global<4 x bf16, strided> loc(callsite("{{.*}}attention_sm90.cu":420:38 at
+// CHECK: %num_heads_q = cuir.dim %q[1] : !cuir.global<4 x bf16, strided> loc(callsite("{{.*}}attention_sm90.cu":424:38 at
 // Tile scheduler loop.
 // CHECK: cuir.for_each_tile (%q_tile, %head, %batch) iter_args(%tile_count = %c0, %count = %c0) -> (index, index) {
-// CHECK: cuir.mbarrier_wait %q_empty, %{{.*}} : !cuir.mbarrier<1> loc(callsite("{{.*}}attention_sm90.cu":398:5 at
+// CHECK: cuir.mbarrier_wait %q_empty, %{{.*}} : !cuir.mbarrier<1> loc(callsite("{{.*}}attention_sm90.cu":402:5 at
 // Panels of one tile: one copy; the kv loop with its carried pipeline count.
-// CHECK: cuir.copy_async %q[%batch, %head, %{{.*}}, %c0] -> %q_half[%c0], barrier %q_full {{.*}} loc(callsite("{{.*}}attention_sm90.cu":413:11 at
+// CHECK: cuir.copy_async %q[%batch, %head, %{{.*}}, %c0] -> %q_half[%c0], barrier %q_full {{.*}} loc(callsite("{{.*}}attention_sm90.cu":417:11 at
 // CHECK: scf.for %j = %c0 to %{{.*}} step %c1 iter_args(%kv_row = %c0, %count_1 = %count) -> (index, index) {
-// CHECK: cuir.mbarrier_expect_tx %k_full[%stage], 32768 : !cuir.mbarrier<2> loc(callsite("{{.*}}attention_sm90.cu":287:3 at callsite("{{.*}}attention_sm90.cu":447:9 at
-// CHECK: cuir.copy_async %k[%batch, %kv_head, %kv_row, %c0] -> %k_tile[%stage], barrier %k_full[%stage] {{.*}} loc(callsite("{{.*}}attention_sm90.cu":289:5 at
+// CHECK: cuir.mbarrier_expect_tx %k_full[%stage], 32768 : !cuir.mbarrier<2> loc(callsite("{{.*}}attention_sm90.cu":291:3 at callsite("{{.*}}attention_sm90.cu":451:9 at
+// CHECK: cuir.copy_async %k[%batch, %kv_head, %kv_row, %c0] -> %k_tile[%stage], barrier %k_full[%stage] {{.*}} loc(callsite("{{.*}}attention_sm90.cu":293:5 at
 // CHECK: cuir.worker @consumer threads 128 to 384 regs 240 (%group) {
-// CHECK: %scale_log2 = arith.mulf %softmax_scale, %{{.*}} : f32 loc(callsite("{{.*}}attention_sm90.cu":675:59 at
+// CHECK: %scale_log2 = arith.mulf %softmax_scale, %{{.*}} : f32 loc(callsite("{{.*}}attention_sm90.cu":679:59 at
 // Ping-pong turns, async GEMMs and their waits.
-// CHECK: cuir.named_barrier_sync %{{.*}}, 256 loc(callsite("{{.*}}attention_sm90.cu":699:3 at callsite("{{.*}}attention_sm90.cu":882:7 at
-// CHECK: cuir.gemm_fence loc(callsite("{{.*}}attention_sm90.cu":884:7 at
-// CHECK: %s, %s_done = cuir.gemm_async abt %q_half[%group], %k_tile[%{{.*}}] {{.*}} loc(callsite("{{.*}}attention_sm90.cu":885:7 at
-// CHECK: cuir.gemm_wait %s_done : !cuir.token<@consumer> loc(callsite("{{.*}}attention_sm90.cu":889:7 at
+// CHECK: cuir.named_barrier_sync %{{.*}}, 256 loc(callsite("{{.*}}attention_sm90.cu":703:3 at callsite("{{.*}}attention_sm90.cu":890:7 at
+// CHECK: cuir.gemm_fence loc(callsite("{{.*}}attention_sm90.cu":892:7 at
+// CHECK: %s, %s_done = cuir.gemm_async abt %q_half[%group], %k_tile[%{{.*}}] {{.*}} loc(callsite("{{.*}}attention_sm90.cu":893:7 at
+// CHECK: cuir.gemm_wait %s_done : !cuir.token<@consumer> loc(callsite("{{.*}}attention_sm90.cu":897:7 at
 // Bounds only on the kv tiles that need them (element code as a map, its if as a select).
 // CHECK: scf.if %{{.*}} -> (!cuir.tile<64x128xf32, @consumer>) {
 // CHECK: cuir.map %s at
-// CHECK: arith.cmpi sge, %{{.*}}, %seqlen_k{{.*}} : index loc(callsite("{{.*}}attention_sm90.cu":601:11 at
-// CHECK: arith.select {{.*}} loc(callsite("{{.*}}attention_sm90.cu":601:7 at
+// CHECK: arith.cmpi sge, %{{.*}}, %seqlen_k{{.*}} : index loc(callsite("{{.*}}attention_sm90.cu":605:11 at
+// CHECK: arith.select {{.*}} loc(callsite("{{.*}}attention_sm90.cu":605:7 at
 // Per-warp release: one arrival per warp group.
-// CHECK: cuir.mbarrier_arrive %k_empty[%{{.*}}] : !cuir.mbarrier<2> loc(callsite("{{.*}}attention_sm90.cu":215:18 at callsite("{{.*}}attention_sm90.cu":892:7 at
+// CHECK: cuir.mbarrier_arrive %k_empty[%{{.*}}] : !cuir.mbarrier<2> loc(callsite("{{.*}}attention_sm90.cu":219:18 at callsite("{{.*}}attention_sm90.cu":900:7 at
 // Online softmax: quad-reduced max, the scale folded into exp2, per-thread row sums as a row reduction.
-// CHECK: %max = cuir.row_reduce max %{{.*}} loc(callsite("{{.*}}attention_sm90.cu":634:27 at
-// CHECK: math.exp2 {{.*}} loc(callsite("{{.*}}attention_sm90.cu":653:18 at
-// CHECK: %probs = cuir.convert %{{.*}} loc(callsite("{{.*}}attention_sm90.cu":688:47 at callsite("{{.*}}attention_sm90.cu":813:48 at
-// CHECK: %sum = cuir.row_reduce sum %{{.*}} init %{{.*}} loc(callsite("{{.*}}attention_sm90.cu":658:23 at
+// CHECK: %max = cuir.row_reduce max %{{.*}} loc(callsite("{{.*}}attention_sm90.cu":638:27 at
+// CHECK: math.exp2 {{.*}} loc(callsite("{{.*}}attention_sm90.cu":657:18 at
+// CHECK: %probs = cuir.convert %{{.*}} loc(callsite("{{.*}}attention_sm90.cu":692:47 at callsite("{{.*}}attention_sm90.cu":821:48 at
+// CHECK: %sum = cuir.row_reduce sum %{{.*}} init %{{.*}} loc(callsite("{{.*}}attention_sm90.cu":662:23 at
 // Loop-carried fragments (P packed at the end of each softmax), row vectors and the in-flight GEMM group.
 // CHECK: scf.for %j_1 = %c1{{.*}} iter_args(%gemm_group = %s_done, %s_{{[0-9]+}} = %{{.*}}, %o_{{[0-9]+}} = %{{.*}}, %probs_{{[0-9]+}} = %probs, %alpha_{{[0-9]+}} = %alpha, %max_{{[0-9]+}} = %max, %sum_{{[0-9]+}} = %sum,
-// CHECK: %o_{{[0-9]+}}, %o_done = cuir.gemm_async ab %probs_{{[0-9]+}}, %v_tile[%{{.*}}] acc %{{.*}} loc(callsite("{{.*}}attention_sm90.cu":933:7 at
+// CHECK: %o_{{[0-9]+}}, %o_done = cuir.gemm_async ab %probs_{{[0-9]+}}, %v_tile[%{{.*}}] acc %{{.*}} loc(callsite("{{.*}}attention_sm90.cu":942:7 at
 // P V retires inside the next softmax (gemm_wait_after), which then releases its V stage.
-// CHECK: cuir.gemm_wait %o_done : !cuir.token<@consumer> loc(callsite("{{.*}}attention_sm90.cu":942:11 at
-// CHECK: cuir.mbarrier_arrive %v_empty[%{{.*}}] : !cuir.mbarrier<2> loc(callsite("{{.*}}attention_sm90.cu":215:18 at callsite("{{.*}}attention_sm90.cu":945:11 at
+// CHECK: cuir.gemm_wait %o_done : !cuir.token<@consumer> loc(callsite("{{.*}}attention_sm90.cu":951:11 at
+// CHECK: cuir.mbarrier_arrive %v_empty[%{{.*}}] : !cuir.mbarrier<2> loc(callsite("{{.*}}attention_sm90.cu":219:18 at callsite("{{.*}}attention_sm90.cu":954:11 at
 // Epilogue: LSE rows to global, O through the swizzled tile, the epilogue barriers, TMA store group.
-// CHECK: cuir.store %row_lse -> %lse[%batch_1, %head_1, %group_row0] {{.*}} loc(callsite("{{.*}}attention_sm90.cu":728:9 at
-// CHECK: cuir.wait_group %store_group : !cuir.token<@consumer> loc(callsite("{{.*}}attention_sm90.cu":734:15 at
-// CHECK: cuir.named_barrier_sync %{{.*}}, 128 loc(callsite("{{.*}}attention_sm90.cu":735:3 at
-// CHECK: cuir.store %{{.*}} -> %o_half[%group] {{.*}} loc(callsite("{{.*}}attention_sm90.cu":744:5 at
-// CHECK: cuir.fence_async_shared loc(callsite("{{.*}}attention_sm90.cu":746:3 at
-// CHECK: cuir.store_async %o_half[%group] -> %o[%batch_1, %head_1, %group_row0, %c0_1] {{.*}} loc(callsite("{{.*}}attention_sm90.cu":750:7 at
-// CHECK: cuir.commit_group : !cuir.token<@consumer> loc(callsite("{{.*}}attention_sm90.cu":752:5 at
+// CHECK: cuir.store %row_lse -> %lse[%batch_1, %head_1, %group_row0] {{.*}} loc(callsite("{{.*}}attention_sm90.cu":732:9 at
+// CHECK: cuir.wait_group %store_group : !cuir.token<@consumer> loc(callsite("{{.*}}attention_sm90.cu":738:15 at
+// CHECK: cuir.named_barrier_sync %{{.*}}, 128 loc(callsite("{{.*}}attention_sm90.cu":739:3 at
+// CHECK: cuir.store %{{.*}} -> %o_half[%group] {{.*}} loc(callsite("{{.*}}attention_sm90.cu":748:5 at
+// CHECK: cuir.fence_async_shared loc(callsite("{{.*}}attention_sm90.cu":750:3 at
+// CHECK: cuir.store_async %o_half[%group] -> %o[%batch_1, %head_1, %group_row0, %c0_1] {{.*}} loc(callsite("{{.*}}attention_sm90.cu":754:7 at
+// CHECK: cuir.commit_group : !cuir.token<@consumer> loc(callsite("{{.*}}attention_sm90.cu":756:5 at
 
 // D = 256: 80-key kv tiles, O staged in Q's buffer, Q released after the epilogue's store.
 // D256: cuir.kernel @attention_sm90_fp16_d256_causal(

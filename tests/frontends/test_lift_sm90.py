@@ -53,8 +53,8 @@ def test_a_kernel_change_reaches_the_lifted_ir(tmp_path):
     """The CUDA is the source of truth: drop the consumers' release of K in the kv loop (D = 128's, once S has
     landed) and the lifted program deadlocks in the executor (the producer waits for a stage nobody frees)."""
     release = "      if constexpr (kReleaseKOnScores<kHeadDim, Policy>) release(smem.k_empty(stage), lane);\n"
-    module = _lift_edited(tmp_path, f"      gemm_fence_operand(s);\n{release}      scores_to_probs(masked, n0, kept, [&]",
-                          "      gemm_fence_operand(s);\n      scores_to_probs(masked, n0, kept, [&]")
+    module = _lift_edited(tmp_path, f"      gemm_fence_operand(s);\n{release}      auto retire_pv_in_softmax",
+                          "      gemm_fence_operand(s);\n      auto retire_pv_in_softmax")
     result = verify(module, shapes=[(1, 2, 1, 129, 3 * 128 + 1, 128)], seeds=(0,), schedules=1)
     assert not result.ok
     assert result.verdict == "deadlock", result.summary()

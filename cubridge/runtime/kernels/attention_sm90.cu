@@ -119,14 +119,18 @@ constexpr bool kReleaseKOnScores = kHeadDim == 128 && !Policy::kPositionBias;
 template <int kHeadDim>
 constexpr bool kVBehindK = kHeadDim == 64;
 // The 160-key entry points leave a remainder in the last kv tile at the usual lengths (S_K = 8k: 32 keys, 16k: 64):
-// where a work tile's last kv tile holds at most kNarrowKeys keys of the sequence, its P V reads those keys' rows only
-// (kNarrowKeys / 16 k slices): +0.1-0.3% full at 8k, +0.1% at 16k (runs 252, 256). The keys past the end have zero
-// probabilities and their V rows are TMA's zero fill, so the narrow GEMM gives the same bits; the lift reads the
-// flag as false. A narrow S GEMM and softmax too lose: inside the loop's step ptxas serialized every wgmma (C7515);
-// as a step of their own after the loop they gain 0.3% at 8k but lose 0.1-0.3% at 16k: the kv loop compiled beside
-// them runs 1% slower than today's (runs 252-254).
-template <int kBlockKv>
-constexpr bool kNarrowsLastKvTile = kBlockKv == 160;
+// where a work tile's last kv tile holds at most kNarrowKeys keys of the sequence, that tile's step runs narrow: its
+// softmax over those keys' scores only, its P V over their rows (kNarrowKeys / 16 k slices). The keys past the end
+// would have -inf scores, zero probabilities and TMA's zero-filled V rows, so the narrow step gives the same bits;
+// the lift reads the flag as false. +0.7% full at 8k, +0.35% at 16k (run 257): the last tile's softmax is a work
+// tile's tail, which no other group's GEMM hides. The narrow step is its own copy of the kv step, after the loop (a
+// branch inside the loop's step reshapes the loop). Its S GEMM stays the whole tile's: a narrow one made ptxas
+// serialize every wgmma inside the loop's step (C7515), and as part of the step after the loop it made the loop
+// reload a parameter and reorder its exps, 1% slower (runs 252-254). Only softmax kernels whose masked step is
+// score_tile's alone take it (no mask loads or bits, no unswitched mask loops, the P V retired inside the softmax).
+template <int kBlockKv, typename Policy>
+constexpr bool kNarrowsLastKvTile = kBlockKv == 160 && Policy::kSoftmax && !Policy::kUnswitchedMask &&
+                                    !Policy::kRetireAtStepTop && !Policy::kMaskLoads && !Policy::kMaskBits;
 constexpr int kNarrowKeys = 64;
 constexpr float kNegInf = -__builtin_huge_valf();
 constexpr float kLowestFloat = -3.40282347e+38f;  // -FLT_MAX
@@ -795,8 +799,12 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
     const int group_row0 = tile.q_tile * kBlockM + group * kConsumerRows;
     const int thread_row0 = group_row0 + 16 * warp + g;
     const KvRange range = Policy::template kv_range<kBlockKv>(p, args, tile, first_row(tile), last_row(p, tile));
-    const bool narrow_last = kNarrowsLastKvTile<kBlockKv> &&
-                             p.seqlen_k - Policy::kv_tile(p, args, tile, range.end - 1) * kBlockKv <= kNarrowKeys;
+    // The position of the narrow step (range.end: none).
+    const int narrow_position =
+        kNarrowsLastKvTile<kBlockKv, Policy> && range.end - range.begin > 1 &&
+                p.seqlen_k - Policy::kv_tile(p, args, tile, range.end - 1) * kBlockKv <= kNarrowKeys
+            ? range.end - 1
+            : range.end;
     float s[kScoreRegs<kBlockKv>];
     float o[kHeadDim / 2];
     uint32_t probs[kProbRegs<kBlockKv>];
@@ -913,7 +921,8 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
     // GEMMs right after its mbarrier waits: +1.6% non-causal, +3% causal (run 156). V_{j-1} is waited for before
     // K_j, the order the producer issued them (kVBehindK: after S_j's issue); K_j's stage is released once S_j has
     // landed or after the softmax (kReleaseKOnScores).
-    auto kv_step = [&](int j, bool masked) {
+    auto kv_step = [&](int j, bool masked, bool narrow) {
+      auto& narrow_s = reinterpret_cast<float(&)[kNarrowKeys / 2]>(s);  // the narrow softmax's scores
       const int n0 = first_key(j);
       const auto kept = kept_ahead(masked, n0, j);
       const int next_n0 = next_first_key(masked, j);
@@ -937,7 +946,7 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       gemm_wait<1>();
       gemm_fence_operand(s);
       if constexpr (kReleaseKOnScores<kHeadDim, Policy>) release(smem.k_empty(stage), lane);
-      scores_to_probs(masked, n0, kept, [&](float exps_sum) {
+      auto retire_pv_in_softmax = [&](float exps_sum) {
         if constexpr (!Policy::kRetireAtStepTop) {
           gemm_wait_after(exps_sum);
           gemm_fence_operand(o);
@@ -945,7 +954,16 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
           release(smem.v_empty(prev.stage()), lane);
           rescale_rows(o, alpha);
         }
-      });
+      };
+      if (narrow) {  // the P V in flight retires after all of the narrow softmax's exps
+        score_tile<Policy, kScoresScaled<Policy>>(narrow_s, p, args, tile, thread_row0, n0, true, t,
+                                                  KeptScores<kNarrowKeys / 2>{});
+        softmax_update<kFmaExp2Period<kHeadDim, Policy>, kNarrowKeys / 2, kRowMaxChains<kHeadDim>>(
+            narrow_s, state, alpha, kScoresScaled<Policy> ? kLog2e : p.scale_log2, retire_pv_in_softmax);
+        pack_probs<T>(narrow_s, reinterpret_cast<uint32_t(&)[kNarrowKeys / 4]>(probs));
+      } else {
+        scores_to_probs(masked, n0, kept, retire_pv_in_softmax);
+      }
       if constexpr (!kReleaseKOnScores<kHeadDim, Policy>) release(smem.k_empty(stage), lane);
       ++kv.count;
     };
@@ -954,11 +972,13 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       // its case, so the mask-free one carries no mask code (block lists: +3-9%, run 105).
       const int mask_free_begin = min(max(range.full_begin, range.begin + 1), range.end);
       const int mask_free_end = max(min(range.full_end, range.end), mask_free_begin);
-      for (int j = range.begin + 1; j < mask_free_begin; ++j) kv_step(j, true);
-      for (int j = mask_free_begin; j < mask_free_end; ++j) kv_step(j, false);
-      for (int j = mask_free_end; j < range.end; ++j) kv_step(j, true);
+      for (int j = range.begin + 1; j < mask_free_begin; ++j) kv_step(j, true, false);
+      for (int j = mask_free_begin; j < mask_free_end; ++j) kv_step(j, false, false);
+      for (int j = mask_free_end; j < range.end; ++j) kv_step(j, true, false);
     } else {
-      for (int j = range.begin + 1; j < range.end; ++j) kv_step(j, range.needs_mask(j));
+      for (int j = range.begin + 1; j < narrow_position; ++j) kv_step(j, range.needs_mask(j), false);
+      if constexpr (kNarrowsLastKvTile<kBlockKv, Policy>)
+        if (narrow_position < range.end) kv_step(narrow_position, true, true);
     }
     if constexpr (!Layout::kOInQ) release(smem.q_empty(), lane);
 
@@ -971,7 +991,7 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       gemm_fence_operand(o);
       gemm_fence_operand(probs);
       gemm_fence();
-      if (narrow_last)
+      if (narrow_position < range.end)
         gemm_async_rs<kHeadDim, kNarrowKeys / 16, T>(o, reinterpret_cast<const uint32_t(&)[kNarrowKeys / 4]>(probs),
                                                      smem.v_tile_address(last.stage()), Layout::kKvPanelBytes, true);
       else
