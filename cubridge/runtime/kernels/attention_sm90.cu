@@ -991,7 +991,7 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
       gemm_fence_operand(o);
       gemm_fence_operand(probs);
       gemm_fence();
-      if (narrow_position < range.end)
+      if (kNarrowsLastKvTile<kBlockKv, Policy> && narrow_position < range.end)
         gemm_async_rs<kHeadDim, kNarrowKeys / 16, T>(o, reinterpret_cast<const uint32_t(&)[kNarrowKeys / 4]>(probs),
                                                      smem.v_tile_address(last.stage()), Layout::kKvPanelBytes, true);
       else
