@@ -44,10 +44,10 @@
 // CHECK: %sum = cuir.row_reduce sum %{{.*}} init %{{.*}} loc(callsite("{{.*}}attention_sm90.cu":662:23 at
 // Loop-carried fragments (P packed at the end of each softmax), row vectors and the in-flight GEMM group.
 // CHECK: scf.for %j_1 = %c1{{.*}} iter_args(%gemm_group = %s_done, %s_{{[0-9]+}} = %{{.*}}, %o_{{[0-9]+}} = %{{.*}}, %probs_{{[0-9]+}} = %probs, %alpha_{{[0-9]+}} = %alpha, %max_{{[0-9]+}} = %max, %sum_{{[0-9]+}} = %sum,
-// CHECK: %o_{{[0-9]+}}, %o_done = cuir.gemm_async ab %probs_{{[0-9]+}}, %v_tile[%{{.*}}] acc %{{.*}} loc(callsite("{{.*}}attention_sm90.cu":942:7 at
+// CHECK: %o_{{[0-9]+}}, %o_done = cuir.gemm_async ab %probs_{{[0-9]+}}, %v_tile[%{{.*}}] acc %{{.*}} loc(callsite("{{.*}}attention_sm90.cu":941:7 at
 // P V retires inside the next softmax (gemm_wait_after), which then releases its V stage.
-// CHECK: cuir.gemm_wait %o_done : !cuir.token<@consumer> loc(callsite("{{.*}}attention_sm90.cu":951:11 at
-// CHECK: cuir.mbarrier_arrive %v_empty[%{{.*}}] : !cuir.mbarrier<2> loc(callsite("{{.*}}attention_sm90.cu":219:18 at callsite("{{.*}}attention_sm90.cu":954:11 at
+// CHECK: cuir.gemm_wait %o_done : !cuir.token<@consumer> loc(callsite("{{.*}}attention_sm90.cu":950:11 at
+// CHECK: cuir.mbarrier_arrive %v_empty[%{{.*}}] : !cuir.mbarrier<2> loc(callsite("{{.*}}attention_sm90.cu":219:18 at callsite("{{.*}}attention_sm90.cu":953:11 at
 // Epilogue: LSE rows to global, O through the swizzled tile, the epilogue barriers, TMA store group.
 // CHECK: cuir.store %row_lse -> %lse[%batch_1, %head_1, %group_row0] {{.*}} loc(callsite("{{.*}}attention_sm90.cu":732:9 at
 // CHECK: cuir.wait_group %store_group : !cuir.token<@consumer> loc(callsite("{{.*}}attention_sm90.cu":738:15 at

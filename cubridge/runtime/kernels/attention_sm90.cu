@@ -922,7 +922,6 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
     // K_j, the order the producer issued them (kVBehindK: after S_j's issue); K_j's stage is released once S_j has
     // landed or after the softmax (kReleaseKOnScores).
     auto kv_step = [&](int j, bool masked, bool narrow) {
-      auto& narrow_s = reinterpret_cast<float(&)[kNarrowKeys / 2]>(s);  // the narrow softmax's scores
       const int n0 = first_key(j);
       const auto kept = kept_ahead(masked, n0, j);
       const int next_n0 = next_first_key(masked, j);
@@ -956,6 +955,7 @@ __device__ __forceinline__ void consumer_mainloop(const SharedStorage<T, kHeadDi
         }
       };
       if (narrow) {  // the P V in flight retires after all of the narrow softmax's exps
+        auto& narrow_s = reinterpret_cast<float(&)[kNarrowKeys / 2]>(s);  // the first kNarrowKeys keys' scores
         score_tile<Policy, kScoresScaled<Policy>>(narrow_s, p, args, tile, thread_row0, n0, true, t,
                                                   KeptScores<kNarrowKeys / 2>{});
         softmax_update<kFmaExp2Period<kHeadDim, Policy>, kNarrowKeys / 2, kRowMaxChains<kHeadDim>>(
