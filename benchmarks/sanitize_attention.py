@@ -38,7 +38,7 @@ def bound_mbarrier_waits() -> None:
 
 SHAPES = [(1, 2, 1, 1, 1), (1, 2, 2, 17, 200), (1, 4, 2, 200, 17), (1, 2, 2, 130, 130)]
 # Keys enough for attention_sm90's 160-key kv tiles (full masks at D = 128 from S_K = 8192 on), with a tail: one of
-# 109 keys, and one of 64, whose P V runs narrow (kNarrowsLastKvTile).
+# 109 keys, and one of 64, whose softmax and P V run narrow (kNarrowsLastKvTile).
 WIDE_SHAPES = [(1, 2, 1, 130, 8192 + 77), (1, 2, 1, 130, 8192 + 32)]
 
 

@@ -26,8 +26,8 @@ SHAPES = [
     (2, 16, 16, 1024, 1024, 128),  # more tiles than SMs: several tiles per CTA, pipeline phases wrap
     (1, 2, 1, 200, 8192 + 77, 128),  # full: 160-key kv tiles (S_K >= 8192), a partial last one
     (2, 4, 2, 129, 8192, 128),     # 160-key tiles: 8192 = 51 x 160 + 32
-    (1, 2, 2, 256, 8192 + 32, 128),  # a last kv tile of 64 keys: the widest the narrow GEMMs take
-    (1, 2, 2, 256, 8192 + 33, 128),  # 65 keys: the whole tile's GEMMs
+    (1, 2, 2, 256, 8192 + 32, 128),  # a last kv tile of 64 keys: the widest the narrow step takes
+    (1, 2, 2, 256, 8192 + 33, 128),  # 65 keys: the whole tile's step
     (2, 8, 2, 333, 517, 64),       # head dim 64
     (1, 4, 4, 1024, 1024, 64),
     (2, 8, 2, 333, 517, 256),      # head dim 256: 80-key kv tiles, O staged in Q's buffer
