@@ -3,7 +3,7 @@
 CuIR shows how a kernel orchestrates its work and hides the syntax that does it:
 
 - work assignment: `cuir.kernel`, `cuir.worker`, `cuir.for_each_tile`,
-  `cuir.program_id`, `cuir.dim`;
+  `cuir.program_id`, `cuir.cluster_rank`, `cuir.dim`;
 - data movement: `cuir.alloc`, `cuir.copy`, `cuir.copy_async`, `cuir.load`,
   `cuir.store`, `cuir.store_async`;
 - compute: `cuir.gemm`, `cuir.gemm_async`, `cuir.map`, `cuir.row_reduce`,
@@ -13,7 +13,7 @@ CuIR shows how a kernel orchestrates its work and hides the syntax that does it:
   `cuir.named_barrier_arrive`, `cuir.mbarrier_init`, `cuir.mbarrier_arrive`,
   `cuir.mbarrier_expect_tx`, `cuir.mbarrier_wait`, `cuir.commit_group`,
   `cuir.wait_group`, `cuir.gemm_fence`, `cuir.gemm_wait`,
-  `cuir.fence_async_shared`.
+  `cuir.fence_async_shared`, `cuir.cluster_barrier`.
 
 Asynchronous ops complete only at their wait: a `cuir.copy_async` at its
 `cuir.wait_group` or at the mbarrier phase it signals, a `cuir.gemm_async` at
@@ -102,6 +102,7 @@ from cubridge.dialect.types import (
     TokenType,
 )
 
+WARP_THREADS = 32
 WARPGROUP_THREADS = 128
 MAX_THREADS_PER_BLOCK = 1024
 MAX_SHARED_BYTES = 232448  # sm_90 opt-in limit per block (227 KiB)
@@ -141,6 +142,14 @@ def _require_worker(op: Operation) -> WorkerOp:
     if worker is None:
         raise VerifyException(f"'{op.name}' must run inside a cuir.worker")
     return worker
+
+
+def _require_cluster(op: Operation, what: str) -> None:
+    kernel = op.parent_op()
+    while kernel is not None and not isinstance(kernel, KernelOp):
+        kernel = kernel.parent_op()
+    if kernel is not None and kernel.cluster_size < 2:
+        raise VerifyException(f"{what} needs a kernel cluster of more than one CTA")
 
 
 def _check_ownership(op: Operation) -> None:
@@ -224,7 +233,12 @@ class KernelOp(IRDLOperation):
     persistent programs stride by the program count; dynamic programs claim
     the next unclaimed tile when they finish one (a global atomic counter,
     for tiles of unequal work), so which program runs which tile is decided
-    at run time and results must not depend on it. With `skip_empty` (a
+    at run time and results must not depend on it. With a `cluster` of n > 1
+    CTAs (n x 1 x 1), programs n c .. n c + n - 1 form cluster c and run
+    together: each has its own shared memory and mbarriers, every program's
+    body has run before any worker of the cluster starts (the kernel's
+    cluster barrier after its initialization), and a worker reaches the
+    others' through remote mbarrier arrivals and multicast copies. With `skip_empty` (a
     dynamic schedule over FlexAttention block lists) no worker visits the
     tiles whose lists hold no kv tile (`kv_num_blocks` and
     `full_kv_num_blocks` both 0: every score of their rows is masked): the
@@ -303,6 +317,11 @@ class KernelOp(IRDLOperation):
     def workers(self) -> list[WorkerOp]:
         return [op for op in self.body.block.ops if isinstance(op, WorkerOp)]
 
+    @property
+    def cluster_size(self) -> int:
+        """The CTAs of one cluster (1: no cluster)."""
+        return self.cluster.data[0].value.data
+
     def verify_(self) -> None:
         args = self.body.block.args
         if len(self.arg_names.data) != len(args):
@@ -324,6 +343,8 @@ class KernelOp(IRDLOperation):
             )
         if len(self.cluster.data) != 3 or any(c.value.data < 1 for c in self.cluster.data):
             raise VerifyException("cluster shape has three positive sizes")
+        if any(c.value.data != 1 for c in self.cluster.data[1:]):
+            raise VerifyException("a cluster spans the grid's x axis only (n x 1 x 1)")
         if self.tile_m.value.data < 1:
             raise VerifyException("tile_m must be positive")
         if self.skip_empty is not None:
@@ -488,7 +509,8 @@ def _parse_cluster(parser: Parser) -> tuple[list[int], None]:
 
 @irdl_op_definition
 class WorkerOp(IRDLOperation):
-    """A warp-group role: threads [begin, end), one instance per 128 threads.
+    """A role of threads [begin, end): whole warp groups, one instance per 128 threads, or whole warps of one
+    warp group, one instance (a warp role, e.g. a relay warp beside a producer warp).
 
     Each instance runs the body with its instance index (0-based, in thread
     order) as the block argument; instances of all workers run concurrently.
@@ -533,7 +555,13 @@ class WorkerOp(IRDLOperation):
     @property
     def instances(self) -> int:
         begin, end = self.thread_range
-        return (end - begin) // WARPGROUP_THREADS
+        return max(1, (end - begin) // WARPGROUP_THREADS)
+
+    @property
+    def instance_threads(self) -> int:
+        """The threads of one instance: a warp group, or the warps of a warp role."""
+        begin, end = self.thread_range
+        return min(end - begin, WARPGROUP_THREADS)
 
     @property
     def instance_index(self) -> SSAValue:
@@ -541,10 +569,12 @@ class WorkerOp(IRDLOperation):
 
     def verify_(self) -> None:
         begin, end = self.thread_range
-        if begin % WARPGROUP_THREADS or end % WARPGROUP_THREADS or end <= begin:
+        whole_groups = begin % WARPGROUP_THREADS == 0 and end % WARPGROUP_THREADS == 0
+        warps_of_one_group = begin // WARPGROUP_THREADS == (end - 1) // WARPGROUP_THREADS
+        if begin % WARP_THREADS or end % WARP_THREADS or end <= begin or not (whole_groups or warps_of_one_group):
             raise VerifyException(
                 f"worker @{self.sym_name.data} threads [{begin}, {end}) must be whole "
-                f"warp groups of {WARPGROUP_THREADS} threads"
+                f"warp groups of {WARPGROUP_THREADS} threads or whole warps of one warp group"
             )
         args = self.body.block.args
         if len(args) != 1 or not isinstance(args[0].type, IndexType):
@@ -735,6 +765,22 @@ class ProgramIdOp(IRDLOperation):
 
 
 @irdl_op_definition
+class ClusterRankOp(IRDLOperation):
+    """This program's rank in its cluster (%cluster_ctarank): 0 .. the kernel's cluster size - 1."""
+
+    name = "cuir.cluster_rank"
+
+    result = result_def(IndexType)
+
+    traits = traits_def(Pure())
+
+    assembly_format = "attr-dict `:` type($result)"
+
+    def __init__(self):
+        super().__init__(result_types=[IndexType()])
+
+
+@irdl_op_definition
 class DimOp(IRDLOperation):
     """The runtime size of dimension `dim` of a global tensor."""
 
@@ -827,6 +873,11 @@ class CopyAsyncOp(IRDLOperation):
     copy: it adds the tile's bytes to the mbarrier's transaction count and
     completes when that mbarrier phase completes. Out-of-range rows and
     columns are filled with zeros; the full tile's bytes are counted.
+    With `columns n` it copies a panel: n columns from the source's last
+    index into the same columns of the stage (n times the rows' bytes).
+    With `multicast` (a TMA copy in a cluster) it copies into that stage of
+    `dest` in every CTA of the cluster, each copy counted on that stage of
+    `barrier` in its own CTA and complete when that CTA's phase completes.
     """
 
     name = "cuir.copy_async"
@@ -837,11 +888,13 @@ class CopyAsyncOp(IRDLOperation):
     dest_stage = opt_operand_def(IndexType)
     barrier = opt_operand_def(MbarrierType)
     barrier_stage = opt_operand_def(IndexType)
+    columns = opt_prop_def(IntegerAttr[I64])
+    multicast = opt_prop_def(UnitAttr)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     assembly_format = (
-        "$source (`[` $source_indices^ `]`)? `->` $dest (`[` $dest_stage^ `]`)? (`,` `barrier` $barrier^ (`[` $barrier_stage^ `]`)?)? attr-dict `:` type($source) `,` type($dest) (`,` type($barrier)^)?"
+        "$source (`[` $source_indices^ `]`)? `->` $dest (`[` $dest_stage^ `]`)? (`,` `barrier` $barrier^ (`[` $barrier_stage^ `]`)?)? (`columns` $columns^)? (`multicast` $multicast^)? attr-dict `:` type($source) `,` type($dest) (`,` type($barrier)^)?"
     )
 
     def __init__(
@@ -852,6 +905,9 @@ class CopyAsyncOp(IRDLOperation):
         dest_stage: SSAValue | None = None,
         barrier: SSAValue | None = None,
         barrier_stage: SSAValue | None = None,
+        *,
+        columns: int | None = None,
+        multicast: bool = False,
     ):
         super().__init__(
             operands=[
@@ -861,12 +917,21 @@ class CopyAsyncOp(IRDLOperation):
                 [dest_stage] if dest_stage else [],
                 [barrier] if barrier else [],
                 [barrier_stage] if barrier_stage else [],
-            ]
+            ],
+            properties={
+                "columns": _int(columns) if columns is not None else None,
+                "multicast": UnitAttr() if multicast else None,
+            },
         )
 
     @property
+    def copied_columns(self) -> int:
+        """The columns the copy writes: a panel's, or the whole stage's."""
+        return self.columns.value.data if self.columns is not None else self.dest.type.dims[1]
+
+    @property
     def tile_bytes(self) -> int:
-        return self.dest.type.stage_bytes
+        return self.dest.type.stage_bytes * self.copied_columns // self.dest.type.dims[1]
 
     def verify_(self) -> None:
         _require_worker(self)
@@ -875,11 +940,18 @@ class CopyAsyncOp(IRDLOperation):
         _same_elements(
             "cuir.copy_async", self.source.type.element_type, self.dest.type.element_type
         )
+        if self.columns is not None and not 0 < self.columns.value.data < self.dest.type.dims[1]:
+            raise VerifyException(f"a panel of {self.columns.value.data} columns of a stage "
+                                  f"{self.dest.type.dims[1]} wide")
         if self.barrier is None:
             if self.barrier_stage is not None:
                 raise VerifyException("a barrier stage needs a barrier")
+            if self.multicast is not None:
+                raise VerifyException("a multicast copy is a TMA copy: it needs a barrier")
             return
         _check_stage_index("copy barrier", self.barrier.type, _opt(self.barrier_stage))
+        if self.multicast is not None:
+            _require_cluster(self, "a multicast copy")
 
 
 def _opt(value: SSAValue | None) -> list[SSAValue]:
@@ -1411,6 +1483,19 @@ class BarrierOp(_WorkerOnlyOp):
     name = "cuir.barrier"
 
 
+@irdl_op_definition
+class ClusterBarrierOp(_WorkerOnlyOp):
+    """Wait until every worker instance of every program of the cluster arrives (barrier.cluster.arrive.release
+    then wait.acquire): what each did before it is visible to all after it. A CTA whose workers end before
+    such a barrier may exit while a peer still arrives on its mbarriers or copies into its shared memory."""
+
+    name = "cuir.cluster_barrier"
+
+    def verify_(self) -> None:
+        super().verify_()
+        _require_cluster(self, "a cluster barrier")
+
+
 class _NamedBarrierOp(IRDLOperation):
     barrier_id = operand_def(IndexType)
     thread_count = prop_def(IntegerAttr[I64])
@@ -1480,14 +1565,27 @@ class MbarrierInitOp(IRDLOperation):
 
 @irdl_op_definition
 class MbarrierArriveOp(_MbarrierStageOp):
-    """Arrive once at an mbarrier stage (e.g. release a pipeline stage); does not wait."""
+    """Arrive once at an mbarrier stage (e.g. release a pipeline stage); does not wait.
+
+    With `cta`, the arrival is on that stage of the barrier in the cluster's CTA of rank `cta` (a remote
+    arrival: mapa + mbarrier.arrive.shared::cluster), which releases to that CTA's waits as a local one does.
+    """
 
     name = "cuir.mbarrier_arrive"
 
-    assembly_format = "$barrier (`[` $stage^ `]`)? attr-dict `:` type($barrier)"
+    cta = opt_operand_def(IndexType)
 
-    def __init__(self, barrier: SSAValue, stage: SSAValue | None = None):
-        super().__init__(operands=[barrier, _opt(stage)])
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    assembly_format = "$barrier (`[` $stage^ `]`)? (`cta` $cta^)? attr-dict `:` type($barrier)"
+
+    def __init__(self, barrier: SSAValue, stage: SSAValue | None = None, cta: SSAValue | None = None):
+        super().__init__(operands=[barrier, _opt(stage), _opt(cta)])
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.cta is not None:
+            _require_cluster(self, "a remote arrival")
 
 
 @irdl_op_definition
@@ -1660,6 +1758,7 @@ CUIR_OPS = (
     ForEachTileOp,
     YieldOp,
     ProgramIdOp,
+    ClusterRankOp,
     DimOp,
     AllocOp,
     CopyOp,
@@ -1675,6 +1774,7 @@ CUIR_OPS = (
     ConvertOp,
     FillOp,
     BarrierOp,
+    ClusterBarrierOp,
     NamedBarrierSyncOp,
     NamedBarrierArriveOp,
     MbarrierInitOp,

@@ -49,10 +49,11 @@ def _name(value: SSAValue) -> str:
 
 
 def _staged(op: Operation, ref: SSAValue, stage: SSAValue | None):
-    """A function of the frame giving the selected stage of a shared buffer or mbarrier array."""
+    """A function of the frame's values giving the selected stage of a shared buffer or mbarrier array: this
+    program's, or that of the program whose allocations are `owner` (a CTA of the cluster)."""
 
-    def select(values: dict):
-        stages = values[ref]
+    def select(values: dict, owner: dict | None = None):
+        stages = (values if owner is None else owner)[ref]
         if isinstance(stages, SharedBuffer):
             stages = stages.stages
         if stage is None:
@@ -76,12 +77,13 @@ def _indices(values: dict, operands) -> list[int]:
 # ----------------------------------------------------------------------------
 
 
-@handles(cuir.ProgramIdOp)
-def program_id(op: cuir.ProgramIdOp, compiler: Compiler) -> Step:
-    result = op.result
+@handles(cuir.ProgramIdOp, cuir.ClusterRankOp)
+def program_index(op: cuir.ProgramIdOp | cuir.ClusterRankOp, compiler: Compiler) -> Step:
+    """The program's index in the grid, or its rank in its cluster."""
+    result, in_cluster = op.result, isinstance(op, cuir.ClusterRankOp)
 
     def run(frame: Frame) -> None:
-        frame.values[result] = frame.program.program_id
+        frame.values[result] = frame.program.rank if in_cluster else frame.program.program_id
 
     return Step(run)
 
@@ -171,20 +173,30 @@ def copy(op: cuir.CopyOp, compiler: Compiler) -> Step:
 def copy_async(op: cuir.CopyAsyncOp, compiler: Compiler) -> Step:
     tensor, coordinates = op.source, list(op.source_indices)
     stage_of = _staged(op, op.dest, op.dest_stage)
-    dims, tile_bytes = op.dest.type.dims, op.tile_bytes
+    dims, tile_bytes = (op.dest.type.dims[0], op.copied_columns), op.tile_bytes
     barrier_of = _staged(op, op.barrier, op.barrier_stage) if op.barrier is not None else None
+    panel, multicast = op.columns is not None, op.multicast is not None
 
     def run(frame: Frame):
         yield None
         values, thread, program = frame.values, frame.thread, frame.program
+        indices = _indices(values, coordinates)
+        columns = (indices[-1], indices[-1] + dims[1]) if panel else None
+        if panel and not 0 <= columns[0] <= op.dest.type.dims[1] - dims[1]:
+            raise KernelFault(op, f"a panel at column {columns[0]} is not inside %{_name(op.dest)}'s "
+                                  f"{op.dest.type.dims[1]} columns")
+        tile = values[tensor].read_tile(indices, dims)
+        if barrier_of is not None:
+            for target in program.cluster if multicast else [program]:
+                owner = None if target is program else target.values
+                stage, barrier = stage_of(values, owner), barrier_of(values, owner)
+                target.check_alive(op, thread)
+                stage.check_write(op, thread, program.log, columns)
+                access = stage.start_write(op, thread, f"the phase of {barrier.label} it signals completes", columns)
+                program.pending_copies.append(TmaCopy(op, stage, tile, barrier, access, tile_bytes, target))
+            return
         stage = stage_of(values)
         stage.check_write(op, thread, program.log)
-        tile = values[tensor].read_tile(_indices(values, coordinates), dims)
-        if barrier_of is not None:
-            barrier = barrier_of(values)
-            access = stage.start_write(op, thread, f"the phase of {barrier.label} it signals completes")
-            program.pending_copies.append(TmaCopy(op, stage, tile, barrier, access, tile_bytes))
-            return
         stage.check_spread_write(op, thread, program.log)  # cp.async: each thread copies its part
         access = stage.start_write(op, thread, "its cuir.wait_group")
 
@@ -537,8 +549,13 @@ def fill(op: cuir.FillOp, compiler: Compiler) -> Step:
 
 
 def _sync_at(frame: Frame, op: Operation, barrier_id: int, threads: int):
-    """Arrive at a named barrier, block until its generation completes, acquire its clock."""
-    barrier = frame.program.named_barrier(barrier_id)
+    """Arrive at a named barrier of the program, block until its generation completes, acquire its clock."""
+    yield from _wait_generation(frame, op, frame.program.named_barrier(barrier_id), threads)
+
+
+def _wait_generation(frame: Frame, op: Operation, barrier, threads: int):
+    """Arrive at `barrier` (a named or the cluster barrier), block until its generation completes, acquire its
+    clock."""
     generation = barrier.arrive(op, frame.thread, threads, frame.program.log)
     wait = BarrierWait(op, barrier, generation)
     if not wait.ready():
@@ -554,6 +571,19 @@ def barrier(op: cuir.BarrierOp, compiler: Compiler) -> Step:
     def run(frame: Frame):
         yield None
         yield from _sync_at(frame, op, CTA_BARRIER_ID, frame.program.threads)
+
+    return Step(run, True)
+
+
+@handles(cuir.ClusterBarrierOp)
+def cluster_barrier(op: cuir.ClusterBarrierOp, compiler: Compiler) -> Step:
+    """All threads of every program of the cluster."""
+
+    def run(frame: Frame):
+        yield None
+        program = frame.program
+        threads = sum(member.threads for member in program.cluster)
+        yield from _wait_generation(frame, op, program.cluster_barrier, threads)
 
     return Step(run, True)
 
@@ -594,12 +624,22 @@ def mbarrier_init(op: cuir.MbarrierInitOp, compiler: Compiler) -> Step:
 
 @handles(cuir.MbarrierArriveOp, cuir.MbarrierExpectTxOp)
 def mbarrier_arrive(op: cuir.MbarrierArriveOp | cuir.MbarrierExpectTxOp, compiler: Compiler) -> Step:
+    """An arrival on this program's barrier or, with `cta`, on that cluster CTA's."""
     stage_of = _staged(op, op.barrier, op.stage)
     tx_bytes = op.tx_bytes.value.data if isinstance(op, cuir.MbarrierExpectTxOp) else 0
+    cta = op.cta if isinstance(op, cuir.MbarrierArriveOp) else None
 
     def run(frame: Frame):
         yield None
-        stage_of(frame.values).arrive(op, frame.thread, tx_bytes, frame.program.log)
+        values, thread, program = frame.values, frame.thread, frame.program
+        if cta is None:
+            stage_of(values).arrive(op, thread, tx_bytes, program.log)
+            return
+        target = program.peer(values[cta], op)
+        target.check_alive(op, thread)
+        if target is not program:
+            target.remote_arrivals.append((op, thread, thread.epoch()))
+        stage_of(values, target.values).arrive(op, thread, tx_bytes, program.log)
 
     return Step(run, True)
 

@@ -1,7 +1,8 @@
 """Run a CuIR kernel over the work tiles of an attention problem.
 
-Programs (thread blocks) are independent and run one after another. Inside
-a program, the prologue runs once, then every worker instance runs as a
+Programs (thread blocks) are independent and run one after another, except
+that the programs of a cluster run together. Inside a cluster, every
+program's prologue runs once, then every worker instance of each runs as a
 generator; a scheduler interleaves them at each synchronization or async op
 and decides when in-flight TMA copies land. The round-robin schedule runs
 every runnable instance one step in turn and lands copies only when nothing
@@ -22,10 +23,11 @@ from cubridge.diagnostics import CuBridgeError, describe_location
 from cubridge.dialect import cuir
 from cubridge.dialect.types import GlobalTensorType
 from cubridge.interpreter import arith_ops, cuir_ops, math_ops, scf_ops  # noqa: F401  (register handlers)
+from cubridge.interpreter.clocks import Clock, happens_before, join
 from cubridge.interpreter.compiler import Compiler, Frame
 from cubridge.interpreter.memory import GlobalTensor
 from cubridge.interpreter.report import DiagnosticLog, KernelFault, where
-from cubridge.interpreter.sync import WARPGROUP_THREADS, NamedBarrier, WarpGroup
+from cubridge.interpreter.sync import NamedBarrier, WarpGroup
 
 INPUTS = ("q", "k", "v")
 OUTPUTS = ("o", "lse")
@@ -90,7 +92,8 @@ class KernelPlan:
         self.schedule = kernel.schedule.data
         self.order = kernel.order.data
         self.skip_empty = kernel.skip_empty is not None
-        self.threads = sum(w.instances for w in kernel.workers) * WARPGROUP_THREADS
+        self.cluster_size = kernel.cluster_size
+        self.threads = sum(w.instances * w.instance_threads for w in kernel.workers)
         self.head_dim = self._head_dim()
 
     def _check_arguments(self) -> None:
@@ -171,13 +174,17 @@ class KernelPlan:
     def program_tiles(self, shape: ProblemShape, num_sms: int,
                       tables: dict[str, np.ndarray] | None = None) -> list[list[tuple[int, int, int]]]:
         """The tiles each program runs: one each (grid), a strided share (persistent),
-        or the tiles it would claim first from a shared counter (dynamic)."""
+        or the tiles it would claim first from a shared counter (dynamic). A kernel of clusters runs whole
+        clusters: a grid padded with programs of no tile, at most `num_sms` programs rounded down to whole
+        clusters (at least one cluster) otherwise."""
         tiles = self.work_tiles(shape, tables)
         if not tiles:
             return []
+        size = self.cluster_size
         if self.schedule == "grid":
-            return [[tile] for tile in tiles]
+            return [[tile] for tile in tiles] + [[] for _ in range(-len(tiles) % size)]
         programs = min(num_sms, len(tiles))
+        programs = max(size, programs - programs % size)
         if self.schedule == "persistent":
             return [tiles[p::programs] for p in range(programs)]
         return self._claimed_tiles(tiles, programs)
@@ -208,15 +215,52 @@ class KernelPlan:
 
 
 class Program:
-    """The state of one thread block: its tiles, barriers, copies in flight, findings."""
+    """The state of one thread block: its tiles, barriers, copies in flight, findings.
 
-    def __init__(self, program_id: int, tiles, threads: int, log: DiagnosticLog):
+    The programs of a cluster share their list of copies in flight and the cluster barrier, and reach each other's
+    shared buffers and mbarriers through `values`, what their prologue allocated.
+    """
+
+    def __init__(self, program_id: int, tiles, threads: int, log: DiagnosticLog, rank: int = 0):
         self.program_id = program_id
         self.tiles = tiles
         self.threads = threads
         self.log = log
+        self.rank = rank
+        self.cluster: list[Program] = [self]
+        self.values: dict = {}
         self.pending_copies: list = []
         self.named_barriers: dict[int, NamedBarrier] = {}
+        self.cluster_barrier = NamedBarrier("cuir.cluster_barrier")
+        self.exited = False
+        # arrivals of other programs' instances on this program's mbarriers: (op, instance, epoch before it)
+        self.remote_arrivals: list[tuple] = []
+
+    def peer(self, rank: int, op) -> Program:
+        """The program of cluster rank `rank`."""
+        if not 0 <= rank < len(self.cluster):
+            raise KernelFault(op, f"cluster rank {rank} is out of range (a cluster of {len(self.cluster)} CTAs)")
+        return self.cluster[rank]
+
+    def check_alive(self, op, thread) -> None:
+        """A remote access (`op` by `thread`) may reach this program only before it exits."""
+        if self.exited:
+            self.log.race("cluster exit", op, f"{where(op)} in {thread.label} reaches program {self.program_id}, "
+                                              "which has exited: its shared memory may be another CTA's by then")
+
+    def exit(self, clocks: list[Clock]) -> None:
+        """Every instance of this program has ended: each remote arrival on its mbarriers must happen before the
+        end of one of them (a cluster barrier orders them), or it may reach a CTA that has exited."""
+        self.exited = True
+        ended: Clock = {}
+        for clock in clocks:
+            join(ended, clock)
+        for op, thread, epoch in self.remote_arrivals:
+            if not happens_before(epoch, ended):
+                self.log.race("cluster exit", op, f"program {self.program_id} may exit before {where(op)} in "
+                                                  f"{thread.label} arrives on its mbarrier: no cluster barrier "
+                                                  "orders the arrival before the end of its instances")
+                return
 
     def named_barrier(self, barrier_id: int) -> NamedBarrier:
         barrier = self.named_barriers.get(barrier_id)
@@ -229,8 +273,9 @@ class Program:
 class Runner:
     """A worker instance being executed: its generator and what it blocks on."""
 
-    def __init__(self, thread: WarpGroup, steps):
+    def __init__(self, thread: WarpGroup, program: Program, steps):
         self.thread = thread
+        self.program = program
         self.steps = steps
         self.wait = None
         self.done = False
@@ -246,9 +291,9 @@ class Runner:
             self.wait = None
 
 
-def _interleave(runners: list[Runner], program: Program, rng: np.random.Generator | None) -> None:
-    """Run all instances to completion or deadlock."""
-    copies = program.pending_copies
+def _interleave(runners: list[Runner], programs: list[Program], rng: np.random.Generator | None) -> None:
+    """Run all instances of a cluster's programs to completion or deadlock."""
+    copies = programs[0].pending_copies
     while True:
         live = [r for r in runners if not r.done]
         if not live:
@@ -257,33 +302,49 @@ def _interleave(runners: list[Runner], program: Program, rng: np.random.Generato
         if rng is None:
             for runner in runnable:
                 if runner.runnable():
-                    runner.advance()
+                    _advance(runner, runners)
             if not runnable:
                 if not copies:
-                    _report_deadlock(live, program)
+                    _report_deadlock(live, copies)
                     return
-                copies.pop(0).land(program.log)
+                _land(copies.pop(0))
             continue
         options = len(runnable) + len(copies)
         if options == 0:
-            _report_deadlock(live, program)
+            _report_deadlock(live, copies)
             return
         choice = int(rng.integers(options))
         if choice < len(runnable):
-            runnable[choice].advance()
+            _advance(runnable[choice], runners)
         else:
-            copies.pop(choice - len(runnable)).land(program.log)
+            _land(copies.pop(choice - len(runnable)))
 
 
-def _report_deadlock(blocked: list[Runner], program: Program) -> None:
+def _advance(runner: Runner, runners: list[Runner]) -> None:
+    """Run `runner` one step; once its program's last instance has ended, the program exits."""
+    runner.advance()
+    if not runner.done:
+        return
+    own = [r for r in runners if r.program is runner.program]
+    if all(r.done for r in own):
+        runner.program.exit([r.thread.clock for r in own])
+
+
+def _land(copy) -> None:
+    """A TMA copy lands in its destination program's shared memory."""
+    copy.destination.check_alive(copy.op, copy.access.thread)
+    copy.land(copy.destination.log)
+
+
+def _report_deadlock(blocked: list[Runner], pending_copies: list) -> None:
     for runner in blocked:
-        wait = runner.wait
+        wait, program = runner.wait, runner.program
+        who = runner.thread.label if len(program.cluster) > 1 else f"{runner.thread.label} of program {program.program_id}"
         program.log.report(
             "deadlock",
             "deadlock",
             wait.op,
-            f"{runner.thread.label} of program {program.program_id} blocks on "
-            f"{where(wait.op)}: {wait.describe(program.pending_copies)}",
+            f"{who} blocks on {where(wait.op)}: {wait.describe(pending_copies)}",
         )
 
 
@@ -311,20 +372,24 @@ def execute(
     and the captured `tables` its row-major arguments name.
 
     `schedule_seed` None is the round-robin schedule, an int a random one.
-    Outputs start as NaN. Execution stops after the first program with a finding.
+    Outputs start as NaN. `programs` selects programs; a selected program runs with its whole cluster.
+    Execution stops after the first cluster with a finding.
     """
     tensors, bindings = _bind(plan, shape, inputs, scale, tables or {})
     per_program = plan.program_tiles(shape, num_sms, tables)
     selected = range(len(per_program)) if programs is None else programs
+    size = plan.cluster_size
     rng = None if schedule_seed is None else np.random.default_rng(schedule_seed)
     log = DiagnosticLog()
     covered = np.zeros((shape.batch, shape.heads_q, shape.seqlen_q), dtype=bool)
     with np.errstate(all="ignore"):
-        for program_id in selected:
-            tiles = per_program[program_id]
-            for q_tile, head, batch in tiles:
-                covered[batch, head, q_tile * plan.tile_m : (q_tile + 1) * plan.tile_m] = True
-            _run_program(plan, bindings, Program(program_id, tiles, plan.threads, log), rng)
+        for cluster in dict.fromkeys(program_id // size for program_id in selected):
+            members = [Program(program_id, per_program[program_id], plan.threads, log, program_id % size)
+                       for program_id in range(cluster * size, (cluster + 1) * size)]
+            for member in members:
+                for q_tile, head, batch in member.tiles:
+                    covered[batch, head, q_tile * plan.tile_m : (q_tile + 1) * plan.tile_m] = True
+            _run_cluster(plan, bindings, members, rng)
             if log:
                 break
     if not log:
@@ -370,25 +435,37 @@ def _bind(plan: KernelPlan, shape: ProblemShape, inputs, scale: float, tables):
     return tensors, bindings
 
 
-def _run_program(plan: KernelPlan, bindings: dict, program: Program, rng) -> None:
-    values = dict(bindings)
-    prologue = Frame(values, program, None)
+def _run_cluster(plan: KernelPlan, bindings: dict, programs: list[Program], rng) -> None:
+    """Run a cluster's programs together: every prologue first (the kernel's cluster barrier after its
+    initialization), then all their worker instances interleaved."""
+    copies: list = []
+    for program in programs:
+        program.cluster = programs
+        program.pending_copies = copies
+        program.cluster_barrier = programs[0].cluster_barrier
     try:
-        for step in plan.prologue:  # allocs, mbarrier inits, constants: none blocks
-            step.run(prologue)
+        for program in programs:
+            program.values = dict(bindings)
+            prologue = Frame(program.values, program, None)
+            for step in plan.prologue:  # allocs, mbarrier inits, constants: none blocks
+                step.run(prologue)
         runners = []
-        for worker, body in plan.workers:
-            for index in range(worker.instances):
-                thread = WarpGroup(f"@{worker.sym_name.data}[{index}]", len(runners))
-                local = dict(values)
-                local[worker.instance_index] = index
-                runners.append(Runner(thread, body.run_suspending(Frame(local, program, thread))))
-        _interleave(runners, program, rng)
+        for program in programs:
+            for worker, body in plan.workers:
+                for index in range(worker.instances):
+                    label = f"@{worker.sym_name.data}[{index}]"
+                    if len(programs) > 1:
+                        label += f" of program {program.program_id}"
+                    thread = WarpGroup(label, len(runners), worker.instance_threads)
+                    local = dict(program.values)
+                    local[worker.instance_index] = index
+                    runners.append(Runner(thread, program, body.run_suspending(Frame(local, program, thread))))
+        _interleave(runners, programs, rng)
         for runner in runners:
             if runner.done:
-                _check_nothing_in_flight(runner.thread, program)
+                _check_nothing_in_flight(runner.thread, runner.program)
     except KernelFault as fault:
-        program.log.report("fault", "fault", fault.op, f"{where(fault.op)}: {fault.message}")
+        programs[0].log.report("fault", "fault", fault.op, f"{where(fault.op)}: {fault.message}")
 
 
 def _check_nothing_in_flight(thread: WarpGroup, program: Program) -> None:
@@ -397,8 +474,9 @@ def _check_nothing_in_flight(thread: WarpGroup, program: Program) -> None:
     pending = [op for group in (*thread.groups.values(), thread.open_group) for op, _ in group]
     pending += [gemm.op for gemm in thread.gemms]
     if pending:
-        program.log.race("race", pending[0], f"{thread.label} of program {program.program_id} ends while "
-                                             f"{where(pending[0])} is in flight (nothing waits for it)")
+        who = thread.label if len(program.cluster) > 1 else f"{thread.label} of program {program.program_id}"
+        program.log.race("race", pending[0], f"{who} ends while {where(pending[0])} is in flight (nothing waits "
+                                             "for it)")
 
 
 # The writer of the rows a `skip_empty` launch fills (no program's: the claiming role writes them between tiles).

@@ -72,11 +72,18 @@ class GlobalTensor:
 
 @dataclass(eq=False)
 class InFlight:
-    """An asynchronous access of a shared stage, until its completion (`until`)."""
+    """An asynchronous access of a shared stage, until its completion (`until`): the whole stage, or the columns
+    [first, end) of a panel copy."""
 
     op: Operation
     thread: object
     until: str
+    columns: tuple[int, int] | None = None
+
+    def overlaps(self, columns: tuple[int, int] | None) -> bool:
+        if self.columns is None or columns is None:
+            return True
+        return self.columns[0] < columns[1] and columns[0] < self.columns[1]
 
 
 class SharedStage:
@@ -180,8 +187,10 @@ class SharedStage:
     def record_read(self, op: Operation, thread) -> None:
         self.reads.append((op, thread, thread.epoch()))
 
-    def check_write(self, op: Operation, thread, log: DiagnosticLog) -> None:
-        """A write must not meet in-flight accesses nor reads the writer has not seen released."""
+    def check_write(self, op: Operation, thread, log: DiagnosticLog,
+                    columns: tuple[int, int] | None = None) -> None:
+        """A write (of `columns`, or the whole stage) must not meet in-flight accesses of those columns nor reads
+        the writer has not seen released."""
         for read in self.reads_in_flight:
             log.race(
                 "race",
@@ -190,6 +199,8 @@ class SharedStage:
                 f"(before {read.until})",
             )
         for write in self.writes_in_flight:
+            if not write.overlaps(columns):
+                continue
             log.race(
                 "race",
                 op,
@@ -224,8 +235,8 @@ class SharedStage:
         if self.unfenced_write is not None and self.unfenced_write[1] is thread:
             self.unfenced_write = None
 
-    def start_write(self, op: Operation, thread, until: str) -> InFlight:
-        access = InFlight(op, thread, until)
+    def start_write(self, op: Operation, thread, until: str, columns: tuple[int, int] | None = None) -> InFlight:
+        access = InFlight(op, thread, until, columns)
         self.writes_in_flight.append(access)
         return access
 

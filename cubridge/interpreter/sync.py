@@ -31,11 +31,12 @@ class GemmInFlight:
 
 
 class WarpGroup:
-    """One instance of a `cuir.worker`: 128 threads that run the body in step."""
+    """One instance of a `cuir.worker`: a warp group's 128 threads, or a warp role's, that run the body in step."""
 
-    def __init__(self, label: str, key: int):
+    def __init__(self, label: str, key: int, threads: int = WARPGROUP_THREADS):
         self.label = label
         self.key = key
+        self.threads = threads
         self.clock: Clock = {key: 1}
         self.open_group: list = []  # (op, its completion) of the async ops issued since the last commit
         self.groups: dict[int, list] = {}
@@ -66,7 +67,8 @@ class WarpGroup:
 
 
 class TmaCopy:
-    """A TMA copy into a shared stage, signalling an mbarrier stage when it lands."""
+    """A TMA copy into a shared stage (its columns `access.columns`) of program `destination`, signalling an
+    mbarrier stage of that program when it lands."""
 
     def __init__(
         self,
@@ -76,6 +78,7 @@ class TmaCopy:
         barrier: MbarrierStage,
         access: InFlight,
         tx_bytes: int,
+        destination,
     ):
         self.op = op
         self.stage = stage
@@ -83,9 +86,11 @@ class TmaCopy:
         self.barrier = barrier
         self.access = access
         self.bytes = tx_bytes
+        self.destination = destination
 
     def land(self, log: DiagnosticLog) -> None:
-        self.stage.data[...] = self.tile
+        first, end = self.access.columns or (0, self.stage.data.shape[1])
+        self.stage.data[:, first:end] = self.tile
         self.barrier.deliver(self, log)
 
     def complete(self, epoch: Epoch) -> None:
@@ -191,7 +196,7 @@ class NamedBarrier:
         self.completed_by: frozenset[str] | None = None
 
     def arrive(self, op: Operation, thread: WarpGroup, threads: int, log: DiagnosticLog) -> int:
-        """Count this instance's 128 threads; return the generation it arrived in."""
+        """Count this instance's threads; return the generation it arrived in."""
         if self.expected is None:
             self.expected = threads
             self.first_arrival = op
@@ -204,7 +209,7 @@ class NamedBarrier:
                 f"{self.expected} in the same generation",
             )
         generation = self.generation
-        self.arrived += WARPGROUP_THREADS
+        self.arrived += thread.threads
         self.arriving.append(thread)
         thread.release_into(self.arrival_clock)
         if self.arrived >= self.expected:

@@ -36,6 +36,9 @@ PRIMITIVES: tuple[Primitive, ...] = (
               "mbarrier::complete_tx::bytes", "hopper.cuh", "with mbarrier (Hopper), 2-D map"),
     Primitive("cuir.copy_async", "tma_load_4d", "cp.async.bulk.tensor.4d.shared::cluster.global.tile."
               "mbarrier::complete_tx::bytes", "hopper.cuh", "with mbarrier (Hopper), 4-D map [B, H, S, D]"),
+    Primitive("cuir.copy_async", "tma_load_4d_multicast", "cp.async.bulk.tensor.4d.shared::cluster.global.tile."
+              "mbarrier::complete_tx::bytes.multicast::cluster", "hopper.cuh",
+              "`multicast`: into every CTA of the cluster, each counted on its own barrier; 4-D map"),
     Primitive("cuir.store_async", "tma_store_2d", "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group",
               "hopper.cuh", "2-D map"),
     Primitive("cuir.store_async", "tma_store_4d", "cp.async.bulk.tensor.4d.global.shared::cta.tile.bulk_group",
@@ -47,6 +50,9 @@ PRIMITIVES: tuple[Primitive, ...] = (
               "(global writes complete by the kernel's end)"),
     Primitive("cuir.mbarrier_init", "mbarrier_init", "mbarrier.init.shared::cta.b64", "hopper.cuh"),
     Primitive("cuir.mbarrier_arrive", "mbarrier_arrive", "mbarrier.arrive.shared::cta.b64", "hopper.cuh"),
+    Primitive("cuir.mbarrier_arrive", "mbarrier_arrive_cluster",
+              "mapa.shared::cluster.u32 + mbarrier.arrive.shared::cluster.b64", "hopper.cuh",
+              "with `cta`: the barrier of a cluster CTA"),
     Primitive("cuir.mbarrier_expect_tx", "mbarrier_expect_tx", "mbarrier.arrive.expect_tx.shared::cta.b64",
               "hopper.cuh"),
     Primitive("cuir.mbarrier_wait", "mbarrier_wait", "mbarrier.try_wait.parity.shared::cta.b64 (loop)",
@@ -77,6 +83,9 @@ PRIMITIVES: tuple[Primitive, ...] = (
     Primitive("cuir.worker", "setmaxnreg_dec", "setmaxnreg.dec.sync.aligned.u32", "hopper.cuh",
               "`regs` budget at worker entry, below the launch cap; template <int Registers>"),
     Primitive("cuir.barrier", "barrier", "bar.sync 0 (__syncthreads)", "sync.cuh", inline_asm=False),
+    Primitive("cuir.cluster_barrier", "cluster_sync", "barrier.cluster.arrive.release + barrier.cluster.wait.acquire",
+              "hopper.cuh"),
+    Primitive("cuir.cluster_rank", "cluster_cta_rank", "mov.u32 %cluster_ctarank", "hopper.cuh"),
     Primitive("cuir.fence_async_shared", "fence_async_shared", "fence.proxy.async.shared::cta", "hopper.cuh"),
     Primitive("cuir.row_reduce", "row_reduce_max", "2x shfl.sync.bfly + max over the lane quad", "math.cuh", "max",
               inline_asm=False),
@@ -99,7 +108,8 @@ PRIMITIVES: tuple[Primitive, ...] = (
 
 # Ops that lower to plain C++ structure rather than a device primitive, and what they become.
 PLAIN_CPP_OPS: dict[str, str] = {
-    "cuir.kernel": "the `__global__` function, its `__launch_bounds__` and dynamic shared-memory size",
+    "cuir.kernel": "the `__global__` function, its `__launch_bounds__` and dynamic shared-memory size; a cluster's "
+                   "`__cluster_dims__`, `fence_mbarrier_init_cluster` and `cluster_sync` after the initialization",
     "cuir.for_each_tile": "the tile-scheduler loop over (q_tile, head, batch); the producer hands each tile "
                           "index to the consumers through shared memory between two named barriers",
     "cuir.program_id": "`blockIdx.x`",

@@ -515,6 +515,41 @@ cuir.kernel @k(%q: !cuir.global<4 x bf16, strided>, %x: !cuir.global<2 x f32, st
   }
 }
 
+// -----
+
+cuir.kernel @k(%q: !cuir.global<4 x bf16, strided>) threads 128 smem 16392 cluster 1x1x1 tile_m 64 schedule grid {
+  %s1 = cuir.alloc : !cuir.smem<64x128xbf16, swizzle 128>
+  %b1 = cuir.alloc : !cuir.mbarrier<1>
+  cuir.worker @w threads 0 to 128 (%i) {
+    %c0 = arith.constant 0 : index
+    // CHECK-NEXT: {{.*}}invalid-data.mlir:[[# @LINE + 1]]:5: error: a multicast copy needs a kernel cluster of more than one CTA
+    cuir.copy_async %q[%c0, %c0, %c0, %c0] -> %s1, barrier %b1 multicast : !cuir.global<4 x bf16, strided>, !cuir.smem<64x128xbf16, swizzle 128>, !cuir.mbarrier<1>
+  }
+}
+
+// -----
+
+cuir.kernel @k(%q: !cuir.global<4 x bf16, strided>) threads 128 smem 16392 cluster 2x1x1 tile_m 64 schedule persistent {
+  %s1 = cuir.alloc : !cuir.smem<64x128xbf16, swizzle 128>
+  %b1 = cuir.alloc : !cuir.mbarrier<1>
+  cuir.worker @w threads 0 to 128 (%i) {
+    %c0 = arith.constant 0 : index
+    // CHECK-NEXT: {{.*}}invalid-data.mlir:[[# @LINE + 1]]:5: error: a panel of 128 columns of a stage 128 wide
+    cuir.copy_async %q[%c0, %c0, %c0, %c0] -> %s1, barrier %b1 columns 128 : !cuir.global<4 x bf16, strided>, !cuir.smem<64x128xbf16, swizzle 128>, !cuir.mbarrier<1>
+  }
+}
+
+// -----
+
+cuir.kernel @k(%q: !cuir.global<4 x bf16, strided>) threads 128 smem 16392 cluster 2x1x1 tile_m 64 schedule persistent {
+  %s1 = cuir.alloc : !cuir.smem<64x128xbf16, swizzle 128>
+  cuir.worker @w threads 0 to 128 (%i) {
+    %c0 = arith.constant 0 : index
+    // CHECK-NEXT: {{.*}}invalid-data.mlir:[[# @LINE + 1]]:5: error: a multicast copy is a TMA copy: it needs a barrier
+    cuir.copy_async %q[%c0, %c0, %c0, %c0] -> %s1 multicast : !cuir.global<4 x bf16, strided>, !cuir.smem<64x128xbf16, swizzle 128>
+  }
+}
+
 // Every chunk failed, with exactly one diagnostic each.
 // CHECK-NEXT: // -----
 // CHECK-NOT: error:

@@ -311,6 +311,17 @@ cuir.kernel @k() threads 128 smem 0 cluster 1x1x1 tile_m 64 schedule grid {
   }
 }
 
+// -----
+
+cuir.kernel @k() threads 128 smem 8 cluster 1x1x1 tile_m 64 schedule grid {
+  %b1 = cuir.alloc : !cuir.mbarrier<1>
+  cuir.worker @w threads 0 to 128 (%i) {
+    %c0 = arith.constant 0 : index
+    // CHECK-NEXT: {{.*}}invalid-sync.mlir:[[# @LINE + 1]]:5: error: a remote arrival needs a kernel cluster of more than one CTA
+    cuir.mbarrier_arrive %b1 cta %c0 : !cuir.mbarrier<1>
+  }
+}
+
 // Every chunk failed, with exactly one diagnostic each.
 // CHECK-NEXT: // -----
 // CHECK-NOT: error:

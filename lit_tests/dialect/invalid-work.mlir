@@ -161,16 +161,16 @@ cuir.kernel @k() threads 384 smem 0 cluster 1x1x1 tile_m 64 schedule grid {
 
 // -----
 
-cuir.kernel @k() threads 128 smem 0 cluster 1x1x1 tile_m 64 schedule grid {
-  // CHECK-NEXT: {{.*}}invalid-work.mlir:[[# @LINE + 1]]:3: error: worker @w threads [0, 96) must be whole warp groups of 128 threads
-  cuir.worker @w threads 0 to 96 (%i) {
+cuir.kernel @k() threads 256 smem 0 cluster 1x1x1 tile_m 64 schedule grid {
+  // CHECK-NEXT: {{.*}}invalid-work.mlir:[[# @LINE + 1]]:3: error: worker @w threads [96, 160) must be whole warp groups of 128 threads or whole warps of one warp group
+  cuir.worker @w threads 96 to 160 (%i) {
   }
 }
 
 // -----
 
 cuir.kernel @k() threads 128 smem 0 cluster 1x1x1 tile_m 64 schedule grid {
-  // CHECK-NEXT: {{.*}}invalid-work.mlir:[[# @LINE + 1]]:3: error: worker @w threads [128, 128) must be whole warp groups of 128 threads
+  // CHECK-NEXT: {{.*}}invalid-work.mlir:[[# @LINE + 1]]:3: error: worker @w threads [128, 128) must be whole warp groups of 128 threads or whole warps of one warp group
   cuir.worker @w threads 128 to 128 (%i) {
   }
 }
@@ -273,6 +273,23 @@ cuir.kernel @k(%g: !cuir.global<2 x f32, strided>) threads 128 smem 0 cluster 1x
   cuir.worker @w threads 0 to 128 (%i) {
     // CHECK-NEXT: {{.*}}invalid-work.mlir:[[# @LINE + 1]]:5: error: dimension 2 is out of range for a rank-2 tensor
     %n = cuir.dim %g[2] : !cuir.global<2 x f32, strided>
+  }
+}
+
+// -----
+
+// CHECK-NEXT: {{.*}}invalid-work.mlir:[[# @LINE + 1]]:1: error: a cluster spans the grid's x axis only (n x 1 x 1)
+cuir.kernel @k() threads 128 smem 0 cluster 1x2x1 tile_m 64 schedule persistent {
+  cuir.worker @w threads 0 to 128 (%i) {
+  }
+}
+
+// -----
+
+cuir.kernel @k() threads 128 smem 0 cluster 1x1x1 tile_m 64 schedule persistent {
+  cuir.worker @w threads 0 to 128 (%i) {
+    // CHECK-NEXT: {{.*}}invalid-work.mlir:[[# @LINE + 1]]:5: error: a cluster barrier needs a kernel cluster of more than one CTA
+    cuir.cluster_barrier
   }
 }
 

@@ -1,7 +1,7 @@
 // Custom <-> generic round trip of every CuIR op and type: the custom form
 // re-parses to itself, and the generic form parses back to the same custom
 // form. Three small kernels: @every_op (a warp-specialized producer/consumer
-// pipeline using all 31 ops), @plain (grid schedule, default type
+// pipeline using all 33 ops), @plain (grid schedule, default type
 // parameters, and a discardable attribute on every op) and @claimed (dynamic
 // schedule, a gemm token waited one loop iteration after its gemm_async).
 // RUN: cuir-opt %s | cuir-opt | filecheck %s --match-full-lines
@@ -19,16 +19,19 @@ builtin.module {
     cuir.worker @producer threads 0 to 128 regs 24 (%pidx) {
       %c0 = arith.constant 0 : index
       %pid = cuir.program_id : index
+      %rank = cuir.cluster_rank : index
       %seqlen = cuir.dim %q[2] : !cuir.global<4 x bf16, strided>
       cuir.for_each_tile (%qt, %h, %bt) {
         cuir.mbarrier_expect_tx %full[%c0], 16384 : !cuir.mbarrier<2>
         cuir.copy_async %q[%bt, %h, %qt, %c0] -> %a_smem[%c0], barrier %full[%c0] : !cuir.global<4 x bf16, strided>, !cuir.smem<64x128xbf16, stages 2, swizzle 128>, !cuir.mbarrier<2>
+        cuir.copy_async %q[%bt, %h, %qt, %c0] -> %a_smem[%c0], barrier %full[%c0] columns 64 multicast : !cuir.global<4 x bf16, strided>, !cuir.smem<64x128xbf16, stages 2, swizzle 128>, !cuir.mbarrier<2>
         cuir.copy_async %q[%bt, %h, %qt, %c0] -> %b_smem : !cuir.global<4 x bf16, strided>, !cuir.smem<128x128xbf16, swizzle 64>
         %group = cuir.commit_group : !cuir.token<@producer>
         cuir.wait_group %group : !cuir.token<@producer>
         cuir.copy %q[%bt, %h, %qt, %c0] -> %b_smem : !cuir.global<4 x bf16, strided> -> !cuir.smem<128x128xbf16, swizzle 64>
         cuir.copy %b_smem -> %q[%bt, %h, %qt, %c0] : !cuir.smem<128x128xbf16, swizzle 64> -> !cuir.global<4 x bf16, strided>
         cuir.mbarrier_arrive %empty : !cuir.mbarrier<1>
+        cuir.mbarrier_arrive %empty cta %c0 : !cuir.mbarrier<1>
         cuir.named_barrier_arrive %c0, 256
       }
     }
@@ -75,6 +78,7 @@ builtin.module {
         %stored = cuir.commit_group : !cuir.token<@consumer>
         cuir.wait_group %stored : !cuir.token<@consumer>
         cuir.barrier
+        cuir.cluster_barrier
         %n_next = arith.addi %n, %i1 : index
         cuir.yield %o2, %n_next : !cuir.tile<64x128xf32, @consumer>, index
       }
@@ -149,16 +153,19 @@ builtin.module {
 // CHECK-NEXT: cuir.worker @producer threads 0 to 128 regs 24 (%pidx) {
 // CHECK-NEXT: %c0 = arith.constant 0 : index
 // CHECK-NEXT: %pid = cuir.program_id : index
+// CHECK-NEXT: %rank = cuir.cluster_rank : index
 // CHECK-NEXT: %seqlen = cuir.dim %[[Q]][2] : !cuir.global<4 x bf16, strided>
 // CHECK-NEXT: cuir.for_each_tile (%qt, %h, %bt) {
 // CHECK-NEXT: cuir.mbarrier_expect_tx %[[FULL]][%c0], 16384 : !cuir.mbarrier<2>
 // CHECK-NEXT: cuir.copy_async %[[Q]][%bt, %h, %qt, %c0] -> %[[A]][%c0], barrier %[[FULL]][%c0] : !cuir.global<4 x bf16, strided>, !cuir.smem<64x128xbf16, stages 2, swizzle 128>, !cuir.mbarrier<2>
+// CHECK-NEXT: cuir.copy_async %[[Q]][%bt, %h, %qt, %c0] -> %[[A]][%c0], barrier %[[FULL]][%c0] columns 64 multicast : !cuir.global<4 x bf16, strided>, !cuir.smem<64x128xbf16, stages 2, swizzle 128>, !cuir.mbarrier<2>
 // CHECK-NEXT: cuir.copy_async %[[Q]][%bt, %h, %qt, %c0] -> %[[B]] : !cuir.global<4 x bf16, strided>, !cuir.smem<128x128xbf16, swizzle 64>
 // CHECK-NEXT: %[[GROUP:[a-z0-9_]+]] = cuir.commit_group : !cuir.token<@producer>
 // CHECK-NEXT: cuir.wait_group %[[GROUP]] : !cuir.token<@producer>
 // CHECK-NEXT: cuir.copy %[[Q]][%bt, %h, %qt, %c0] -> %[[B]] : !cuir.global<4 x bf16, strided> -> !cuir.smem<128x128xbf16, swizzle 64>
 // CHECK-NEXT: cuir.copy %[[B]] -> %[[Q]][%bt, %h, %qt, %c0] : !cuir.smem<128x128xbf16, swizzle 64> -> !cuir.global<4 x bf16, strided>
 // CHECK-NEXT: cuir.mbarrier_arrive %[[EMPTY]] : !cuir.mbarrier<1>
+// CHECK-NEXT: cuir.mbarrier_arrive %[[EMPTY]] cta %c0 : !cuir.mbarrier<1>
 // CHECK-NEXT: cuir.named_barrier_arrive %c0, 256
 // CHECK-NEXT: }
 // CHECK-NEXT: }
@@ -205,6 +212,7 @@ builtin.module {
 // CHECK-NEXT: %[[STORED:[a-z0-9_]+]] = cuir.commit_group : !cuir.token<@consumer>
 // CHECK-NEXT: cuir.wait_group %[[STORED]] : !cuir.token<@consumer>
 // CHECK-NEXT: cuir.barrier
+// CHECK-NEXT: cuir.cluster_barrier
 // CHECK-NEXT: %n_next = arith.addi %n, %i1 : index
 // CHECK-NEXT: cuir.yield %o2, %n_next : !cuir.tile<64x128xf32, @consumer>, index
 // CHECK-NEXT: }

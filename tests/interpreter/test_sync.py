@@ -19,7 +19,7 @@ def _op():
 def _copy(barrier, stage, tx_bytes, thread):
     op = _op()
     access = stage.start_write(op, thread, "its phase")
-    return TmaCopy(op, stage, np.ones((2, 2), np.float32), barrier, access, tx_bytes)
+    return TmaCopy(op, stage, np.ones((2, 2), np.float32), barrier, access, tx_bytes, None)
 
 
 def test_fresh_mbarrier_has_completed_the_phase_before_phase_zero():
