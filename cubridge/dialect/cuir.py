@@ -1573,6 +1573,8 @@ class MbarrierArriveOp(_MbarrierStageOp):
 
     name = "cuir.mbarrier_arrive"
 
+    barrier = operand_def(MbarrierType)  # declared again: the operands keep the order barrier, stage, cta
+    stage = opt_operand_def(IndexType)
     cta = opt_operand_def(IndexType)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
