@@ -103,7 +103,7 @@ _SM90_SLEEPING_WAIT = (
     "}\n\n"
     "// Producer: one warp;")
 _SM90_PRODUCER_WAITS = ["mbarrier_wait(smem.q_empty(),", "mbarrier_wait(smem.k_empty(stage),",
-                        "mbarrier_wait(smem.v_empty(at.stage()),", "mbarrier_wait(pair_free,",
+                        "mbarrier_wait(smem.v_empty(at.stage()),", "mbarrier_wait(free_barrier,",
                         "mbarrier_wait(values ? smem.v_empty(kv.stage())"]
 _SM90_CONSUMER_WAITS = ["mbarrier_wait(smem.q_full(),", "mbarrier_wait(smem.k_full(stage),",
                         "mbarrier_wait(smem.v_full(prev.stage()),", "mbarrier_wait(smem.v_full(last.stage()),"]
@@ -117,7 +117,7 @@ def _sm90_sleeping(waits: list[str]) -> list[tuple[str, str]]:
 # each CTA loading its own K and V tiles (the cluster launch and its cluster_syncs alone). pairs-no-handshake: a
 # stage refilled in both CTAs once this CTA's consumers released it, without waiting for the peer's (racy: times
 # only; with it the pairs run at the unpaired speed).
-_SM90_PAIR_HANDSHAKE = ("  mbarrier_wait(pair_free, at.free_parity());\n", "")
+_SM90_PAIR_HANDSHAKE = ("  mbarrier_wait(free_barrier, at.free_parity());\n", "")
 _SM90_PAIR_LOADS = "      if constexpr (Policy::kSharesKvInPair)\n        load_pair_kv_tile"
 
 

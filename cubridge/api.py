@@ -328,7 +328,7 @@ def _announced_quick_verify(spec: AttentionSpec, program: ModuleOp) -> None:
 
 def quick_verify(spec: AttentionSpec, program: ModuleOp) -> None:
     """Execute `program` (the spec transferred onto one reference program) on the CPU on the largest of the
-    default shapes (past a tile edge, as far into the captured tensors as they reach; one seed with widened
+    default shapes it serves (past a tile edge, as far into the captured tensors as they reach; one seed with widened
     scores, one schedule) against the spec's float64 reference (from the traced hooks on CPU copies of the
     captured tensors); a failure is a CuBridgeError. A verified program is recorded on disk by its text and
     spec, so each variant is checked once per machine."""
@@ -341,9 +341,9 @@ def quick_verify(spec: AttentionSpec, program: ModuleOp) -> None:
         return
     traced = spec.with_traced_hooks("cpu")  # the user's hooks may read GPU tensors
     plan = KernelPlan(find_kernel(program))
-    shapes = default_shapes(plan.kernel, traced, plan.head_dim)
+    shapes = [shape for shape in default_shapes(plan.kernel, traced, plan.head_dim) if plan.refusal(shape) is None]
     if not shapes:
-        raise CuBridgeError(f"{spec.name}: no verification shape fits the captured tensors")
+        raise CuBridgeError(f"{spec.name}: no verification shape fits the captured tensors and the kernel serves")
     largest = max(shapes, key=lambda shape: (shape.seqlen_q * shape.seqlen_kv, shape.heads_q != shape.heads_kv))
     result = verify(program, spec=traced, shapes=[largest], seeds=(1,), schedules=1)
     if not result.ok:

@@ -1,6 +1,8 @@
 """Every mutant of a few mutation operators over a reference kernel's CuIR, verified by the default verifier.
 
-    python3 scripts/mutation_sweep.py sm90 [--spec SPEC.py] [--jobs 2] [--timeout 240] [--operator drop ...]
+    python3 scripts/mutation_sweep.py sm90|sm80|sm90-pairs [--spec SPEC.py] [--jobs 2] [--timeout 240] [--operator drop ...]
+
+sm90-pairs is the lift of the Hopper kernel's K/V pair entry point (two-CTA clusters), which has no example file.
 
 The operators: an integer comparison one off or negated (`slt` -> `sle`, `sge`), a float comparison likewise,
 an integer constant +-1 (an i1 flipped), a float constant to 0, doubled or negated, a binary op replaced by either
@@ -29,6 +31,7 @@ from xdsl.ir import Operation
 
 from cubridge.diagnostics import CuBridgeError, parse_module
 from cubridge.dialect import cuir_context
+from cubridge.frontends.cuda import lift_cuda_file
 from cubridge.frontends.spec import load_spec
 from cubridge.interpreter import verify
 from cubridge.interpreter.executor import find_kernel
@@ -44,7 +47,7 @@ NON_COMMUTATIVE = {"arith.subi", "arith.divsi", "arith.remsi", "arith.shli", "ar
 UNARY = {"arith.negf", "math.exp2", "math.exp", "math.log", "math.log2", "math.tanh", "math.absf", "math.sqrt"}
 DROPPABLE = {"cuir.mbarrier_wait", "cuir.mbarrier_arrive", "cuir.mbarrier_expect_tx", "cuir.named_barrier_sync",
              "cuir.named_barrier_arrive", "cuir.barrier", "cuir.fence_async_shared", "cuir.gemm_fence",
-             "cuir.gemm_wait", "cuir.wait_group"}
+             "cuir.gemm_wait", "cuir.wait_group", "cuir.cluster_barrier"}
 # predicate -> its neighbour one off and its negation
 NEAR_PREDICATES = {"slt": ("sle", "sge"), "sle": ("slt", "sgt"), "sgt": ("sge", "sle"), "sge": ("sgt", "slt"),
                    "ult": ("ule", "uge"), "ule": ("ult", "ugt"), "ugt": ("uge", "ule"), "uge": ("ugt", "ult"),
@@ -69,8 +72,12 @@ def spec_at(path: str | None):
 
 def load(program: str, spec_path: str | None) -> ModuleOp:
     """The reference program's IR, transferred to the spec if one is given."""
-    path = ROOT / "examples" / "ir" / f"attention_{program}.mlir"
-    module = parse_module(cuir_context(), path.read_text(), str(path))
+    if program == "sm90-pairs":
+        module = lift_cuda_file(ROOT / "cubridge" / "runtime" / "kernels" / "attention_sm90.cu",
+                                "attention_sm90_bf16_d128_full_pairs").module
+    else:
+        path = ROOT / "examples" / "ir" / f"attention_{program}.mlir"
+        module = parse_module(cuir_context(), path.read_text(), str(path))
     if spec_path is not None:
         transfer_kernel(find_kernel(module), spec_at(spec_path))
     return module
@@ -170,7 +177,7 @@ def run(job: tuple[str, str | None, Mutant, int]) -> tuple[Mutant, str, float, s
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("program", choices=("sm90", "sm80"))
+    parser.add_argument("program", choices=("sm90", "sm80", "sm90-pairs"))
     parser.add_argument("--spec", help="verify the program transferred to this spec (default: the reference)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--timeout", type=int, default=240, help="seconds per mutant")

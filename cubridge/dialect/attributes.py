@@ -27,10 +27,13 @@ class Schedule(StrEnum):
 
 
 class TileOrder(StrEnum):
-    """The order in which a kernel visits its work tiles."""
+    """The order in which a kernel visits its work tiles: `natural` (batch, head, then query tile), `longest_first`
+    (the last query tiles of every head first), `head_by_head` (a head's query tiles last to first, head after
+    head: a cluster's programs then run consecutive query tiles of one head)."""
 
     NATURAL = auto()
     LONGEST_FIRST = auto()
+    HEAD_BY_HEAD = auto()
 
 
 class GemmLayout(StrEnum):

@@ -13,7 +13,7 @@ CuIR shows how a kernel orchestrates its work and hides the syntax that does it:
   `cuir.named_barrier_arrive`, `cuir.mbarrier_init`, `cuir.mbarrier_arrive`,
   `cuir.mbarrier_expect_tx`, `cuir.mbarrier_wait`, `cuir.commit_group`,
   `cuir.wait_group`, `cuir.gemm_fence`, `cuir.gemm_wait`,
-  `cuir.fence_async_shared`, `cuir.cluster_barrier`.
+  `cuir.fence_async_shared`, `cuir.cluster_barrier`, `cuir.trap`.
 
 Asynchronous ops complete only at their wait: a `cuir.copy_async` at its
 `cuir.wait_group` or at the mbarrier phase it signals, a `cuir.gemm_async` at
@@ -226,7 +226,8 @@ class KernelOp(IRDLOperation):
     A work tile is (q_tile, head, batch): `tile_m` query rows of one head of
     one batch entry, ceil(SQ / tile_m) * HQ * B tiles in all, in schedule
     order (`longest_first` puts the last query tiles, the longest under a
-    causal mask, first). With `schedule grid` each program (thread block)
+    causal mask, first; `head_by_head` runs a head's query tiles last to
+    first, head after head). With `schedule grid` each program (thread block)
     runs one tile. With `schedule persistent` and `schedule dynamic` there
     are as many programs as multiprocessors (at most one per tile), program
     p starts with tile p, and each iterates its share of the tiles:
@@ -470,7 +471,8 @@ class KernelOp(IRDLOperation):
         tile_m = parser.parse_integer(allow_negative=False, allow_boolean=False)
         parser.parse_keyword("schedule")
         schedule = parser.parse_str_enum(Schedule)
-        order = parser.parse_optional_keyword(TileOrder.LONGEST_FIRST) or TileOrder.NATURAL
+        order = next((o for o in TileOrder if o != TileOrder.NATURAL and parser.parse_optional_keyword(o)),
+                     TileOrder.NATURAL)
         skip_empty = parser.parse_optional_keyword("skip_empty") is not None
         source = parser.parse_str_literal() if parser.parse_optional_keyword("source") else None
         attributes = parse_keyword_attributes(parser)
@@ -1754,6 +1756,17 @@ class FenceAsyncSharedOp(_WorkerOnlyOp):
     name = "cuir.fence_async_shared"
 
 
+@irdl_op_definition
+class TrapOp(IRDLOperation):
+    """Abort the launch (PTX `trap`). In the kernel body, under a condition on the problem's sizes, the kernel
+    refuses a problem before any worker starts (a cluster kernel whose CTAs must share a head); in a worker it
+    is a failure of the launch."""
+
+    name = "cuir.trap"
+
+    assembly_format = "attr-dict"
+
+
 CUIR_OPS = (
     KernelOp,
     WorkerOp,
@@ -1788,6 +1801,7 @@ CUIR_OPS = (
     GemmFenceOp,
     GemmWaitOp,
     FenceAsyncSharedOp,
+    TrapOp,
 )
 
 CuIR = Dialect(

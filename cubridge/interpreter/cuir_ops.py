@@ -34,7 +34,7 @@ from cubridge.interpreter.compiler import (
 )
 from cubridge.interpreter.memory import SharedBuffer
 from cubridge.interpreter.numerics import rounding_for
-from cubridge.interpreter.report import KernelFault, where
+from cubridge.interpreter.report import KernelFault, KernelTrap, where
 from cubridge.interpreter.sync import BarrierWait, GemmInFlight, MbarrierStage, MbarrierWait, TmaCopy
 
 PASS_THROUGH.add(cuir.ForEachTileOp)
@@ -573,6 +573,14 @@ def barrier(op: cuir.BarrierOp, compiler: Compiler) -> Step:
         yield from _sync_at(frame, op, CTA_BARRIER_ID, frame.program.threads)
 
     return Step(run, True)
+
+
+@handles(cuir.TrapOp)
+def trap(op: cuir.TrapOp, compiler: Compiler) -> Step:
+    def run(frame: Frame) -> None:
+        raise KernelTrap(op, "cuir.trap: the launch aborts")
+
+    return Step(run)
 
 
 @handles(cuir.ClusterBarrierOp)

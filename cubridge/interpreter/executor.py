@@ -26,7 +26,7 @@ from cubridge.interpreter import arith_ops, cuir_ops, math_ops, scf_ops  # noqa:
 from cubridge.interpreter.clocks import Clock, happens_before, join
 from cubridge.interpreter.compiler import Compiler, Frame
 from cubridge.interpreter.memory import GlobalTensor
-from cubridge.interpreter.report import DiagnosticLog, KernelFault, where
+from cubridge.interpreter.report import DiagnosticLog, KernelFault, KernelTrap, where
 from cubridge.interpreter.sync import NamedBarrier, WarpGroup
 
 INPUTS = ("q", "k", "v")
@@ -122,6 +122,28 @@ class KernelPlan:
     def argument(self, name: str):
         return dict(self.arguments).get(name)
 
+    def refusal(self, shape: ProblemShape) -> str | None:
+        """Where the kernel body traps on `shape` (the kernel refuses the problem before any worker starts), or
+        None. Only the body runs, on inputs of the problem's sizes."""
+        if not any(isinstance(op, cuir.TrapOp) for step_op in self.kernel.body.block.ops
+                   if not isinstance(step_op, cuir.WorkerOp) for op in step_op.walk()):
+            return None
+        sizes = _sizes(shape)
+        bindings = {}
+        for name, arg in self.arguments:
+            if name in SCALARS:
+                bindings[arg] = np.float32(1)
+            elif name in sizes:
+                bindings[arg] = GlobalTensor(np.broadcast_to(np.float32(0), sizes[name]), arg.type.element_type, False)
+        program = Program(0, [], self.threads, DiagnosticLog())
+        frame = Frame(bindings, program, None)
+        try:
+            for step in self.prologue:
+                step.run(frame)
+        except KernelTrap as trap:
+            return where(trap.op)
+        return None
+
     def _head_dim(self) -> int:
         """The columns of the shared buffer Q tiles are copied into."""
         q = self.argument("q")
@@ -156,6 +178,8 @@ class KernelPlan:
         ]
         if self.order == "longest_first":
             tiles.sort(key=lambda tile: -tile[0])
+        elif self.order == "head_by_head":
+            tiles.sort(key=lambda tile: (tile[2], tile[1], -tile[0]))
         skipped = set(self.skipped_tiles(shape, tables))
         return [tile for tile in tiles if tile not in skipped]
 
@@ -400,14 +424,18 @@ def execute(
     return Execution(outputs, log, covered)
 
 
-def _bind(plan: KernelPlan, shape: ProblemShape, inputs, scale: float, tables):
-    sizes = {
+def _sizes(shape: ProblemShape) -> dict[str, tuple[int, ...]]:
+    return {
         "q": (shape.batch, shape.heads_q, shape.seqlen_q, shape.head_dim),
         "k": (shape.batch, shape.heads_kv, shape.seqlen_kv, shape.head_dim),
         "v": (shape.batch, shape.heads_kv, shape.seqlen_kv, shape.head_dim),
         "o": (shape.batch, shape.heads_q, shape.seqlen_q, shape.head_dim),
         "lse": (shape.batch, shape.heads_q, shape.seqlen_q),
     }
+
+
+def _bind(plan: KernelPlan, shape: ProblemShape, inputs, scale: float, tables):
+    sizes = _sizes(shape)
     tensors: dict[str, GlobalTensor] = {}
     bindings = {}
     for name, arg in plan.arguments:
@@ -447,8 +475,16 @@ def _run_cluster(plan: KernelPlan, bindings: dict, programs: list[Program], rng)
         for program in programs:
             program.values = dict(bindings)
             prologue = Frame(program.values, program, None)
-            for step in plan.prologue:  # allocs, mbarrier inits, constants: none blocks
+            for step in plan.prologue:  # allocs, mbarrier inits, constants, a refusal's trap: none blocks
                 step.run(prologue)
+    except KernelTrap as trap:
+        programs[0].log.report("refused", "refused", trap.op, f"{where(trap.op)} traps before any worker starts: "
+                                                             "the kernel refuses this problem")
+        return
+    except KernelFault as fault:
+        programs[0].log.report("fault", "fault", fault.op, f"{where(fault.op)}: {fault.message}")
+        return
+    try:
         runners = []
         for program in programs:
             for worker, body in plan.workers:

@@ -9,7 +9,7 @@ from xdsl.ir import Operation
 from cubridge.diagnostics import describe_location
 
 # verdict classes, most severe first
-KINDS = ("race", "deadlock", "fault", "coverage")
+KINDS = ("race", "deadlock", "fault", "coverage", "refused")
 
 
 def where(op: Operation) -> str:
@@ -59,3 +59,7 @@ class KernelFault(Exception):
         super().__init__(message)
         self.op = op
         self.message = message
+
+
+class KernelTrap(KernelFault):
+    """A `cuir.trap` aborted the launch."""

@@ -134,7 +134,7 @@ class _Case:
 
 @dataclass
 class VerificationResult:
-    """The verdict (verified, mismatch, race, deadlock, fault or coverage), the
+    """The verdict (verified, mismatch, race, deadlock, fault, coverage or refused), the
     runs with their error figures, the diagnostics of the failing run, and
     notes on what the default runs leave out."""
 
@@ -172,6 +172,8 @@ class VerificationResult:
         if self.verdict == "mismatch":
             figures = "; ".join(str(e) for e in self.failing_run.errors)
             return f"mismatch: {figures} at {self.failing_run.describe()}"
+        if not self.runs:
+            return f"{self.verdict}: no shape ran ({'; '.join(self.notes)})"
         figures = "; ".join(str(e) for e in self.worst().values())
         seeds = ",".join(str(s) for s in dict.fromkeys(run.seed for run in self.runs))
         schedules = ",".join(dict.fromkeys(run.schedule for run in self.runs))
@@ -381,6 +383,14 @@ def verify(
     for case in cases:  # every shape's checks before any run: a located spec error before an executor fault
         plan.check_shape(case.shape)
         _check_evaluable(case.spec, case.shape)
+    if shapes is None:  # the default shapes the kernel serves (a cluster kernel's CTAs must share a head)
+        refused = [(case.shape, trap) for case in cases if (trap := plan.refusal(case.shape)) is not None]
+        if refused:
+            cases = [case for case in cases if case.shape not in {shape for shape, _ in refused}]
+            notes.append(f"{len(refused)} default shape(s) not run: {refused[0][1]} traps on them (the kernel "
+                         f"refuses them; the first {refused[0][0]})")
+        if not cases:
+            return VerificationResult("refused", notes=notes)
     widest = score_range(spec)
     result = VerificationResult("verified", notes=notes)
     for case in cases:

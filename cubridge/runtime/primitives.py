@@ -86,6 +86,8 @@ PRIMITIVES: tuple[Primitive, ...] = (
     Primitive("cuir.cluster_barrier", "cluster_sync", "barrier.cluster.arrive.release + barrier.cluster.wait.acquire",
               "hopper.cuh"),
     Primitive("cuir.cluster_rank", "cluster_cta_rank", "mov.u32 %cluster_ctarank", "hopper.cuh"),
+    Primitive("cuir.kernel", "fence_mbarrier_init_cluster", "fence.mbarrier_init.release.cluster", "hopper.cuh",
+              "a cluster's: its mbarrier inits visible to the other CTAs (then `cluster_sync`)"),
     Primitive("cuir.fence_async_shared", "fence_async_shared", "fence.proxy.async.shared::cta", "hopper.cuh"),
     Primitive("cuir.row_reduce", "row_reduce_max", "2x shfl.sync.bfly + max over the lane quad", "math.cuh", "max",
               inline_asm=False),
@@ -108,8 +110,8 @@ PRIMITIVES: tuple[Primitive, ...] = (
 
 # Ops that lower to plain C++ structure rather than a device primitive, and what they become.
 PLAIN_CPP_OPS: dict[str, str] = {
-    "cuir.kernel": "the `__global__` function, its `__launch_bounds__` and dynamic shared-memory size; a cluster's "
-                   "`__cluster_dims__`, `fence_mbarrier_init_cluster` and `cluster_sync` after the initialization",
+    "cuir.kernel": "the `__global__` function, its `__launch_bounds__`, `__cluster_dims__` and dynamic shared-memory "
+                   "size",
     "cuir.for_each_tile": "the tile-scheduler loop over (q_tile, head, batch); the producer hands each tile "
                           "index to the consumers through shared memory between two named barriers",
     "cuir.program_id": "`blockIdx.x`",
@@ -119,6 +121,7 @@ PLAIN_CPP_OPS: dict[str, str] = {
     "cuir.map": "an unrolled loop over the thread's fragment elements; the body's arith/math ops",
     "cuir.yield": "the value the map body assigns back to the fragment element",
     "cuir.gather": "a read-only global load (`__ldg`) of the captured tensor at the computed index",
+    "cuir.trap": "`__trap()`",
 }
 
 

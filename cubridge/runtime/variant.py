@@ -60,6 +60,9 @@ LIFTED_PROGRAMS = {
                                                  80: "attention_sm90_bf16_d256_full"}),
     "sm80": (KERNELS_DIR / "attention_sm80.cu", {64: "attention_sm80_bf16_d128_full"}),
 }
+# The K/V pair entry points' lifts (two-CTA clusters), by kv tile: a variant that runs in pairs is verified in that
+# form too.
+PAIR_PROGRAMS = {"sm90": {128: "attention_sm90_bf16_d128_full_pairs"}}
 REFERENCE_NAMES = ("sm90", "sm80")
 # Problem shapes whose block lists and tables a variant keeps (the latest made): a model that calls one
 # variant on a few shapes in turn does not rebuild its lists at each call. Per shape only the latest captured
@@ -208,8 +211,31 @@ class VariantKernel:
         return self.program().transferred
 
     def lowered(self, dtype: str = "bf16", head_dim: int = 128) -> LoweredKernel:
-        """The variant's CUDA source for one instance (no compilation)."""
-        return self.program(head_dim).lowered(self.spec.name, ((dtype, head_dim),))
+        """The variant's CUDA source for one instance (no compilation). One with K/V pair entry points is verified
+        in that form first (`verify`, when given)."""
+        lowered = self.program(head_dim).lowered(self.spec.name, ((dtype, head_dim),))
+        if self.verify is not None:
+            self.pair_program(head_dim)  # verified as it is made
+        return lowered
+
+    def pair_program(self, head_dim: int = 128) -> TransferredProgram | None:
+        """The spec transferred onto the lift of the reference's K/V pair entry point (two-CTA clusters: relay
+        warps, multicast panels, remote arrivals) where the variant's lowering has pair entry points for
+        `head_dim`, else None; made (and checked by `verify`) once per spec in this process, so that the
+        lowering's choice of pairs (every work tile of a head visits the same kv tiles) is verified with them."""
+        program = self.program(head_dim)
+        if not any(instance.pair_name for instance in program.lowered(self.spec.name).instances):
+            return None
+        kv_tile = reference_source(self.reference).kv_tiles.get(head_dim)
+        entry = PAIR_PROGRAMS[self.reference][kv_tile]
+        key = (self.reference, kv_tile, self.spec.name, self.spec.path, self.spec.identity(), self.verify, "pairs")
+        with _TRANSFER_LOCK:
+            if key not in _PROGRAMS:
+                pairs = TransferredProgram.of(self.spec, _lifted(LIFTED_PROGRAMS[self.reference][0], entry))
+                if self.verify is not None:
+                    self.verify(self.spec, pairs.transferred)
+                _keep_recent(_PROGRAMS, key, pairs, PROGRAMS_KEPT)
+        return _PROGRAMS[key]
 
     def compiled(self, dtype: str, head_dim: int, capability: tuple[int, int]) -> tuple[LoweredKernel, CompiledKernel]:
         """The lowered instance and its cubin, compiled once per process (and cached on disk by source text)."""

@@ -43,13 +43,14 @@ _ARCH = re.compile(r"^sm_(\d)(\d)(a?)$")
 
 class _BuiltProgram(NamedTuple):
     """One verified program of a build: its files' stem, the head dims it serves, the transferred CuIR, its
-    lowering and its verification."""
+    lowering, its verification and, where it has K/V pair entry points, the verification of its pair form."""
 
     stem: str
     head_dims: tuple[int, ...]
     transferred: object
     lowered: object
     result: object
+    pairs: object
 
 
 class _ArgumentParser(argparse.ArgumentParser):
@@ -111,7 +112,6 @@ def build(spec_path: str, reference: str, arch: str | None, output: str) -> None
     _check_output(target)
 
     from cubridge.frontends.spec import load_spec
-    from cubridge.interpreter.verify import verify
     from cubridge.runtime.variant import build_variant
 
     start = time.perf_counter()
@@ -130,15 +130,13 @@ def build(spec_path: str, reference: str, arch: str | None, output: str) -> None
         start = time.perf_counter()
         _step(f"verifying the D = {dims} program in the executor (shapes derived from the kernel and the spec, "
               "2 seeds, 2 schedules) ...")
-        result = verify(program.transferred, spec=spec)
-        for note in result.notes:
-            _step(f"warning: {note}")
-        _step(f"{result.summary()} ({time.perf_counter() - start:.1f} s)")
-        if not result.ok:
-            for diagnostic in result.diagnostics:
-                print(diagnostic, file=sys.stderr)
-            raise BuildFailed(f"verification failed (D = {dims}): {result.summary()}")
-        built.append(_BuiltProgram(stem, head_dims, program.transferred, program.lowered(spec.name), result))
+        result = _verified(program.transferred, spec, dims, start)
+        pair_program, pairs = kernel.pair_program(head_dims[0]), None
+        if pair_program is not None:
+            start = time.perf_counter()
+            _step(f"verifying the D = {dims} program in K/V pairs (two-CTA clusters) in the executor ...")
+            pairs = _verified(pair_program.transferred, spec, f"{dims}, K/V pairs", start)
+        built.append(_BuiltProgram(stem, head_dims, program.transferred, program.lowered(spec.name), result, pairs))
     files = {}
     for done in built:
         files |= {f"{done.stem}.cu": done.lowered.source, f"{done.stem}.mlir": _program_text(done.transferred),
@@ -233,6 +231,21 @@ def _nvcc_check(source: Path, capability: tuple[int, int], arch: str) -> str:
            f"of {serialized}"
 
 
+def _verified(program, spec, what: str, start: float):
+    """The default verification of `program`, its notes and verdict printed; a failure ends the build."""
+    from cubridge.interpreter.verify import verify
+
+    result = verify(program, spec=spec)
+    for note in result.notes:
+        _step(f"warning: {note}")
+    _step(f"{result.summary()} ({time.perf_counter() - start:.1f} s)")
+    if not result.ok:
+        for diagnostic in result.diagnostics:
+            print(diagnostic, file=sys.stderr)
+        raise BuildFailed(f"verification failed (D = {what}): {result.summary()}")
+    return result
+
+
 def _report(spec, spec_path: str, reference: str, built: list[_BuiltProgram], nvcc_lines: list[str]) -> str:
     """verification.md: per program, its files, entry points, verdict, every run with its errors and bounds, and
     what was checked."""
@@ -247,7 +260,7 @@ def _report(spec, spec_path: str, reference: str, built: list[_BuiltProgram], nv
         "- tolerance: FlashAttention's criterion (twice the error of the same computation in the kernel's "
         "precision against the float64 reference, plus a floor; `cuir-run --help`)",
     ]
-    for (stem, head_dims, _, lowered, result), nvcc_line in zip(built, nvcc_lines):
+    for (stem, head_dims, _, lowered, result, pairs), nvcc_line in zip(built, nvcc_lines):
         entries = [name for instance in lowered.instances for name in (instance.name, instance.pair_name) if name]
         lines += [
             "",
@@ -256,6 +269,8 @@ def _report(spec, spec_path: str, reference: str, built: list[_BuiltProgram], nv
             f"- entry points: {', '.join(entries) or 'none (the reference kernel unchanged)'}",
             f"- verdict: {result.summary()}",
             *(f"- warning: {note}" for note in result.notes),
+            *([f"- in K/V pairs (two-CTA clusters, the pair entry points' program): {pairs.summary()}"]
+              if pairs is not None else []),
             f"- {nvcc_line}",
             "",
             "| B | HQ | HKV | SQ | SKV | D | seed | schedule | captured values | output | max_abs (tol) | "

@@ -35,7 +35,7 @@ cuir.kernel @k() threads 128 smem 0 cluster 1x1x1 tile_m 64 schedule static {
 
 // -----
 
-// CHECK-NEXT: {{.*}}invalid-work.mlir:[[# @LINE + 1]]:216: error: Expected `natural`, or `longest_first`.
+// CHECK-NEXT: {{.*}}invalid-work.mlir:[[# @LINE + 1]]:216: error: Expected `natural`, `longest_first`, or `head_by_head`.
 "cuir.kernel"() <{sym_name = "k", arg_names = [], threads = 128 : i64, smem_bytes = 0 : i64, cluster = [1 : i64, 1 : i64, 1 : i64], tile_m = 64 : i64, schedule = #cuir<schedule persistent>, order = #cuir<tile_order shortest_first>}> ({
   cuir.worker @w threads 0 to 128 (%i) {
   }

@@ -1,7 +1,7 @@
 // Custom <-> generic round trip of every CuIR op and type: the custom form
 // re-parses to itself, and the generic form parses back to the same custom
 // form. Three small kernels: @every_op (a warp-specialized producer/consumer
-// pipeline using all 33 ops), @plain (grid schedule, default type
+// pipeline using all 34 ops), @plain (grid schedule, default type
 // parameters, and a discardable attribute on every op) and @claimed (dynamic
 // schedule, a gemm token waited one loop iteration after its gemm_async).
 // RUN: cuir-opt %s | cuir-opt | filecheck %s --match-full-lines
@@ -79,6 +79,7 @@ builtin.module {
         cuir.wait_group %stored : !cuir.token<@consumer>
         cuir.barrier
         cuir.cluster_barrier
+        cuir.trap
         %n_next = arith.addi %n, %i1 : index
         cuir.yield %o2, %n_next : !cuir.tile<64x128xf32, @consumer>, index
       }
@@ -213,6 +214,7 @@ builtin.module {
 // CHECK-NEXT: cuir.wait_group %[[STORED]] : !cuir.token<@consumer>
 // CHECK-NEXT: cuir.barrier
 // CHECK-NEXT: cuir.cluster_barrier
+// CHECK-NEXT: cuir.trap
 // CHECK-NEXT: %n_next = arith.addi %n, %i1 : index
 // CHECK-NEXT: cuir.yield %o2, %n_next : !cuir.tile<64x128xf32, @consumer>, index
 // CHECK-NEXT: }

@@ -2,6 +2,7 @@
 standard or causal attention on the smallest shapes that cross each tile edge (q tile, consumer half, kv
 tile, two kv tiles), with N(0, 1) and widened scores."""
 
+import math
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ def _causal_spec():
 def test_every_instance_is_listed():
     assert len(ENTRIES) == 18
     assert {e.removesuffix("_pairs").rsplit("_", 1)[1] for e in ENTRIES} == {"full", "causal"}
-    assert sum(e.endswith("_pairs") for e in ENTRIES) == 4  # lifted as the unpaired program (kSharesKvInPair)
+    assert sum(e.endswith("_pairs") for e in ENTRIES) == 4  # two-CTA clusters: the K/V pair protocol
 
 
 @pytest.mark.parametrize("entry", ENTRIES)
@@ -35,18 +36,57 @@ def test_lifted_instance_verifies(entry):
     block_n = kv_tile_keys(head_dim, entry.endswith("causal"), WIDE_MIN_SEQLEN_K if "_kv" in entry else 1)
     module = lift_cuda_file(KERNEL, entry).module
     spec = _causal_spec() if entry.endswith("causal") else None
-    shapes = [(1, 2, 1, 129, block_n + 1, head_dim), (2, 2, 2, 65, 2 * block_n - 1, head_dim)]
+    rows = 255 if entry.endswith("_pairs") else 65  # a pair kernel serves heads of an even count of query tiles
+    shapes = [(1, 2, 1, 129, block_n + 1, head_dim), (2, 2, 2, rows, 2 * block_n - 1, head_dim)]
     result = verify(module, spec=spec, shapes=shapes, seeds=(0, 1), schedules=1)
     assert result.ok, result.summary()
 
 
-def _lift_edited(tmp_path, old: str, new: str):
-    """The lift of attention_sm90.cu with its one occurrence of `old` replaced by `new`."""
+def _lift_edited(tmp_path, old: str, new: str, entry: str | None = None):
+    """The lift of attention_sm90.cu (entry point `entry`, default the first) with its one occurrence of `old`
+    replaced by `new`."""
     source = KERNEL.read_text()
     assert source.count(old) == 1
     edited = tmp_path / "attention_sm90.cu"
     edited.write_text(source.replace(old, new))
-    return lift_cuda_file(edited).module
+    return lift_cuda_file(edited, entry).module
+
+
+PAIRS = "attention_sm90_bf16_d128_full_pairs"
+PAIR_SHAPES = [(1, 2, 1, 129, 3 * 128 + 1, 128), (2, 2, 2, 255, 2 * 128 - 1, 128)]
+
+
+def test_the_pair_entry_verifies_with_the_defaults_it_serves():
+    """The K/V pairs lift as two-CTA clusters (relay warps, remote arrivals, multicast panels, a closing cluster
+    barrier), which the executor runs together; the default shapes whose heads have an odd count of query tiles
+    are the kernel's refusal (its trap), not run."""
+    module = lift_cuda_file(KERNEL, PAIRS).module
+    result = verify(module)
+    assert result.ok, result.summary()
+    assert any("traps on them (the kernel refuses them" in note for note in result.notes)
+    assert all(math.ceil(shape.seqlen_q / 128) % 2 == 0 for shape in result.shapes())
+
+
+def test_a_pair_kernel_refuses_an_odd_count_of_query_tiles():
+    result = verify(lift_cuda_file(KERNEL, PAIRS).module, shapes=[(1, 1, 1, 65, 129, 128)], seeds=(0,), schedules=1)
+    assert result.verdict == "refused", result.summary()
+    assert "traps before any worker starts" in result.diagnostics[0].message
+
+
+@pytest.mark.parametrize("old, new, verdict, category", [
+    # the loader refills a stage once its own CTA released it, not the peer: its multicast overwrites the peer's
+    ("  mbarrier_wait(free_barrier, at.free_parity());\n", "", "race", None),
+    # a relay that passes the release to its own CTA only: no phase of pair_free completes
+    ("        mbarrier_arrive_cluster(free_barrier, peer);\n", "", "deadlock", "deadlock"),
+    # no cluster barrier before the CTAs exit: a peer's relay may arrive on a CTA that has exited
+    ("  if constexpr (Policy::kSharesKvInPair) cluster_sync();  // no CTA exits", "  // no CTA exits", "race",
+     "cluster exit"),
+])
+def test_a_pair_protocol_bug_reaches_the_lifted_ir(tmp_path, old, new, verdict, category):
+    module = _lift_edited(tmp_path, old, new, PAIRS)
+    result = verify(module, shapes=PAIR_SHAPES, seeds=(0,), schedules=1)
+    assert result.verdict == verdict, result.summary()
+    assert category is None or any(d.category == category for d in result.diagnostics), result.diagnostics
 
 
 def test_a_kernel_change_reaches_the_lifted_ir(tmp_path):
@@ -79,3 +119,17 @@ def test_a_gemm_operand_given_by_address_is_its_tile(tmp_path):
     assert "cuir.gemm_async abt %q_half[%group], %v_tile[" in str(module)
     result = verify(module, shapes=[(1, 2, 1, 129, 2 * 128 + 1, 128)], seeds=(0,), schedules=1)
     assert not result.ok, result.summary()
+
+
+def test_pairs_need_every_tile_of_a_head_to_visit_the_same_kv_tiles():
+    """A causal mask's query tiles visit different kv tiles, so a pair's two CTAs would not read the same K and V
+    rows: transferred onto the pair program, the executor finds the longer tile's consumers waiting for a K panel
+    its peer never loads (the lowering gives causal no pair entry points; this is why)."""
+    from cubridge.interpreter.executor import find_kernel
+    from cubridge.passes.transfer import transfer_kernel
+
+    module = lift_cuda_file(KERNEL, PAIRS).module
+    transfer_kernel(find_kernel(module), _causal_spec())
+    result = verify(module, spec=_causal_spec(), shapes=PAIR_SHAPES, seeds=(0,), schedules=1)
+    assert result.verdict == "deadlock", result.summary()
+    assert any("fewer tx bytes than expected arrive" in d.message for d in result.diagnostics)

@@ -5,7 +5,8 @@ PAIRS is a small kernel of two-CTA clusters in the shape of the Hopper kernel's 
 cluster run consecutive query tiles of one head, so they read the same K rows in the same order. Each program's
 loader warp copies one 16-column panel of every K tile into both programs (multicast); a relay warp passes every
 release of a stage by its program's consumers to that stage's `pair_free` barrier in both programs; the loader
-refills a stage once `pair_free` completed (both programs released it). The consumer computes
+refills a stage once `pair_free` completed (both programs released it). The kernel refuses (traps on) a head of an
+odd count of query tiles, and visits its tiles head by head. The consumer computes
 O = Q + sum_j K_j (Q's rows plus every kv tile's rows, tile by tile), and all workers meet at a cluster barrier
 before they end.
 """
@@ -22,7 +23,7 @@ from cubridge.interpreter.numerics import round_to_bf16
 
 PAIRS = """
 builtin.module {
-  cuir.kernel @pairs(%q: !cuir.global<4 x bf16, strided>, %k: !cuir.global<4 x bf16, strided>, %v: !cuir.global<4 x bf16, strided>, %o: !cuir.global<4 x f32, strided>) threads 256 smem 16384 cluster 2x1x1 tile_m 64 schedule persistent {
+  cuir.kernel @pairs(%q: !cuir.global<4 x bf16, strided>, %k: !cuir.global<4 x bf16, strided>, %v: !cuir.global<4 x bf16, strided>, %o: !cuir.global<4 x f32, strided>) threads 256 smem 16384 cluster 2x1x1 tile_m 64 schedule persistent head_by_head {
     %q_tile_smem = cuir.alloc : !cuir.smem<64x32xbf16>
     %k_tile = cuir.alloc : !cuir.smem<64x32xbf16, stages 2>
     %k_full = cuir.alloc : !cuir.mbarrier<2>
@@ -39,6 +40,14 @@ builtin.module {
     %seqlen_k = cuir.dim %k[2] : !cuir.global<4 x bf16, strided>
     %padded = arith.addi %seqlen_k, %c63 : index
     %kv_tiles = arith.divui %padded, %c64 : index
+    %seqlen_q = cuir.dim %q[2] : !cuir.global<4 x bf16, strided>
+    %q_padded = arith.addi %seqlen_q, %c63 : index
+    %q_tiles = arith.divui %q_padded, %c64 : index
+    %odd = arith.remui %q_tiles, %c2 : index
+    %refused = arith.cmpi ne, %odd, %c0 : index
+    scf.if %refused {
+      cuir.trap
+    }
     cuir.worker @loader threads 0 to 32 (%i) {
       %c16 = arith.constant 16 : index
       %rank = cuir.cluster_rank : index
@@ -215,3 +224,26 @@ def test_a_panel_outside_the_stage_faults():
     _, run = _run(_program(COPY_THE_PANEL=outside))
     assert "fault" in _categories(run)
     assert any("is not inside %k_tile's 32 columns" in d.message for d in run.log.diagnostics)
+
+
+def test_tiles_go_head_by_head_so_that_a_cluster_shares_a_head():
+    plan = KernelPlan(find_kernel(parse(_program())))
+    programs = plan.program_tiles(ProblemShape(1, 2, 2, 256, 64, 32), num_sms=2)
+    assert programs == [[(3, 0, 0), (1, 0, 0), (3, 1, 0), (1, 1, 0)], [(2, 0, 0), (0, 0, 0), (2, 1, 0), (0, 1, 0)]]
+
+
+def test_a_trap_in_the_body_refuses_the_problem_before_any_worker_starts():
+    odd = ProblemShape(1, 2, 2, 192, 200, 32)  # three query tiles a head
+    plan = KernelPlan(find_kernel(parse(_program())))
+    assert plan.refusal(odd) == plan.refusal(ProblemShape(1, 1, 1, 1, 1, 32)) is not None
+    assert plan.refusal(SHAPE) is None
+    _, run = _run(_program(), shape=odd)
+    assert _categories(run) == ["refused"]
+    assert "traps before any worker starts" in run.log.diagnostics[0].message
+    assert np.isnan(run.outputs["o"]).all()
+
+
+def test_a_trap_in_a_worker_is_a_fault_of_the_launch():
+    _, run = _run(_program(END_BARRIER="cuir.trap"))
+    assert _categories(run) == ["fault"]
+    assert "cuir.trap: the launch aborts" in run.log.diagnostics[0].message

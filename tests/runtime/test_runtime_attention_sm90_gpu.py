@@ -129,7 +129,7 @@ def test_kv_pairs_give_the_unpaired_bits(monkeypatch, shape, dtype):
 
 # A pair's stage handshake: the wait the loading warp makes until both CTAs released a stage. A mutant waits on its
 # own CTA's release instead (the guard that leaves that wait to unpaired launches, made true).
-PAIR_HANDSHAKE = "  mbarrier_wait(pair_free, at.free_parity());\n"
+PAIR_HANDSHAKE = "  mbarrier_wait(free_barrier, at.free_parity());\n"
 OWN_RELEASE_WAIT_GUARD = "if constexpr (!Policy::kSharesKvInPair)"
 PERTURB_NS = "3000"
 PERTURBED_SHAPES = [((2, 16, 4, 1024, 1100, 128), torch.bfloat16), ((1, 4, 1, 256, 8197, 128), torch.float16)]

@@ -27,6 +27,25 @@ def test_a_variant_lowers_at_build_time():
     assert [name for name, _ in lowered.args][:2] == ["document_id", "kv_num_blocks"]
 
 
+def test_a_variant_in_kv_pairs_is_verified_in_that_form_too():
+    """Softcap's work tiles of a head visit the same kv tiles, so it launches the K/V pair entry points: its spec is
+    verified on the lift of the unpaired program and, before its pair source is handed out, on the pair program
+    (two-CTA clusters); causal's kv range reads the query rows: no pairs, one verification."""
+    checked = []
+
+    def verify(spec, module):
+        kernel = next(op for op in module.walk() if op.name == "cuir.kernel")
+        checked.append((spec.name, kernel.cluster_size))
+
+    softcap = build_variant(str(SPECS / "softcap.py"), "sm90", verify=verify)
+    assert softcap.lowered("bf16", 128).instances[0].pair_name == "attention_sm90_bf16_d128_softcap_pairs"
+    softcap.lowered("fp16", 128)
+    assert checked == [("softcap", 1), ("softcap", 2)]
+    checked.clear()
+    build_variant(str(SPECS / "causal.py"), "sm90", verify=verify).lowered("bf16", 128)
+    assert checked == [("causal", 1)]
+
+
 def test_an_unknown_reference_is_one_line():
     with pytest.raises(InvalidInputError, match="unknown reference 'sm75': choose sm90 or sm80"):
         build_variant(str(SPECS / "causal.py"), "sm75")
@@ -88,11 +107,12 @@ def test_block_lists_are_cached_per_kv_tile():
 def test_sm90_variants_come_from_the_lifts_one_program_per_kv_tile():
     """Each head dim has its kv tile and its lift: D = 128 (128-key tiles) is transferred first, D = 64 (192-key
     tiles) and D = 256 (80-key tiles) onto their own lifts when first needed, and each program is verified once,
-    before it is lowered."""
+    before it is lowered (D = 128's, which has K/V pair entry points, on the pair entry point's lift too)."""
     verified = []
     kernel = build_variant(str(SPECS / "softcap.py"), "sm90", verify=lambda spec, program: verified.append(program))
     assert kernel.head_dims == (64, 128, 256)
-    assert [_kernel_name(program) for program in verified] == ["attention_sm90_bf16_d128_full"]
+    assert [_kernel_name(program) for program in verified] == ["attention_sm90_bf16_d128_full",
+                                                                "attention_sm90_bf16_d128_full_pairs"]
     narrow = kernel.lowered("fp16", 64)
     assert [instance.name for instance in narrow.instances] == ["attention_sm90_fp16_d64_softcap"]
     assert narrow.block_n == 192 and 'static_assert(kBlockN == 192, "the transferred CuIR has 192-key kv tiles");' in narrow.source
@@ -102,9 +122,10 @@ def test_sm90_variants_come_from_the_lifts_one_program_per_kv_tile():
     kernel.lowered("bf16", 64)
     kernel.lowered("fp16", 256)
     assert [_kernel_name(program) for program in verified] == ["attention_sm90_bf16_d128_full",
+                                                                "attention_sm90_bf16_d128_full_pairs",
                                                                 "attention_sm90_bf16_d64_full",
                                                                 "attention_sm90_bf16_d256_full"]
-    assert verified[1] is kernel.program(64).transferred and verified[2] is kernel.program(256).transferred
+    assert verified[2] is kernel.program(64).transferred and verified[3] is kernel.program(256).transferred
 
 
 def test_a_spec_built_again_takes_the_first_builds_program_and_keeps_its_own_captured_values(tmp_path):

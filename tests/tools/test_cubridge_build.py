@@ -45,6 +45,8 @@ def test_build_writes_the_source_program_patch_and_report(tmp_path, capsys):
     assert "## D = 64: `softcap.d64.cu`" in report
     assert ("- entry points: attention_sm90_bf16_d128_softcap, attention_sm90_bf16_d128_softcap_pairs, "
             "attention_sm90_fp16_d128_softcap, attention_sm90_fp16_d128_softcap_pairs") in report  # K/V pairs at D = 128
+    # their program verified too: the spec on the pair entry point's lift, two-CTA clusters
+    assert report.count("- in K/V pairs (two-CTA clusters, the pair entry points' program): verified:") == 1
     # 2 seeds x 2 schedules over 13 shapes (D = 128), 19 (D = 64: 192-key tiles) and 22 (D = 256: 80-key tiles),
     # one run of each offset shape (20, 52 and 52) and of the two long shapes per program
     assert report.count("| o |") == 4 * (13 + 19 + 22) + (20 + 52 + 52) + 2 * 3

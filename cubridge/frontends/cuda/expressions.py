@@ -357,6 +357,9 @@ class ExpressionLifting:
         if isinstance(left, SharedRef) and operator == "+" and isinstance(right, (int, PerThread)):
             offset = left.offset + (right.values if isinstance(right, PerThread) else right)
             return SharedRef(left.name, left.index, offset)
+        if isinstance(left, SharedRef) and operator == "+" and isinstance(right, Run) and \
+                isinstance(left.offset, int) and left.offset == 0:
+            return SharedRef(left.name, left.index, right)  # a run-time panel of a tile (a cluster CTA's)
         if isinstance(left, Affine) or isinstance(right, Affine):
             return self.affine_binary(operator, left, right, scope, node)
         if is_symbolic(left) or is_symbolic(right):
@@ -450,6 +453,10 @@ class ExpressionLifting:
             branch = "consequence" if condition else "alternative"
             return self.value(node.child_by_field_name(branch), scope)
         if isinstance(condition, PerThread):
+            active = condition.values[self.active]
+            if active.size and (active == active[0]).all():  # the same for the active threads: one branch
+                branch = "consequence" if active[0] else "alternative"
+                return self.value(node.child_by_field_name(branch), scope)
             a = self.value(node.child_by_field_name("consequence"), scope)
             b = self.value(node.child_by_field_name("alternative"), scope)
             if isinstance(a, (int, bool, PerThread)) and isinstance(b, (int, bool, PerThread)):
@@ -543,7 +550,7 @@ class ExpressionLifting:
             return bound.value if isinstance(bound, Cell) else bound
         except KeyError:
             pass
-        if name in ("min", "max", "abs", "__builtin_huge_valf", "__int_as_float", "__shfl_sync") or \
+        if name in ("min", "max", "abs", "__builtin_huge_valf", "__int_as_float", "__shfl_sync", "__trap") or \
                 name in self.profile.section("math") or name in self.profile.section("no_ops") or \
                 name in self.profile.section("functions"):
             return FunctionValue(name)

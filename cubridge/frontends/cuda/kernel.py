@@ -25,6 +25,7 @@ def lift_kernel(lifter: Lifter) -> ModuleOp:
         scope.names[name] = Cell(name, value, mutable=False)  # a template kernel's instance: f<128, false>
     lifter.threads = _launch_threads(lifter, node, scope)
     lifter.active = np.ones(lifter.threads, dtype=bool)
+    lifter.emitted_threads = np.zeros(lifter.threads, dtype=bool)
     body = node.child_by_field_name("body")
     element = _element_type(lifter, body, scope)
     lifter.element_type = element
@@ -72,10 +73,11 @@ def lift_kernel(lifter: Lifter) -> ModuleOp:
                  lifter.profile_expression(tile_rows, scope, node))
     symbol = re.sub(r"\W+", "_", lifter.entry.name).strip("_")  # fwd_attend_ker<128,false> -> fwd_attend_ker_128_false
     skip_empty = "skip_empty" in header_flags  # the claiming program skips tiles: the dynamic schedule's
+    cluster = _cluster_dims(lifter, function, scope)
+    order = schedule.get("cluster_order" if cluster != (1, 1, 1) else "order", schedule.get("order", "natural"))
     kernel = KernelOp(symbol, arguments, threads=lifter.threads, smem_bytes=0, tile_m=tile_m,
                       schedule="dynamic" if skip_empty else schedule.get("schedule", "persistent"),
-                      order=schedule.get("order", "natural"), source=Path(lifter.program.main.path).name,
-                      skip_empty=skip_empty)
+                      order=order, cluster=cluster, source=Path(lifter.program.main.path).name, skip_empty=skip_empty)
     kernel.location = lifter.location(scope, node)
     lifter.kernel = kernel
     lifter.block = kernel.body.block
@@ -108,6 +110,26 @@ def _drop_unread_arguments(kernel: KernelOp, optional: set[str]) -> None:
             block.erase_arg(block.args[index])
             del names[index]
     kernel.properties["arg_names"] = ArrayAttr([StringAttr(name) for name in names])
+
+
+def _cluster_dims(lifter: Lifter, function, scope: Scope) -> tuple[int, int, int]:
+    """The entry point's `__cluster_dims__` (compile-time constants), (1, 1, 1) without one."""
+    node, source = function.node, function.source
+    body = node.child_by_field_name("body")
+    written = [dims for row, dims in source.cluster_dims.items() if node.start_point[0] <= row <= body.start_point[0]]
+    if not written:
+        return (1, 1, 1)
+    sizes = []
+    for size in written[0]:
+        value = None
+        if size.isdigit():
+            value = int(size)
+        elif size in lifter.program.constants:
+            value = lifter.constant(size, (), scope, node)
+        if not isinstance(value, int) or value < 1:
+            raise lifter.error(scope, node, f"__cluster_dims__ size `{size}` is not a positive compile-time constant")
+        sizes.append(value)
+    return tuple(sizes + [1] * (3 - len(sizes)))
 
 
 def _launch_threads(lifter: Lifter, node, scope: Scope) -> int:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 from tree_sitter import Node
-from xdsl.dialects import arith
+from xdsl.dialects import arith, scf
 from xdsl.dialects.builtin import (
     UNKNOWN_LOC,
     BFloat16Type,
@@ -47,7 +47,7 @@ from xdsl.transforms.common_subexpression_elimination import cse
 from xdsl.transforms.dead_code_elimination import dce
 
 from cubridge.diagnostics import CuBridgeError
-from cubridge.dialect.cuir import AllocOp, DimOp, ForEachTileOp, KernelOp, WorkerOp
+from cubridge.dialect.cuir import AllocOp, DimOp, ForEachTileOp, KernelOp, TrapOp, WorkerOp
 from cubridge.frontends.cuda.elements import Expr, FragmentLifting, is_symbolic
 from cubridge.frontends.cuda.expressions import ExpressionLifting
 from cubridge.frontends.cuda.library import Allocator, LibraryLifting, Omitted, omitted_note
@@ -117,6 +117,8 @@ class Lifter(ExpressionLifting, StatementLifting, PrimitiveLifting, MmaSyncLifti
         self.gemm_issued: dict = {}  # block -> tokens of GEMM groups issued in it and not yet waited
         self.worker_state: dict[str, Cell] = {}  # hidden per-worker variables: the open async groups
         self.role_registers: int | None = None
+        self.emitted_threads = np.zeros(0, dtype=bool)  # the threads the current role's ops ran on (lift_kernel sizes it)
+        self.warp_roles_of: dict[WorkerOp, set[int]] = {}  # a role's warps split off as warp roles
         self._tile_decodes = None  # the tile loop's (q_tile, head, batch) while its body is walked
         # Ampere kernels (mma.MmaSyncLifting)
         self.shared_starts: dict[str, int] = {}  # shared tile -> its first element in the shared block
@@ -156,10 +158,13 @@ class Lifter(ExpressionLifting, StatementLifting, PrimitiveLifting, MmaSyncLifti
     def emit(self, op: Operation, scope: Scope, node: Node) -> Operation:
         if self.pending_stores and not self.unroll_depth:
             self.flush_stores()
-        if self.worker is None and not self.kernel_pass and not isinstance(op, (AllocOp, arith.ConstantOp)):
+        if self.worker is None and not self.kernel_pass and not isinstance(op, (AllocOp, arith.ConstantOp)) and \
+                not _refuses(op):
             raise self.error(scope, node, f"`{op.name}` outside any worker role")
         op.location = self.location(scope, node)
         self.block.add_op(op)
+        if self.worker is not None:
+            self.emitted_threads |= self.active
         return op
 
     # =====================================================================================================
@@ -383,11 +388,17 @@ class Lifter(ExpressionLifting, StatementLifting, PrimitiveLifting, MmaSyncLifti
             return self.library_function(callee.name, scope, node)
         if callee.scope_struct is None and callee.name in self.profile.section("no_ops"):
             return None  # no meaning at tile level (the profile says why)
+        if callee.scope_struct is None and callee.name in self.profile.section("shared_storage").get(
+                "barrier_functions", ()):
+            return self.shared_ref(callee.name, arguments, scope, node)
         primitive = self.profile.primitive(callee.name) if callee.scope_struct is None else None
         if primitive is not None:
             return self.primitive_call(callee, primitive, arguments, scope, node)
         if callee.scope_struct is None and callee.name == self.profile.section("parameters").get("table_read"):
             return self.table_read(arguments, scope, node)
+        if callee.name == "__trap" and callee.scope_struct is None:
+            self.emit(TrapOp(), scope, node)
+            return None
         if callee.name == "__builtin_huge_valf" and callee.scope_struct is None:
             return float("inf")
         if callee.name == "__int_as_float" and callee.scope_struct is None:  # the lowering's NaN literal
@@ -691,6 +702,12 @@ def locate_materialized(module: ModuleOp) -> None:
         if len(remaining) == len(unlocated):
             return
         unlocated = remaining
+
+
+def _refuses(op: Operation) -> bool:
+    """Whether `op` may sit in the kernel body before the roles: a refusal (`if (sizes...) __trap();`), its
+    condition's index arithmetic and sizes, and its branch."""
+    return isinstance(op, (TrapOp, DimOp, scf.IfOp, scf.YieldOp)) or op.name.startswith("arith.")
 
 
 def _parameter_nodes(definition: Definition) -> list[Node]:

@@ -20,6 +20,8 @@ from xdsl.ir import SSAValue
 
 from cubridge.dialect.cuir import (
     AllocOp,
+    ClusterBarrierOp,
+    ClusterRankOp,
     CommitGroupOp,
     CopyAsyncOp,
     FenceAsyncSharedOp,
@@ -184,6 +186,38 @@ class PrimitiveLifting:
         barrier, stage = self.barrier_of(values["barrier"], scope, node)
         self._count_arrivals(values["barrier"].name, scope, node)
         self.emit(MbarrierArriveOp(barrier, stage), scope, node)
+
+    def _prim_mbarrier_arrive_cluster(self, callee, values, scope: Scope, node: Node):
+        """An arrival on the barrier of cluster CTA `cta`: counted with the barrier's local arrivals (a phase of
+        each CTA's barrier completes with the arrivals from every CTA)."""
+        barrier, stage = self.barrier_of(values["barrier"], scope, node)
+        self._count_arrivals(values["barrier"].name, scope, node)
+        self.emit(MbarrierArriveOp(barrier, stage, self.as_index(values["cta"], scope, node)), scope, node)
+
+    # -------------------------------------------------------------------------------------------------
+    # thread-block clusters
+    def _prim_cluster_cta_rank(self, callee, values, scope: Scope, node: Node):
+        return Run(self.emit(ClusterRankOp(), scope, node).result)
+
+    def _prim_fence_mbarrier_init_cluster(self, callee, values, scope: Scope, node: Node):
+        if self.worker is not None:
+            raise self.error(scope, node, "fence_mbarrier_init_cluster inside a worker role: it publishes the "
+                                          "prologue's inits")
+        return None  # part of a cluster kernel's initialization (cuir.kernel's lowering)
+
+    def _op_cluster_barrier(self, callee, values, scope: Scope, node: Node):
+        """Inside a role: a cuir.cluster_barrier. At kernel level before the roles: the end of the initialization,
+        after which every program of the cluster runs its workers; after the roles: each role's last op."""
+        if self.worker is not None:
+            self.emit(ClusterBarrierOp(), scope, node)
+            return None
+        if self.kernel.cluster_size < 2:
+            raise self.error(scope, node, "a cluster barrier in a kernel without __cluster_dims__")
+        for worker in self.kernel.workers:
+            op = ClusterBarrierOp()
+            op.location = self.location(scope, node)
+            worker.body.block.add_op(op)
+        return None
 
     def _count_arrivals(self, name: str, scope: Scope, node: Node):
         per_instance = self._issuers_per_instance()
@@ -501,6 +535,30 @@ class PrimitiveLifting:
             raise self.error(scope, node, f"panel {panel} of `{name}` does not continue the {transfer} of its panel 0")
         self.copy_panels[last] = panel + 1
 
+    def _prim_tma_load_4d_multicast(self, callee, values, scope: Scope, node: Node):
+        """A TMA load of the panel at a run-time column (the CTA's rank times the panel width) into every CTA of
+        the cluster: a cuir.copy_async of that panel (`columns`), `multicast`."""
+        dest, source = values["dest"], values["source"]
+        if not isinstance(dest, SharedRef) or dest.name not in self.shared:
+            raise self.error(scope, node, "a TMA load into something other than a shared-storage tile")
+        if not isinstance(source, TensorArgument):
+            raise self.error(scope, node, "a TMA load from something other than a kernel tensor map")
+        if values["cta_mask"] != (1 << self.kernel.cluster_size) - 1:
+            raise self.error(scope, node, "a multicast to some of the cluster's CTAs only")
+        buffer = self.shared[dest.name]
+        rows, columns = buffer.type.dims
+        panel_columns = int(self.profile.section("shared_storage").get("panel_columns", columns))
+        column = values["c0"]
+        if not _same_multiple(dest.offset, rows * panel_columns * 2, column, panel_columns):
+            raise self.error(scope, node, f"a multicast TMA load whose byte offset in `{dest.name}` is not the "
+                                          "start of its column's panel")
+        stage = None if dest.index is None else self.as_index(dest.index, scope, node)
+        barrier, barrier_stage = self.barrier_of(values["barrier"], scope, node)
+        indices = [self.as_index(values[c], scope, node) for c in ("c3", "c2", "c1", "c0")]
+        self.emit(CopyAsyncOp(self.tensors[source.name], indices, buffer, stage, barrier, barrier_stage,
+                              columns=panel_columns, multicast=True), scope, node)
+        return None
+
     def _op_copy_async(self, callee, values, scope: Scope, node: Node):
         """A TMA load of one panel; consecutive panels of one tile make one cuir.copy_async of the tile."""
         dest, source = values["dest"], values["source"]
@@ -518,6 +576,29 @@ class PrimitiveLifting:
         self.emit(op, scope, node)
         self.copy_panels[op] = 1
         return None
+
+
+def _same_multiple(offset, offset_unit: int, column, column_unit: int) -> bool:
+    """Whether `offset` is k * offset_unit and `column` k * column_unit for one k (a run-time k: the same value
+    times each constant)."""
+    if isinstance(offset, int) and isinstance(column, int):
+        return offset * column_unit == column * offset_unit
+    factors = [_scaled(value) for value in (offset, column)]
+    if None in factors:
+        return False
+    (base, factor), (other, other_factor) = factors
+    return same_value(base, other) and (factor, other_factor) == (offset_unit, column_unit)
+
+
+def _scaled(value) -> tuple[SSAValue, int] | None:
+    """(x, c) of a run-time value x * c (c an arith constant)."""
+    if not isinstance(value, Run) or not isinstance(value.value.owner, arith.MuliOp):
+        return None
+    product = value.value.owner
+    for base, factor in ((product.lhs, product.rhs), (product.rhs, product.lhs)):
+        if isinstance(factor.owner, arith.ConstantOp):
+            return base, factor.owner.value.value.data
+    return None
 
 
 def _first_elem(value) -> Elem | None:

@@ -6,7 +6,7 @@ indexed too; system and CUDA headers are not: a name defined only there is a loc
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tree_sitter import Node
@@ -261,12 +261,18 @@ class Program:
         if len(arguments) != len(parameters):
             raise self.main.error(call, f"macro `{text(call.child_by_field_name('function'))}` takes "
                                         f"{len(parameters)} arguments, not {len(arguments)}")
-        expanded = _substitute(body, dict(zip(parameters, arguments)))
+        arguments_of = dict(zip(parameters, arguments))
+        expanded = _substitute(body, arguments_of)
         # The expansion is parsed on its own; its positions are reported at the invocation.
         instance = parse_cuda(expanded.encode(), str(self.main.location(call)))
         function = next((n for n in walk(instance.root) if n.type == "function_definition"), None)
         if function is None:
             raise self.main.error(call, "the entry-point macro defines no function")
+        # the macro's `__cluster_dims__` (blanked in the definition the expansion copies), on the function's line
+        written = [dims for row, dims in self.main.cluster_dims.items()
+                   if macro.start_point[0] <= row <= macro.end_point[0]]
+        if written:
+            instance = replace(instance, cluster_dims={function.start_point[0]: _substitute_all(written[0], arguments_of)})
         name = declarator_name(function.child_by_field_name("declarator"))
         return [EntryPoint(name, call, self.main, Definition(function, instance))]
 
@@ -276,6 +282,10 @@ def _substitute(body: str, arguments: dict[str, str]) -> str:
     import re
 
     return re.sub(r"\b[A-Za-z_]\w*\b", lambda m: arguments.get(m.group(), m.group()), body)
+
+
+def _substitute_all(texts: tuple[str, ...], arguments: dict[str, str]) -> tuple[str, ...]:
+    return tuple(_substitute(value, arguments) for value in texts)
 
 
 def load_program(path: str | Path, include_dirs: tuple[Path, ...]) -> Program:

@@ -20,9 +20,9 @@ from cubridge.diagnostics import CuBridgeError, SourceLocation
 
 _PRAGMA = re.compile(rb"^[ \t]*#[ \t]*pragma\b[^\n]*", re.MULTILINE)
 # CUDA attribute macros the grammar does not know in declarations (`extern __shared__ __align__(16) char x[];`,
-# an entry point's `__cluster_dims__(2, 1, 1)`): blanked like pragmas, they change no meaning the lifter reads (a
-# kernel's cluster paths are policy flags it reads as false).
+# an entry point's `__cluster_dims__(2, 1, 1)`): blanked like pragmas; a cluster's sizes are kept by line.
 _ATTRIBUTE_MACRO = re.compile(rb"\b(?:__align__|__cluster_dims__)\s*\([^()]*\)")
+_CLUSTER_DIMS = re.compile(rb"__cluster_dims__\s*\(([^()]*)\)")
 
 
 @cache
@@ -36,12 +36,14 @@ def _blank(text: bytes, match: re.Match[bytes]) -> bytes:
 
 @dataclass(frozen=True)
 class CudaSource:
-    """One parsed CUDA file: its bytes (pragmas blanked), tree and pragmas by 0-based line."""
+    """One parsed CUDA file: its bytes (pragmas blanked), tree, pragmas and `__cluster_dims__` sizes (as written)
+    by 0-based line."""
 
     path: str
     text: bytes
     tree: Tree
     pragmas: dict[int, str] = field(default_factory=dict)
+    cluster_dims: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def root(self) -> Node:
@@ -80,10 +82,12 @@ def parse_cuda(text: bytes, path: str) -> CudaSource:
     for match in reversed(list(_PRAGMA.finditer(text))):
         pragmas[text.count(b"\n", 0, match.start())] = match.group().decode().strip()
         text = _blank(text, match)
+    cluster_dims = {text.count(b"\n", 0, match.start()): tuple(size.strip() for size in match.group(1).decode().split(","))
+                    for match in _CLUSTER_DIMS.finditer(text)}
     for match in reversed(list(_ATTRIBUTE_MACRO.finditer(text))):
         text = _blank(text, match)
     tree = _parser().parse(text)
-    source = CudaSource(path, text, tree, pragmas)
+    source = CudaSource(path, text, tree, pragmas, cluster_dims)
     problem = _first_syntax_error(tree.root_node)
     if problem is not None:
         raise problem_error(source, problem)

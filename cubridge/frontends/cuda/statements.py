@@ -3,12 +3,13 @@
 Declarations bind cells in the scope; a loop over compile-time bounds unrolls; a run-time `for` becomes
 `scf.for` and a run-time `if` `scf.if`, the values they carry found as `Slot`s by walking the body once over
 block arguments; a branch on the thread index splits the block into worker roles (`cuir.worker`, with the
-registers its `setmaxnreg` sets) or, inside a role, guards what an issuer or one lane per warp does; the tile
-scheduler's loop becomes `cuir.for_each_tile`.
+registers its `setmaxnreg` sets) or, inside a role, guards what an issuer or one lane per warp does, or splits
+off one warp role per warp (profile `roles.warp_roles`); the tile scheduler's loop becomes `cuir.for_each_tile`.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -354,6 +355,10 @@ class StatementLifting:
             return
         if alternative is not None:
             raise self.error(scope, node, "an `else` on a predicate that splits a warp group")
+        role = self._warp_role(taken, consequence)
+        if role is not None:
+            self.split_warp_roles(role, taken, consequence, scope)
+            return
         instances = self.instance_subset(taken)
         saved = self.active
         self.active = taken
@@ -429,19 +434,20 @@ class StatementLifting:
                                               f"boundaries ({begin}..{end})")
             self.lift_worker(begin, end, threads, branch, scope)
 
-    def lift_worker(self, begin: int, end: int, threads, branch: Node, scope: Scope):
-        import re
-
+    def lift_worker(self, begin: int, end: int, threads, branch: Node, scope: Scope, name: str | None = None,
+                    registers: int | None = None):
         roles = self.profile.section("roles")
         suffix = roles.get("function_suffix", "")
         called = re.search(r"\b(\w+)" + re.escape(suffix) + r"\b", text(branch)) if suffix else None
         named = next((role for call, role in roles.get("names", {}).items() if call in text(branch)), None)
-        name = called.group(1) if called else named or f"role{len(self.kernel.workers)}"
+        name = name or (called.group(1) if called else named or f"role{len(self.kernel.workers)}")
         worker = WorkerOp(name, (begin, end))
         self.kernel.body.block.add_op(worker)
-        saved = (self.block, self.worker, self.worker_constants, self.active)
+        saved = (self.block, self.worker, self.worker_constants, self.active, self.role_registers, self.worker_state,
+                 self.copy_window, self.materialized, self.emitted_threads)
         self.block, self.worker, self.worker_constants, self.active = worker.body.block, worker, {}, threads
-        self.role_registers = None
+        self.role_registers = registers
+        self.emitted_threads = np.zeros_like(threads)
         role_scope = Scope(scope)
         self.worker_state = {"store": Cell("store_group", None), "gemm": Cell("gemm_group", None)}
         self.copy_window = [Cell(f"copy_group_{i}", None) for i in range(COPY_GROUP_WINDOW)]
@@ -453,12 +459,52 @@ class StatementLifting:
                 self.grid_worker_body(branch, role_scope, scope)
             else:
                 self.execute(branch, role_scope)
+            if worker in self.warp_roles_of:
+                self._narrow_to_its_warps(worker, scope, branch)
+            if self.role_registers is not None:
+                worker.properties["regs"] = IntegerAttr(self.role_registers, 64)
         finally:
-            self.block, self.worker, self.worker_constants, self.active = saved
+            (self.block, self.worker, self.worker_constants, self.active, self.role_registers, self.worker_state,
+             self.copy_window, self.materialized, emitted) = saved
+            self.emitted_threads = emitted
         worker.body.block.args[0].name_hint = "instance" if worker.sym_name.data == "producer" else "group"
-        if self.role_registers is not None:
-            worker.properties["regs"] = IntegerAttr(self.role_registers, 64)
         worker.location = self.location(scope, branch)
+
+    def _warp_role(self, taken, branch: Node) -> str | None:
+        """The warp role (profile `roles.warp_roles`: its function, its name) a branch of whole warps calls."""
+        roles = self.profile.section("roles").get("warp_roles", {})
+        role = next((name for call, name in roles.items() if re.search(r"\b" + re.escape(call) + r"\b", text(branch))),
+                    None)
+        if role is None:
+            return None
+        warps = taken.reshape(-1, 32)
+        if not taken.any() or (warps.any(axis=1) != warps.all(axis=1)).any():
+            return None
+        return role
+
+    def split_warp_roles(self, role: str, taken, branch: Node, scope: Scope):
+        """A branch of whole warps of a warp-group role calling a warp role: one worker per warp (each warp
+        lifted on its own, so that what its index selects is a constant), with the warp group's register
+        budget; the enclosing role keeps the warps it issues from."""
+        enclosing, registers = self.worker, self.role_registers
+        warps = [int(w) for w in np.unique(np.nonzero(taken)[0] // 32)]
+        for index, warp in enumerate(warps):
+            threads = np.zeros_like(taken)
+            threads[warp * 32:(warp + 1) * 32] = True
+            self.lift_worker(warp * 32, (warp + 1) * 32, threads, branch, scope, f"{role}{index}", registers)
+            self.kernel.workers[-1].body.block.args[0].name_hint = "warp"
+        self.warp_roles_of.setdefault(enclosing, set()).update(warps)
+
+    def _narrow_to_its_warps(self, worker: WorkerOp, scope: Scope, node: Node):
+        """A role that warp roles split from keeps the warps its own ops ran on (one contiguous run)."""
+        begin, end = worker.thread_range
+        used = np.unique(np.nonzero(self.emitted_threads[begin:end])[0] // 32) + begin // 32
+        split = self.warp_roles_of[worker]
+        if not used.size or set(used.tolist()) & split or used[-1] - used[0] + 1 != used.size:
+            raise self.error(scope, node, f"role `{worker.sym_name.data}` runs on warps {used.tolist()} beside the "
+                                          f"warp roles split from it (warps {sorted(split)})")
+        worker.properties["thread_begin"] = IntegerAttr(int(used[0]) * 32, 64)
+        worker.properties["thread_end"] = IntegerAttr(int(used[-1] + 1) * 32, 64)
 
     def run_time_if(self, condition: Run, consequence, alternative, scope: Scope, node: Node):
         """scf.if; the slots either branch changes are its results. A branch is a node or a callable."""
@@ -570,8 +616,8 @@ class StatementLifting:
         condition = node.child_by_field_name("condition")
         update = node.child_by_field_name("update")
         body = node.child_by_field_name("body")
-        if condition is None:
-            self.tile_loop(node, initializer, update, body, inner)
+        if condition is None or self._is_valid_call(condition):
+            self.tile_loop(node, initializer, update, body, inner, tested=condition is not None)
             return
         if initializer is None and self.run_once_loop(condition, update, body, inner, node):
             return
@@ -761,13 +807,18 @@ class StatementLifting:
 
     # =====================================================================================================
     # the tile loop: cuir.for_each_tile
-    def tile_loop(self, node: Node, initializer: Node | None, update: Node | None, body: Node, scope: Scope):
+    def tile_loop(self, node: Node, initializer: Node | None, update: Node | None, body: Node, scope: Scope,
+                  tested: bool = False):
+        """The tile scheduler's loop: `for (;;)` whose body leaves when `valid` fails, or (`tested`) a loop whose
+        condition is `scheduler.valid(cursor)`."""
         if self.worker is None:
             raise self.error(scope, node, "the tile loop outside any worker role")
         if initializer is not None:
             self.execute(initializer, scope) if initializer.type == "declaration" else self.evaluate(initializer, scope)
         statements = body.named_children if body.type == "compound_statement" else [body]
-        check = next((i for i, s in enumerate(statements) if self._is_valid_check(s, scope)), None)
+        if tested:
+            statements = [None, *statements]  # the condition: a validity check before the body
+        check = 0 if tested else next((i for i, s in enumerate(statements) if self._is_valid_check(s, scope)), None)
         if check is None:
             raise self.error(scope, node, "a `for (;;)` loop that is not the tile scheduler's loop (no "
                                           "`if (!scheduler.valid(...)) break;` in its body)")
@@ -793,6 +844,12 @@ class StatementLifting:
         # The statements before the validity check run once more, for the index past the last tile.
         for statement in statements[:check]:
             self.execute(statement, Scope(scope))
+
+    def _is_valid_call(self, condition: Node) -> bool:
+        """Whether a loop condition is the tile scheduler's validity test."""
+        valid = self.profile.section("tile_scheduler").get("valid")
+        return condition.type == "call_expression" and text(condition.child_by_field_name("function")).endswith(
+            f".{valid}")
 
     def _is_valid_check(self, statement: Node, scope: Scope) -> bool:
         if statement.type != "if_statement":

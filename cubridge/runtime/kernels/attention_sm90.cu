@@ -305,28 +305,29 @@ __device__ __forceinline__ void load_kv_tile(T* tile, const CUtensorMap* map, ui
 // slower in bursts, run 235).
 constexpr int kPairCtas = 2;
 
-// The `pair_free` barriers of this CTA: a K stage's (first kStages), then a V stage's; each phase completes with one
-// arrival from each CTA's relay warp.
-__device__ __forceinline__ uint64_t* pair_free_barriers() {
+// The `pair_free` barrier `index` of this CTA: a K stage's (first kStages), then a V stage's; each phase completes
+// with one arrival from each CTA's relay warp.
+__device__ __forceinline__ uint64_t* pair_free(int index) {
   __shared__ uint64_t barriers[2 * kStages];
-  return barriers;
+  return barriers + index;
 }
 
 // A K or V tile into stage `at` of this CTA and of its peer, counted on `full` in each. The whole warp waits until
 // both CTAs released the stage (`pair_free`, whose phase completes after this CTA's own release too: the loader
 // waits on nothing else); lane 0 then multicasts this CTA's panel. Returns once issued.
 template <int kHeadDim, int kBlockKv, typename T>
-__device__ __forceinline__ void load_pair_kv_tile(T* tile, const CUtensorMap* map, uint64_t* full, uint64_t* pair_free,
+__device__ __forceinline__ void load_pair_kv_tile(T* tile, const CUtensorMap* map, uint64_t* full, uint64_t* free_barrier,
                                                   const PipelineState& at, bool leader, int kv_row, int kv_head,
                                                   int batch) {
   using Layout = SharedLayout<kHeadDim, kBlockKv>;
   static_assert(Layout::kPanels == kPairCtas, "each CTA of a pair loads one panel");
   const uint32_t rank = cluster_cta_rank();
-  mbarrier_wait(pair_free, at.free_parity());
-  if (!leader) return;
-  mbarrier_expect_tx(full, Layout::kKvTileBytes);
-  tma_load_4d_multicast(reinterpret_cast<unsigned char*>(tile) + rank * Layout::kKvPanelBytes, map, full,
-                        (1 << kPairCtas) - 1, rank * kPanelCols, kv_row, kv_head, batch);
+  mbarrier_wait(free_barrier, at.free_parity());
+  if (leader) {
+    mbarrier_expect_tx(full, Layout::kKvTileBytes);
+    tma_load_4d_multicast(reinterpret_cast<unsigned char*>(tile) + rank * Layout::kKvPanelBytes, map, full,
+                          (1 << kPairCtas) - 1, rank * kPanelCols, kv_row, kv_head, batch);
+  }
 }
 
 // K/V pairs: a relay warp passing this CTA's release of every K (or, `values`, V) stage on to both CTAs' pair_free
@@ -344,10 +345,11 @@ __device__ __forceinline__ void relay_pair_releases(const SharedStorage<T, kHead
     const KvRange range = Policy::template kv_range<kBlockKv>(p, args, tile, first_row(tile), last_row(p, tile));
     for (int j = range.begin; j < range.end; ++j, ++kv.count) {
       mbarrier_wait(values ? smem.v_empty(kv.stage()) : smem.k_empty(kv.stage()), kv.parity());
-      if (lane != 0) continue;
-      uint64_t* pair_free = pair_free_barriers() + (values ? kStages : 0) + kv.stage();
-      mbarrier_arrive(pair_free);
-      mbarrier_arrive_cluster(pair_free, peer);
+      if (lane == 0) {
+        uint64_t* free_barrier = pair_free((values ? kStages : 0) + kv.stage());
+        mbarrier_arrive(free_barrier);
+        mbarrier_arrive_cluster(free_barrier, peer);
+      }
     }
   }
 }
@@ -428,7 +430,7 @@ __device__ __forceinline__ void producer_mainloop(const SharedStorage<T, kHeadDi
         mbarrier_wait(smem.v_empty(at.stage()), at.free_parity());
       if constexpr (Policy::kSharesKvInPair)
         load_pair_kv_tile<kHeadDim, kBlockKv>(smem.v_tile(at.stage()), v_map, smem.v_full(at.stage()),
-                                              pair_free_barriers() + kStages + at.stage(), at, leader, row,
+                                              pair_free(kStages + at.stage()), at, leader, row,
                                               kv_head, tile.batch);
       else if (leader)
         load_kv_tile<kHeadDim, kBlockKv>(smem.v_tile(at.stage()), v_map, smem.v_full(at.stage()), row, kv_head, tile.batch);
@@ -445,7 +447,7 @@ __device__ __forceinline__ void producer_mainloop(const SharedStorage<T, kHeadDi
         mbarrier_wait(smem.k_empty(stage), kv.free_parity());
       if constexpr (Policy::kSharesKvInPair)
         load_pair_kv_tile<kHeadDim, kBlockKv>(smem.k_tile(stage), k_map, smem.k_full(stage),
-                                              pair_free_barriers() + stage, kv, leader, kv_row, kv_head,
+                                              pair_free(stage), kv, leader, kv_row, kv_head,
                                               tile.batch);
       else if (leader)
         load_kv_tile<kHeadDim, kBlockKv>(smem.k_tile(stage), k_map, smem.k_full(stage), kv_row, kv_head,
@@ -1032,7 +1034,7 @@ __device__ __forceinline__ void attention_forward(const CUtensorMap* q_map, cons
       mbarrier_init(smem.v_empty(stage), kConsumerWarps);
     }
     if constexpr (Policy::kSharesKvInPair) {
-      for (int i = 0; i < 2 * kStages; ++i) mbarrier_init(pair_free_barriers() + i, kPairCtas);
+      for (int i = 0; i < 2 * kStages; ++i) mbarrier_init(pair_free(i), kPairCtas);
       fence_mbarrier_init_cluster();
       if (((p.seqlen_q + kBlockM - 1) / kBlockM) % kPairCtas != 0) __trap();  // a pair's tiles: one head
     }

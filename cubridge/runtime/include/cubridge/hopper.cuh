@@ -446,8 +446,8 @@ __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegisters));
 }
 
-// Thread-block clusters (__cluster_dims__). No CuIR op models them yet: the kernels use them only on paths the lift
-// reads as false (attention_sm90.cu's K/V pairs), whose single-CTA form defines them.
+// Thread-block clusters (__cluster_dims__): cuir.cluster_rank, cuir.cluster_barrier, cuir.mbarrier_arrive with `cta`,
+// cuir.copy_async with `multicast` (attention_sm90.cu's K/V pairs).
 
 // This CTA's rank in its cluster (%cluster_ctarank).
 __device__ __forceinline__ uint32_t cluster_cta_rank() {
