@@ -33,7 +33,7 @@ a floor of 2^-10 (bf16), 2^-13 (f16) or 2^-20 (f32), times max|ref| for
 max_abs.
 
 Exit status: 0 verified; 1 mismatch, race, deadlock, fault or coverage
-error; 2 bad input (unreadable or invalid IR, a shape the kernel cannot
+error, or a shape the kernel refuses (its cuir.trap); 2 bad input (unreadable or invalid IR, a shape the kernel cannot
 run, a spec that does not load), reported as one `error: ...` line on
 stderr.
 """

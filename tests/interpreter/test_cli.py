@@ -55,7 +55,8 @@ def test_help_states_defaults_tolerances_and_exit_codes(capsys):
     assert "c-1, c and c+1 of every integer constant" in text
     assert "seeds 0 (q, k, v from N(0, 1)) and 1" in text
     assert "twice those of the same computation in the kernel's precision" in text
-    assert "Exit status: 0 verified; 1 mismatch, race, deadlock, fault or coverage error; 2 bad input" in text
+    assert ("Exit status: 0 verified; 1 mismatch, race, deadlock, fault or coverage error, or a shape the kernel "
+            "refuses (its cuir.trap); 2 bad input") in text
 
 
 def test_race_example_exits_one_with_located_diagnostic(capsys):
