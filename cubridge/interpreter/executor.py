@@ -93,6 +93,8 @@ class KernelPlan:
         self.order = kernel.order.data
         self.skip_empty = kernel.skip_empty is not None
         self.cluster_size = kernel.cluster_size
+        self.may_refuse = any(isinstance(op, cuir.TrapOp) for step_op in block.ops
+                              if not isinstance(step_op, cuir.WorkerOp) for op in step_op.walk())
         self.threads = sum(w.instances * w.instance_threads for w in kernel.workers)
         self.head_dim = self._head_dim()
 
@@ -125,8 +127,7 @@ class KernelPlan:
     def refusal(self, shape: ProblemShape) -> str | None:
         """Where the kernel body traps on `shape` (the kernel refuses the problem before any worker starts), or
         None. Only the body runs, on inputs of the problem's sizes."""
-        if not any(isinstance(op, cuir.TrapOp) for step_op in self.kernel.body.block.ops
-                   if not isinstance(step_op, cuir.WorkerOp) for op in step_op.walk()):
+        if not self.may_refuse:
             return None
         sizes = _sizes(shape)
         bindings = {}
