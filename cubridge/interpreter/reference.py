@@ -11,10 +11,15 @@ and log-sum-exp -inf, as FlexAttention does.
 `kernel_precision` computes a spec's attention the way a FlashAttention
 kernel does (float32 scores and softmax, P rounded to the input type for
 P V, the output rounded to its type); its error against the float64
-reference is the yardstick of the verifier's tolerances.
+reference is the yardstick of the verifier's tolerances. Its scores can be
+moved by the bound on a float32 GEMM's accumulation error
+(`accumulation_bound`): a kernel that sums a dot product in another order
+lands anywhere within it.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -59,13 +64,30 @@ class StandardAttention:
                                    return_lse=return_lse, broadcast_hooks=True)
 
 
-def masked_scores(spec, q: np.ndarray, k: np.ndarray, scale: float, dtype) -> np.ndarray:
-    """scale * Q K^T computed in `dtype`, through the spec's score_mod; masked entries -inf, and so are
-    scores that vanish in base 2 (`cubridge.reference.vanishes_in_base_2`)."""
+def accumulation_bound(q: np.ndarray, k: np.ndarray, scale: float) -> np.ndarray:
+    """How far a float32 kernel's scale * Q K^T may lie from the exact one, [B, HQ, SQ, SKV] in float64: the
+    unit roundoff times sqrt(D) times scale * sum_i |q_i k_i|. The products of 16-bit inputs are exact in
+    float32; the error is the sum's, which depends on the order a kernel adds in (a tensor core adds a k-slice
+    at a time, and may truncate), and grows with the terms' magnitudes, not the score's: a score that cancels
+    large terms (a widened query row) carries an error far past a few of its own ulps."""
+    q, k = np.abs(np.asarray(q, dtype=np.float64)), np.abs(np.asarray(k, dtype=np.float64))
+    k = np.repeat(k, q.shape[1] // k.shape[1], axis=1)
+    unit_roundoff = float(np.finfo(np.float32).eps) / 2
+    return unit_roundoff * math.sqrt(q.shape[-1]) * abs(scale) * np.matmul(q, np.swapaxes(k, -1, -2))
+
+
+def masked_scores(spec, q: np.ndarray, k: np.ndarray, scale: float, dtype, accumulation_error: int = 0
+                  ) -> np.ndarray:
+    """scale * Q K^T computed in `dtype`, moved by `accumulation_error` (-1, 0 or 1) times `accumulation_bound`,
+    through the spec's score_mod; masked entries -inf, and so are scores that vanish in base 2
+    (`cubridge.reference.vanishes_in_base_2`)."""
+    bound = accumulation_bound(q, k, scale) if accumulation_error else None
     q, k = np.asarray(q, dtype=dtype), np.asarray(k, dtype=dtype)
     k = np.repeat(k, q.shape[1] // k.shape[1], axis=1)
     with np.errstate(invalid="ignore"):  # BLAS raises spurious invalid-value flags
         scores = np.matmul(q, np.swapaxes(k, -1, -2)) * dtype(scale)
+    if bound is not None:
+        scores = (scores + accumulation_error * bound).astype(dtype)
     if spec.score_mod is None and spec.mask_mod is None:
         return scores
     import torch  # hooks are torch code; standard attention never gets here without a mask
@@ -84,11 +106,13 @@ def masked_scores(spec, q: np.ndarray, k: np.ndarray, scale: float, dtype) -> np
     return result.detach().numpy().astype(dtype)  # captured parameters make hook results require grad
 
 
-def kernel_precision(spec, q, k, v, scale: float, round_input, round_output) -> dict[str, np.ndarray]:
+def kernel_precision(spec, q, k, v, scale: float, round_input, round_output, accumulation_error: int = 0
+                     ) -> dict[str, np.ndarray]:
     """The spec's outputs computed as a FlashAttention kernel computes them: float32
-    scores, softmax (or sigmoid/relu) and sums, P rounded by `round_input` before
-    P V, o rounded by `round_output`; "lse" for softmax only."""
-    scores = masked_scores(spec, q, k, scale, np.float32)
+    scores (moved by `accumulation_error` times `accumulation_bound`), softmax (or
+    sigmoid/relu) and sums, P rounded by `round_input` before P V, o rounded by
+    `round_output`; "lse" for softmax only."""
+    scores = masked_scores(spec, q, k, scale, np.float32, accumulation_error)
     v = np.repeat(np.asarray(v, dtype=np.float32), scores.shape[1] // v.shape[1], axis=1)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         if spec.normalization == "softmax":

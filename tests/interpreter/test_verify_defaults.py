@@ -14,7 +14,7 @@ from cubridge.interpreter import KernelPlan, ProblemShape, StandardAttention, ex
 from cubridge.interpreter.executor import find_kernel
 from cubridge.interpreter.inputs import block_list_tables
 from cubridge.interpreter.numerics import round_to_bf16
-from cubridge.interpreter.reference import kernel_precision, masked_scores
+from cubridge.interpreter.reference import accumulation_bound, kernel_precision, masked_scores
 from cubridge.interpreter.shapes import (
     MAX_SCORE_RANGE,
     VERIFY_NUM_SMS,
@@ -23,7 +23,7 @@ from cubridge.interpreter.shapes import (
     score_range,
     tile_aligned_case,
 )
-from cubridge.interpreter.verify import OutputError, random_inputs
+from cubridge.interpreter.verify import FLOORS, OutputError, random_inputs
 from cubridge.passes.transfer import transfer_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -175,6 +175,47 @@ def test_no_default_shape_fitting_is_a_located_error_with_the_reason(example, tm
 def test_hooks_returning_python_values_or_reading_parameters_verify(example, tmp_path, source):
     module, spec, _ = _transferred_spec(example, tmp_path, source)
     assert verify(module, spec, shapes=[(1, 2, 1, 130, 130, 128)]).ok
+
+
+def test_a_bias_table_verifies_on_rows_whose_scores_cancel_large_terms(example, tmp_path):
+    """A T5-style table read at clamped distances: its index constants widen the query rows 768 times, and a
+    sunk row's score (about -137) then cancels terms summing to thousands. The executor's float32 GEMM and
+    numpy's sum those in different orders, 12 ulps of the score apart, which failed the correct kernel while
+    the yardstick was numpy's order alone; its scores moved by the accumulation bound now set it."""
+    module, spec, _ = _transferred_spec(example, tmp_path, (
+        "import torch\nbias = torch.randn(16, 513, generator=torch.Generator().manual_seed(0))\n"
+        "def score_mod(score, b, h, q_idx, kv_idx):\n"
+        "    return score + bias[h, torch.clamp(kv_idx - q_idx, -256, 256) + 256]\n"))
+    assert score_range(spec) == 768.0
+    result = verify(module, spec, shapes=[(1, 3, 1, 2, 3, 128)], seeds=(1,), schedules=1)
+    assert result.ok, result.summary()
+    lse = next(error for error in result.runs[0].errors if error.name == "lse")
+    assert lse.max_abs > FLOORS["f32"] * 130  # past the floor: the moved emulations carry it
+
+
+def test_the_accumulation_bound_covers_other_summation_orders():
+    """Sums of a dot product in float32, forward, backward and by 16-term k-slices (a tensor core's), stay
+    within `accumulation_bound` of the exact one, for ordinary rows and for one that cancels large terms."""
+    rng = np.random.default_rng(0)
+    q = round_to_bf16(rng.standard_normal((1, 1, 2, 128)) * np.array([1.0, 700.0])[:, None]).astype(np.float32)
+    q[0, 0, 1, 1] = round_to_bf16(np.float32(-200 * math.sqrt(128)))
+    k = round_to_bf16(rng.standard_normal((1, 1, 64, 128))).astype(np.float32)
+    k[..., 1] = 1.0
+    scale = 1 / math.sqrt(128)
+    exact = np.einsum("bhqd,bhkd->bhqk", q.astype(np.float64), k.astype(np.float64)) * scale
+    bound = accumulation_bound(q, k, scale)
+    products = q[:, :, :, None, :] * k[:, :, None, :, :]  # exact in float32: 16-bit inputs
+
+    def summed(order):
+        total = np.zeros(products.shape[:-1], dtype=np.float32)
+        for part in order:
+            total = (total + products[..., part].sum(axis=-1, dtype=np.float32)).astype(np.float32)
+        return total * np.float32(scale)
+
+    for order in ([[i] for i in range(128)], [[i] for i in reversed(range(128))],
+                  [list(range(s, s + 16)) for s in range(0, 128, 16)]):
+        assert (np.abs(summed(order) - exact) <= bound).all()
+    assert bound[0, 0, 1].min() > 100 * bound[0, 0, 0].max()  # the bound follows the terms, not the score
 
 
 def test_wide_inputs_reach_past_the_score_constants(example):
