@@ -32,7 +32,7 @@ import torch
 from cubridge.frontends.hooks import IndexWithTensors
 
 NORMALIZATIONS = ("softmax", "sigmoid", "relu")
-DEFAULT_CHUNK_SCORES = 2**26
+DEFAULT_CHUNK_SCORES = 2**24  # a hook's every intermediate is a chunk-sized tensor until the hook returns
 LOG2_E = math.log2(math.e)
 SIXTEEN_BIT = (torch.float16, torch.bfloat16)
 

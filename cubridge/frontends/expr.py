@@ -133,7 +133,10 @@ def evaluate(expr: Expr, env: dict[str, torch.Tensor], kernel_casts: bool = Fals
             memo[node] = _evaluate_node(node, visit, env, device, casts)
         return memo[node]
 
-    return visit(expr)
+    try:
+        return visit(expr)
+    finally:  # `visit` refers to itself: only the cycle collector would free the intermediates
+        memo.clear()
 
 
 def _evaluate_node(node: Expr, visit, env: dict[str, torch.Tensor], device: torch.device | None,
