@@ -29,8 +29,9 @@ floor. The emulation runs three times: as numpy sums its scores, and with
 every score moved up and down by the bound on a float32 dot product's
 accumulation error (`reference.accumulation_bound`), since a kernel adds in
 another order; the farthest of the three sets the yardstick. Scores that
-cancel large terms (the widened rows below) are where that matters. For each output, on the rows the run covered, with f the floor of
-the output's type (bf16 2^-10, f16 2^-13, f32 2^-20: a quarter of the unit
+cancel large terms (the widened rows above) are where that matters. For
+each output, on the rows the run covered, with f the floor of the output's
+type (bf16 2^-10, f16 2^-13, f32 2^-20: a quarter of the unit
 roundoff for 16-bit types, a few ulps for float32, whose results differ by
 the order of operations) and r = max(|ref|, 1) for lse (in the log domain,
 errors are absolute), r = |ref| for o and rowsum:
