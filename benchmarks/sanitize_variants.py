@@ -7,7 +7,8 @@ dim each serves (sm90: 64, 128 and 256; sm80: 64 and 128), and again on 256 quer
 variant runs in K/V pairs (softcap and sigmoid at sm90 D = 128), for compute-sanitizer:
 `compute-sanitizer --tool memcheck --report-api-errors no python3 benchmarks/sanitize_variants.py` (and --tool
 racecheck; without --report-api-errors no, memcheck also counts the libraries' probing of cuGetProcAddress).
-Every mbarrier wait is bounded, as in sanitize_attention.py."""
+Names of examples/specs given as arguments replace the nine. Every mbarrier wait is bounded, as in
+sanitize_attention.py."""
 
 from __future__ import annotations
 
@@ -26,10 +27,10 @@ SPECS = ("document_mask", "softcap", "sigmoid", "prefix_lm", "alibi", "interleav
 KEYS = {"interleaved_documents": 100}  # keys 0-99 hold document 0 only; queries 256-299 are document 1
 
 
-def main() -> None:
+def main(names: list[str]) -> None:
     bound_mbarrier_waits()
     torch.manual_seed(0)
-    for name in SPECS:
+    for name in names:
         for reference in ("sm90", "sm80"):
             kernel = build_variant(f"examples/specs/{name}.py", reference)
             for head_dim in kernel.head_dims:
@@ -43,4 +44,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:] or list(SPECS))
