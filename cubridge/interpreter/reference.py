@@ -76,18 +76,17 @@ def accumulation_bound(q: np.ndarray, k: np.ndarray, scale: float) -> np.ndarray
     return unit_roundoff * math.sqrt(q.shape[-1]) * abs(scale) * np.matmul(q, np.swapaxes(k, -1, -2))
 
 
-def masked_scores(spec, q: np.ndarray, k: np.ndarray, scale: float, dtype, accumulation_error: int = 0
+def masked_scores(spec, q: np.ndarray, k: np.ndarray, scale: float, dtype, shift: np.ndarray | None = None
                   ) -> np.ndarray:
-    """scale * Q K^T computed in `dtype`, moved by `accumulation_error` (-1, 0 or 1) times `accumulation_bound`,
-    through the spec's score_mod; masked entries -inf, and so are scores that vanish in base 2
+    """scale * Q K^T computed in `dtype`, plus `shift` (such as +- `accumulation_bound`), through the spec's
+    score_mod; masked entries -inf, and so are scores that vanish in base 2
     (`cubridge.reference.vanishes_in_base_2`)."""
-    bound = accumulation_bound(q, k, scale) if accumulation_error else None
     q, k = np.asarray(q, dtype=dtype), np.asarray(k, dtype=dtype)
     k = np.repeat(k, q.shape[1] // k.shape[1], axis=1)
     with np.errstate(invalid="ignore"):  # BLAS raises spurious invalid-value flags
         scores = np.matmul(q, np.swapaxes(k, -1, -2)) * dtype(scale)
-    if bound is not None:
-        scores = (scores + accumulation_error * bound).astype(dtype)
+    if shift is not None:
+        scores = (scores + shift).astype(dtype)
     if spec.score_mod is None and spec.mask_mod is None:
         return scores
     import torch  # hooks are torch code; standard attention never gets here without a mask
@@ -106,13 +105,13 @@ def masked_scores(spec, q: np.ndarray, k: np.ndarray, scale: float, dtype, accum
     return result.detach().numpy().astype(dtype)  # captured parameters make hook results require grad
 
 
-def kernel_precision(spec, q, k, v, scale: float, round_input, round_output, accumulation_error: int = 0
+def kernel_precision(spec, q, k, v, scale: float, round_input, round_output, shift: np.ndarray | None = None
                      ) -> dict[str, np.ndarray]:
     """The spec's outputs computed as a FlashAttention kernel computes them: float32
-    scores (moved by `accumulation_error` times `accumulation_bound`), softmax (or
-    sigmoid/relu) and sums, P rounded by `round_input` before P V, o rounded by
-    `round_output`; "lse" for softmax only."""
-    scores = masked_scores(spec, q, k, scale, np.float32, accumulation_error)
+    scores (plus `shift`, see `masked_scores`), softmax (or sigmoid/relu) and sums,
+    P rounded by `round_input` before P V, o rounded by `round_output`; "lse" for
+    softmax only."""
+    scores = masked_scores(spec, q, k, scale, np.float32, shift)
     v = np.repeat(np.asarray(v, dtype=np.float32), scores.shape[1] // v.shape[1], axis=1)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         if spec.normalization == "softmax":

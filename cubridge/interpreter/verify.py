@@ -54,7 +54,12 @@ from cubridge.diagnostics import CuBridgeError, verify_module
 from cubridge.interpreter.executor import KernelPlan, ProblemShape, execute, find_kernel
 from cubridge.interpreter.inputs import kernel_inputs
 from cubridge.interpreter.numerics import rounding_for, type_name
-from cubridge.interpreter.reference import StandardAttention, kernel_precision, masked_scores
+from cubridge.interpreter.reference import (
+    StandardAttention,
+    accumulation_bound,
+    kernel_precision,
+    masked_scores,
+)
 from cubridge.interpreter.report import KINDS, Diagnostic
 from cubridge.interpreter.shapes import (
     HEAD_CONFIGS,
@@ -247,9 +252,10 @@ class _Expected:
         reference = {"o": np.asarray(spec.reference(q, k, v, scale), dtype=np.float64).copy()}
         round_input = rounding_for(plan.argument("q").type.element_type)
         round_output = rounding_for(plan.argument("o").type.element_type)
+        bound = accumulation_bound(inputs["q"], inputs["k"], scale)
         emulations = [
-            kernel_precision(spec, inputs["q"], inputs["k"], inputs["v"], scale, round_input, round_output, moved)
-            for moved in (0, 1, -1)
+            kernel_precision(spec, inputs["q"], inputs["k"], inputs["v"], scale, round_input, round_output, shift)
+            for shift in (None, bound, -bound)
         ]
         lse = spec.reference_lse(q, k, v, scale) if plan.argument("lse") is not None else None
         has_lse = lse is not None and "lse" in emulations[0]

@@ -223,8 +223,10 @@ class VariantKernel:
         warps, multicast panels, remote arrivals) where the variant's lowering has pair entry points for
         `head_dim`, else None; made (and checked by `verify`) once per spec in this process, so that the
         lowering's choice of pairs (every work tile of a head visits the same kv tiles) is verified with them."""
-        program = self.program(head_dim)
-        if not any(instance.pair_name for instance in program.lowered(self.spec.name).instances):
+        # whether an instance runs in pairs depends on its head dim alone: the bf16 one's lowering (the one a
+        # bf16 launch has made already) tells
+        instances = self.program(head_dim).lowered(self.spec.name, (("bf16", head_dim),)).instances
+        if not any(instance.pair_name for instance in instances):
             return None
         kv_tile = reference_source(self.reference).kv_tiles.get(head_dim)
         entry = PAIR_PROGRAMS[self.reference][kv_tile]
